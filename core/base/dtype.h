@@ -1,0 +1,76 @@
+// Tensor element types: ggml's type ids exactly as stored in GGUF tensor infos, with their block
+// geometry. A quantized type stores `block_size` values in `type_size` bytes, e.g. Q4_K: 256 values
+// in 144 bytes = 4.5 bits/weight.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/base/status.h"
+
+namespace moesplit {
+
+// Values are ggml's `enum ggml_type` (ggml.h). Gaps (4, 5, 31-33, 36-38) are ids ggml removed;
+// a file that uses them is rejected as an unknown type.
+enum class GgmlType : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ8_1 = 9,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kQ8_K = 15,
+  kIQ2_XXS = 16,
+  kIQ2_XS = 17,
+  kIQ3_XXS = 18,
+  kIQ1_S = 19,
+  kIQ4_NL = 20,
+  kIQ3_S = 21,
+  kIQ2_S = 22,
+  kIQ4_XS = 23,
+  kI8 = 24,
+  kI16 = 25,
+  kI32 = 26,
+  kI64 = 27,
+  kF64 = 28,
+  kIQ1_M = 29,
+  kBF16 = 30,
+  kTQ1_0 = 34,
+  kTQ2_0 = 35,
+  kMXFP4 = 39,
+};
+
+inline constexpr uint32_t kGgmlTypeIdLimit = 40;  // ids >= this are unknown
+
+struct TypeTraits {
+  GgmlType type;
+  const char* name;    // ggml's spelling: "f32", "q4_K", "iq2_xxs", "bf16"
+  int64_t block_size;  // values per block (1 for plain types)
+  int64_t type_size;   // bytes per block
+  bool quantized;      // block-quantized (not a plain scalar type)
+};
+
+// nullptr when `id` is not a type ggml currently defines.
+const TypeTraits* FindTypeTraits(uint32_t id);
+// CHECKs that `t` is known (a GgmlType value can only come from a validated id).
+const TypeTraits& GetTypeTraits(GgmlType t);
+inline const char* TypeName(GgmlType t) { return GetTypeTraits(t).name; }
+// Case-insensitive lookup by ggml name ("Q4_K", "q4_k", "BF16").
+StatusOr<GgmlType> TypeFromName(std::string_view name);
+
+// Bytes of `n` values of type `t`; CHECKs that n is a multiple of the block size.
+int64_t RowBytes(GgmlType t, int64_t n);
+
+// llama.cpp's `general.file_type` (enum llama_ftype) names, e.g. 15 -> "Q4_K_M".
+// Returns "unknown(N)" for ids it does not know.
+std::string FileTypeName(uint32_t ftype);
+
+}  // namespace moesplit

@@ -1,0 +1,24 @@
+// Reference (scalar) quantization and dequantization of ggml's block formats. Dequantization is
+// bit-exact with ggml's `to_float`; these are the twins every SIMD kernel is tested against.
+#pragma once
+
+#include <cstdint>
+
+#include "core/base/dtype.h"
+
+namespace moesplit::quant {
+
+// True for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K.
+bool CanDequantize(GgmlType type);
+// True for F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, Q8_K (and any others implemented).
+bool CanQuantize(GgmlType type);
+
+// dst[0..n) = values of the n elements at src. n must be a multiple of the block size
+// (CHECKed); `type` must satisfy CanDequantize (CHECKed).
+void DequantizeRow(GgmlType type, const void* src, float* dst, int64_t n);
+
+// Writes RowBytes(type, n) bytes of blocks encoding src[0..n) to dst. Same preconditions with
+// CanQuantize. Deterministic (no importance matrix).
+void QuantizeRow(GgmlType type, const float* src, void* dst, int64_t n);
+
+}  // namespace moesplit::quant
