@@ -1,1 +1,27 @@
-int main() { return 0; }
+// The `moesplit` command: a thin dispatcher over the subcommands in apps/cmd_*.cc.
+#include <functional>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "apps/cmd_inspect.h"
+#include "apps/cmd_make_model.h"
+#include "apps/cmd_version.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "moesplit: serve DeepSeek-V3/R1-class mixture-of-experts GGUF models on one server — "
+      "routed experts on NUMA-pinned CPU pools, everything else on one GPU (or the CPU)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", [] { return moesplit::app::VersionString(); });
+  std::function<int()> action;
+  moesplit::app::RegisterInspect(app, &action);
+  moesplit::app::RegisterMakeModel(app, &action);
+  moesplit::app::RegisterVersion(app, &action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return action ? action() : 0;
+}
