@@ -1,0 +1,102 @@
+// Dispatch of the reference row (de)quantizers by GgmlType, and the plain float types.
+#include "cpu_kernels/quant/quant.h"
+
+#include <cstring>
+
+#include "core/base/float16.h"
+#include "core/base/status.h"
+#include "cpu_kernels/quant/quant_internal.h"
+
+namespace moesplit::quant {
+namespace {
+
+using DequantFn = void (*)(const void* src, float* dst, int64_t nb);
+using QuantFn = void (*)(const float* src, void* dst, int64_t nb);
+
+// F32 / F16 / BF16 are "blocks" of one value.
+void DequantF32(const void* src, float* dst, int64_t n) { std::memcpy(dst, src, n * 4); }
+void QuantF32(const float* src, void* dst, int64_t n) { std::memcpy(dst, src, n * 4); }
+
+void DequantF16(const void* src, float* dst, int64_t n) {
+  const auto* h = static_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = Fp16ToFp32(h[i]);
+}
+void QuantF16(const float* src, void* dst, int64_t n) {
+  auto* h = static_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToFp16(src[i]);
+}
+
+void DequantBF16(const void* src, float* dst, int64_t n) {
+  const auto* h = static_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToFp32(h[i]);
+}
+void QuantBF16(const float* src, void* dst, int64_t n) {
+  auto* h = static_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToBf16(src[i]);
+}
+
+struct RowKernels {
+  GgmlType type;
+  DequantFn dequant;  // never null in the table
+  QuantFn quant;      // null where no reference quantizer exists
+};
+
+using T = GgmlType;
+namespace in = internal;
+constexpr RowKernels kKernels[] = {
+    {T::kF32, DequantF32, QuantF32},
+    {T::kF16, DequantF16, QuantF16},
+    {T::kBF16, DequantBF16, QuantBF16},
+    {T::kQ4_0, in::DequantQ4_0, in::QuantQ4_0},
+    {T::kQ4_1, in::DequantQ4_1, in::QuantQ4_1},
+    {T::kQ5_0, in::DequantQ5_0, in::QuantQ5_0},
+    {T::kQ5_1, in::DequantQ5_1, in::QuantQ5_1},
+    {T::kQ8_0, in::DequantQ8_0, in::QuantQ8_0},
+    {T::kQ2_K, in::DequantQ2_K, in::QuantQ2_K},
+    {T::kQ3_K, in::DequantQ3_K, in::QuantQ3_K},
+    {T::kQ4_K, in::DequantQ4_K, in::QuantQ4_K},
+    {T::kQ5_K, in::DequantQ5_K, in::QuantQ5_K},
+    {T::kQ6_K, in::DequantQ6_K, in::QuantQ6_K},
+    {T::kQ8_K, in::DequantQ8_K, in::QuantQ8_K},
+};
+
+const RowKernels* Find(GgmlType type) {
+  for (const RowKernels& k : kKernels) {
+    if (k.type == type) return &k;
+  }
+  return nullptr;
+}
+
+// Number of blocks in n values; CHECKs divisibility.
+int64_t BlockCount(GgmlType type, int64_t n) {
+  const TypeTraits& tr = GetTypeTraits(type);
+  MOESPLIT_CHECK(n >= 0 && n % tr.block_size == 0, tr.name, ": ", n,
+                 " values is not a multiple of the block size ", tr.block_size);
+  return n / tr.block_size;
+}
+
+}  // namespace
+
+bool CanDequantize(GgmlType type) { return Find(type) != nullptr; }
+
+bool CanQuantize(GgmlType type) {
+  const RowKernels* k = Find(type);
+  return k != nullptr && k->quant != nullptr;
+}
+
+void DequantizeRow(GgmlType type, const void* src, float* dst, int64_t n) {
+  const RowKernels* k = Find(type);
+  MOESPLIT_CHECK(k != nullptr, "no reference dequantizer for ", TypeName(type));
+  const int64_t nb = BlockCount(type, n);
+  if (nb > 0) k->dequant(src, dst, nb);
+}
+
+void QuantizeRow(GgmlType type, const float* src, void* dst, int64_t n) {
+  const RowKernels* k = Find(type);
+  MOESPLIT_CHECK(k != nullptr && k->quant != nullptr, "no reference quantizer for ",
+                 TypeName(type));
+  const int64_t nb = BlockCount(type, n);
+  if (nb > 0) k->quant(src, dst, nb);
+}
+
+}  // namespace moesplit::quant

@@ -1,0 +1,41 @@
+// Per-type reference kernels behind quant.h's dispatch. Internal to quant/.
+//
+// Every function works on `nb` whole blocks: `src`/`dst` point at nb blocks (the block struct of
+// the type, see blocks.h) and at nb * block_size floats.
+#pragma once
+
+#include <cstdint>
+
+namespace moesplit::quant::internal {
+
+// dequant_legacy.cc
+void DequantQ4_0(const void* src, float* dst, int64_t nb);
+void DequantQ4_1(const void* src, float* dst, int64_t nb);
+void DequantQ5_0(const void* src, float* dst, int64_t nb);
+void DequantQ5_1(const void* src, float* dst, int64_t nb);
+void DequantQ8_0(const void* src, float* dst, int64_t nb);
+
+// dequant_kquants.cc
+void DequantQ2_K(const void* src, float* dst, int64_t nb);
+void DequantQ3_K(const void* src, float* dst, int64_t nb);
+void DequantQ4_K(const void* src, float* dst, int64_t nb);
+void DequantQ5_K(const void* src, float* dst, int64_t nb);
+void DequantQ6_K(const void* src, float* dst, int64_t nb);
+void DequantQ8_K(const void* src, float* dst, int64_t nb);
+
+// quant_legacy.cc
+void QuantQ4_0(const float* src, void* dst, int64_t nb);
+void QuantQ4_1(const float* src, void* dst, int64_t nb);
+void QuantQ5_0(const float* src, void* dst, int64_t nb);
+void QuantQ5_1(const float* src, void* dst, int64_t nb);
+void QuantQ8_0(const float* src, void* dst, int64_t nb);
+
+// quant_kquants.cc (Q4_K, Q5_K, Q6_K, Q8_K) and quant_kquants_low.cc (Q2_K, Q3_K)
+void QuantQ2_K(const float* src, void* dst, int64_t nb);
+void QuantQ3_K(const float* src, void* dst, int64_t nb);
+void QuantQ4_K(const float* src, void* dst, int64_t nb);
+void QuantQ5_K(const float* src, void* dst, int64_t nb);
+void QuantQ6_K(const float* src, void* dst, int64_t nb);
+void QuantQ8_K(const float* src, void* dst, int64_t nb);
+
+}  // namespace moesplit::quant::internal
