@@ -1,0 +1,170 @@
+// The preset table and option parsing. Widths follow the models' Hugging Face configs
+// (config.json) as the converters read them; tiny presets keep the same structure at toy sizes.
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include "core/synth/model_spec.h"
+
+namespace moesplit::synth {
+namespace {
+
+std::string Upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// ds-tiny: the structure of shared/testdata/models/ds-tiny-Q4_K_M.gguf (made with llama.cpp).
+ModelHparams DsTiny() {
+  ModelHparams h;
+  h.arch = Arch::kDeepseek2;
+  h.general_name = "moesplit ds-tiny";
+  h.n_vocab = 1024, h.n_embd = 256, h.n_layer = 4, h.n_head = 4;
+  h.n_ff = 512, h.n_ff_exp = 128;
+  h.n_expert = 16, h.n_expert_used = 4, h.n_expert_shared = 1;
+  h.n_expert_groups = 4, h.n_group_used = 2, h.n_dense_lead = 1;
+  h.q_lora = 64, h.kv_lora = 64, h.qk_nope = 32, h.qk_rope = 16, h.v_head = 32;
+  h.gating_func = 2, h.weights_scale = 2.5f, h.weights_norm = true;
+  h.n_ctx = 4096;
+  h.vocab = VocabStyle::kDsTiny;
+  h.chat_template = false;  // the oracle has none
+  return h;
+}
+
+// DeepSeek-V2-Lite (16B, 2.4B active): no q compression, softmax routing, 2 shared experts.
+ModelHparams DsV2Lite() {
+  ModelHparams h;
+  h.arch = Arch::kDeepseek2;
+  h.general_name = "moesplit ds-v2-lite";
+  h.n_vocab = 102400, h.n_embd = 2048, h.n_layer = 27, h.n_head = 16;
+  h.n_ff = 10944, h.n_ff_exp = 1408;
+  h.n_expert = 64, h.n_expert_used = 6, h.n_expert_shared = 2;
+  h.n_expert_groups = 1, h.n_group_used = 1, h.n_dense_lead = 1;  // config: n_group 1, topk_group 1
+  h.q_lora = 0, h.kv_lora = 512, h.qk_nope = 128, h.qk_rope = 64, h.v_head = 128;
+  h.gating_func = 1, h.weights_scale = 1.0f, h.weights_norm = false;
+  h.n_ctx = 163840;
+  // rope_scaling: yarn, factor 40, original 4096, mscale_all_dim 0.707 -> log mul 0.1 * 0.707.
+  h.yarn_factor = 40.0f, h.yarn_orig_ctx = 4096, h.yarn_log_mul = 0.0707f;
+  h.yarn_beta_fast = 32.0f, h.yarn_beta_slow = 1.0f;
+  h.vocab = VocabStyle::kDeepseek;
+  return h;
+}
+
+// DeepSeek-V3 / R1 (671B, 37B active).
+ModelHparams DsV3() {
+  ModelHparams h;
+  h.arch = Arch::kDeepseek2;
+  h.general_name = "moesplit ds-v3";
+  h.n_vocab = 129280, h.n_embd = 7168, h.n_layer = 61, h.n_head = 128;
+  h.n_ff = 18432, h.n_ff_exp = 2048;
+  h.n_expert = 256, h.n_expert_used = 8, h.n_expert_shared = 1;
+  h.n_expert_groups = 8, h.n_group_used = 4, h.n_dense_lead = 3;
+  h.q_lora = 1536, h.kv_lora = 512, h.qk_nope = 128, h.qk_rope = 64, h.v_head = 128;
+  h.gating_func = 2, h.weights_scale = 2.5f, h.weights_norm = true;
+  h.n_ctx = 163840;
+  // rope_scaling: yarn, factor 40, original 4096, mscale_all_dim 1.0 -> log mul 0.1.
+  h.yarn_factor = 40.0f, h.yarn_orig_ctx = 4096, h.yarn_log_mul = 0.1f;
+  h.yarn_beta_fast = 32.0f, h.yarn_beta_slow = 1.0f;
+  h.vocab = VocabStyle::kDeepseek;
+  return h;
+}
+
+// Qwen3-30B-A3B structure at toy size: GQA 4/2 heads of 64, q/k norms, 16 experts top-4.
+ModelHparams Qwen3MoeTiny() {
+  ModelHparams h;
+  h.arch = Arch::kQwen3Moe;
+  h.general_name = "moesplit qwen3moe-tiny";
+  h.n_vocab = 1024, h.n_embd = 256, h.n_layer = 4, h.n_head = 4, h.n_head_kv = 2;
+  h.head_dim = 64, h.n_ff = 512, h.n_ff_exp = 128;
+  h.n_expert = 16, h.n_expert_used = 4;
+  h.n_ctx = 4096, h.rope_freq_base = 1000000.0f, h.rms_eps = 1e-6f;
+  h.vocab = VocabStyle::kQwen;
+  return h;
+}
+
+// Mixtral-8x7B structure at toy size: llama arch, 8 experts top-2, GQA 8/2 heads of 32.
+ModelHparams MixtralTiny() {
+  ModelHparams h;
+  h.arch = Arch::kLlama;
+  h.general_name = "moesplit mixtral-tiny";
+  h.n_vocab = 1024, h.n_embd = 256, h.n_layer = 4, h.n_head = 8, h.n_head_kv = 2;
+  h.head_dim = 32, h.n_ff = 512;
+  h.n_expert = 8, h.n_expert_used = 2;
+  h.n_ctx = 4096, h.rope_freq_base = 1000000.0f, h.rms_eps = 1e-5f;
+  h.vocab = VocabStyle::kLlama;
+  return h;
+}
+
+}  // namespace
+
+std::vector<std::string> PresetNames() {
+  return {"ds-tiny", "ds-v2-lite", "ds-v3", "qwen3moe-tiny", "mixtral-tiny"};
+}
+
+StatusOr<ModelHparams> FindPreset(std::string_view name) {
+  if (name == "ds-tiny") return DsTiny();
+  if (name == "ds-v2-lite") return DsV2Lite();
+  if (name == "ds-v3") return DsV3();
+  if (name == "qwen3moe-tiny") return Qwen3MoeTiny();
+  if (name == "mixtral-tiny") return MixtralTiny();
+  std::string list;
+  for (const std::string& n : PresetNames()) list += (list.empty() ? "" : ", ") + n;
+  return InvalidArgumentError("unknown preset '", name, "' (presets: ", list, ")");
+}
+
+std::string PresetDescription(std::string_view name) {
+  if (name == "ds-tiny")
+    return "deepseek2, 4 layers, hidden 256, 16 experts top-4 (the oracle's layout)";
+  if (name == "ds-v2-lite")
+    return "deepseek2, DeepSeek-V2-Lite widths, 27 layers, 64 experts top-6";
+  if (name == "ds-v3") return "deepseek2, DeepSeek-V3/R1 widths, 61 layers, 256 experts top-8";
+  if (name == "qwen3moe-tiny") return "qwen3moe, 4 layers, hidden 256, 16 experts top-4";
+  if (name == "mixtral-tiny") return "llama (Mixtral), 4 layers, hidden 256, 8 experts top-2";
+  return "";
+}
+
+StatusOr<QuantMix> QuantMixFromName(std::string_view name) {
+  const std::string u = Upper(name);
+  if (u == "Q4_K_M") return QuantMix::kQ4_K_M;
+  if (u == "Q8_0") return QuantMix::kQ8_0;
+  if (u == "F16") return QuantMix::kF16;
+  if (u == "BF16") return QuantMix::kBF16;
+  return InvalidArgumentError("unsupported --quant '", name, "' (choose Q4_K_M, Q8_0, F16, BF16)");
+}
+
+const char* QuantMixName(QuantMix mix) {
+  switch (mix) {
+    case QuantMix::kQ4_K_M:
+      return "Q4_K_M";
+    case QuantMix::kQ8_0:
+      return "Q8_0";
+    case QuantMix::kF16:
+      return "F16";
+    case QuantMix::kBF16:
+      return "BF16";
+  }
+  return "?";
+}
+
+uint32_t QuantMixFileType(QuantMix mix) {
+  switch (mix) {
+    case QuantMix::kQ4_K_M:
+      return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+    case QuantMix::kQ8_0:
+      return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+    case QuantMix::kF16:
+      return 1;  // LLAMA_FTYPE_MOSTLY_F16
+    case QuantMix::kBF16:
+      return 32;  // LLAMA_FTYPE_MOSTLY_BF16
+  }
+  return 0;
+}
+
+StatusOr<MlaLayout> MlaLayoutFromName(std::string_view name) {
+  if (name == "split") return MlaLayout::kSplit;
+  if (name == "legacy") return MlaLayout::kLegacy;
+  return InvalidArgumentError("unknown --mla-layout '", name, "' (choose split or legacy)");
+}
+
+}  // namespace moesplit::synth

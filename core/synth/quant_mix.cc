@@ -1,0 +1,143 @@
+#include "core/synth/quant_mix.h"
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "core/base/status.h"
+
+namespace moesplit::synth {
+namespace {
+
+bool Contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// llama-quant.cpp's tensor categories, matched by substring in the same order.
+enum class Category { kOutput, kTokenEmbd, kAttnVLike, kAttnK, kAttnOutput, kFfnDown, kOther };
+
+Category CategoryOf(std::string_view name) {
+  if (name == "output.weight") return Category::kOutput;
+  if (name == "token_embd.weight") return Category::kTokenEmbd;
+  if (Contains(name, "attn_qkv.weight") || Contains(name, "attn_kv_b.weight") ||
+      Contains(name, "attn_v.weight")) {
+    return Category::kAttnVLike;
+  }
+  if (Contains(name, "attn_k.weight")) return Category::kAttnK;
+  if (Contains(name, "attn_q.weight")) return Category::kOther;  // no Q4_K_M rule
+  if (Contains(name, "attn_output.weight")) return Category::kAttnOutput;
+  if (Contains(name, "ffn_up") || Contains(name, "ffn_gate")) return Category::kOther;
+  if (Contains(name, "ffn_down")) return Category::kFfnDown;
+  return Category::kOther;
+}
+
+// First/last eighth of the layers and every third layer in between get more bits:
+// n = 61 -> layers 0..6, 53..60 and 9, 12, 15, ...
+bool UseMoreBits(int64_t i_layer, int64_t n_layer) {
+  return i_layer < n_layer / 8 || i_layer >= 7 * n_layer / 8 || (i_layer - n_layer / 8) % 3 == 2;
+}
+
+int64_t LayerOf(const std::string& name) {
+  int layer = -1;
+  MOESPLIT_CHECK(std::sscanf(name.c_str(), "blk.%d.", &layer) == 1, "no layer in ", name);
+  return layer;
+}
+
+// Ensures ne[0] holds whole blocks of the chosen type (tensor_type_fallback).
+GgmlType Fallback(GgmlType t, int64_t ne0) {
+  if (ne0 % GetTypeTraits(t).block_size == 0) return t;
+  GgmlType r = GgmlType::kF16;
+  switch (t) {
+    case GgmlType::kQ4_K:
+      r = GgmlType::kQ5_0;
+      break;
+    case GgmlType::kQ5_K:
+      r = GgmlType::kQ5_1;
+      break;
+    case GgmlType::kQ6_K:
+      r = GgmlType::kQ8_0;
+      break;
+    case GgmlType::kQ2_K:
+    case GgmlType::kQ3_K:
+      r = GgmlType::kQ4_0;
+      break;
+    default:
+      r = GgmlType::kF16;
+      break;
+  }
+  return ne0 % GetTypeTraits(r).block_size == 0 ? r : GgmlType::kF16;
+}
+
+struct Q4KMState {
+  int64_t n_layer = 0;
+  int64_t n_expert = 0;
+  int64_t n_attn_wv = 0;  // number of attn_v-like tensors in the model
+  int64_t i_attn_wv = 0;  // how many were seen so far
+};
+
+GgmlType Q4KMType(const TensorSpec& t, Q4KMState* s) {
+  GgmlType type = GgmlType::kQ4_K;
+  switch (CategoryOf(t.name)) {
+    case Category::kOutput:
+      type = t.ne[0] % 256 != 0 ? GgmlType::kQ8_0 : GgmlType::kQ6_K;
+      break;
+    case Category::kAttnVLike:
+      if (UseMoreBits(s->i_attn_wv, s->n_attn_wv)) type = GgmlType::kQ6_K;
+      if (s->n_expert == 8) type = GgmlType::kQ8_0;
+      ++s->i_attn_wv;
+      break;
+    case Category::kAttnK:
+      if (s->n_expert == 8) type = GgmlType::kQ8_0;
+      break;
+    case Category::kAttnOutput:
+      if (s->n_expert == 8) type = GgmlType::kQ5_K;
+      break;
+    case Category::kFfnDown:
+      if (UseMoreBits(LayerOf(t.name), s->n_layer)) type = GgmlType::kQ6_K;
+      break;
+    case Category::kTokenEmbd:
+    case Category::kOther:
+      break;
+  }
+  return type;
+}
+
+}  // namespace
+
+bool KeepsSourceType(const TensorSpec& t) {
+  return t.ne.size() < 2 || !EndsWith(t.name, "weight") || Contains(t.name, "_norm.weight") ||
+         Contains(t.name, "ffn_gate_inp.weight");
+}
+
+void AssignTypes(QuantMix mix, int64_t n_layer, int64_t n_expert,
+                 std::vector<TensorSpec>* tensors) {
+  Q4KMState state{n_layer, n_expert, 0, 0};
+  for (const TensorSpec& t : *tensors) {
+    if (!KeepsSourceType(t) && CategoryOf(t.name) == Category::kAttnVLike) ++state.n_attn_wv;
+  }
+  for (TensorSpec& t : *tensors) {
+    if (KeepsSourceType(t)) {
+      t.type = GgmlType::kF32;
+      continue;
+    }
+    switch (mix) {
+      case QuantMix::kF16:
+        t.type = GgmlType::kF16;
+        break;
+      case QuantMix::kBF16:
+        t.type = GgmlType::kBF16;
+        break;
+      case QuantMix::kQ8_0:
+        t.type = Fallback(GgmlType::kQ8_0, t.ne[0]);
+        break;
+      case QuantMix::kQ4_K_M:
+        t.type = Fallback(Q4KMType(t, &state), t.ne[0]);
+        break;
+    }
+  }
+}
+
+}  // namespace moesplit::synth

@@ -1,0 +1,27 @@
+// Per-tensor type choice of llama.cpp's `llama-quantize` (src/llama-quant.cpp,
+// llama_tensor_get_type) for the ftypes make-model offers, re-derived for MoE models:
+//  - only tensors with >= 2 dims whose name ends in "weight" are quantized, never "*_norm.weight"
+//    nor "ffn_gate_inp.weight" (router): those stay F32 (as the F16 converter output has them);
+//  - Q4_K_M: default Q4_K; output.weight Q6_K; attn_v / attn_qkv / attn_kv_b Q6_K on the
+//    "use more bits" layers (counted over those tensors); ffn_down* (incl. _exps, _shexp) Q6_K on
+//    the use-more-bits layers (layer parsed from the name, out of block_count); 8-expert models:
+//    attn_v and attn_k Q8_0, attn_output Q5_K;
+//  - a K-quant whose ne[0] is not a multiple of 256 falls back: Q4_K->Q5_0, Q5_K->Q5_1,
+//    Q6_K->Q8_0 (e.g. DeepSeek's attn_k_b with ne[0] = qk_nope = 128), and to F16 if even that
+//    block size (32) does not divide ne[0].
+#pragma once
+
+#include <vector>
+
+#include "core/synth/model_spec.h"
+
+namespace moesplit::synth {
+
+// True for the tensors llama-quantize leaves in their source type (F32 here).
+bool KeepsSourceType(const TensorSpec& t);
+
+// Sets `type` of every tensor. `tensors` must be in file order (the order llama-quantize walks
+// them, which the attn_v counter depends on). n_layer = block_count, n_expert = expert_count.
+void AssignTypes(QuantMix mix, int64_t n_layer, int64_t n_expert, std::vector<TensorSpec>* tensors);
+
+}  // namespace moesplit::synth
