@@ -33,9 +33,9 @@ struct TensorInfo {
   GgmlType type = GgmlType::kF32;
   int n_dims = 0;
   std::array<int64_t, kMaxDims> ne = {1, 1, 1, 1};  // ggml order, unused dims 1
-  uint64_t offset = 0;     // byte offset inside its shard's data section (as stored)
-  uint64_t nbytes = 0;     // RowBytes(type, ne[0]) * ne[1] * ne[2] * ne[3]
-  int shard = 0;           // index into GgufFile::shards()
+  uint64_t offset = 0;            // byte offset inside its shard's data section (as stored)
+  uint64_t nbytes = 0;            // RowBytes(type, ne[0]) * ne[1] * ne[2] * ne[3]
+  int shard = 0;                  // index into GgufFile::shards()
   const uint8_t* data = nullptr;  // inside the read-only mapping; nbytes long
 
   int64_t NumElements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }

@@ -52,6 +52,8 @@ class GgufWriter {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
 
  private:
+  Status ValidateAndLayout();
+  Status EncodeHeader(std::string* out) const;
   Status WriteRaw(const void* data, uint64_t n);
   Status WritePadding(uint64_t to_multiple_of);
   std::string path_;
@@ -60,8 +62,8 @@ class GgufWriter {
   std::vector<TensorInfo> tensors_;
   Status deferred_error_;  // first error from AddTensor, reported by Begin()
   std::FILE* f_ = nullptr;
-  uint64_t pos_ = 0;        // bytes written so far
-  uint64_t data_start_ = 0; // absolute offset of the data section
+  uint64_t pos_ = 0;         // bytes written so far
+  uint64_t data_start_ = 0;  // absolute offset of the data section
   size_t cur_tensor_ = 0;
   uint64_t cur_written_ = 0;  // bytes of tensors_[cur_tensor_] written
   bool begun_ = false;
@@ -70,5 +72,11 @@ class GgufWriter {
 // Copies `file` (all shards merged) into one new GGUF at `path`: same metadata (minus split.*
 // keys), same tensors in the same order. Used for round-trip tests and for merging splits.
 Status WriteCopy(const GgufFile& file, const std::string& path);
+
+// Writes `file` as a split model the way llama.cpp's gguf-split does: `n_shards` files
+// prefix-00001-of-0000N.gguf ... with the tensors divided evenly in order (shard s gets tensors
+// [s*n/N, (s+1)*n/N)), all metadata in the first shard only, and in every shard
+// split.no (u16, 0-based), split.count (u16), split.tensors.count (i32, total).
+Status WriteSplit(const GgufFile& file, const std::string& prefix, int n_shards);
 
 }  // namespace moesplit::gguf
