@@ -1,5 +1,7 @@
 // Reference (scalar) quantization and dequantization of ggml's block formats. Dequantization is
-// bit-exact with ggml's `to_float`; these are the twins every SIMD kernel is tested against.
+// bit-exact with ggml's `to_float`, quantization byte-identical with ggml's `_ref` quantizers
+// (tests/cpu_kernels/quant_oracle_test.cc); these are the twins every SIMD kernel is tested
+// against. Block layouts: blocks.h.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +12,8 @@ namespace moesplit::quant {
 
 // True for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K.
 bool CanDequantize(GgmlType type);
-// True for F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, Q8_K (and any others implemented).
+// True for the same 14 types: every reference quantizer follows ggml's quantize_row_*_ref and
+// produces the same bytes (Q8_K: ggml's activation quantizer).
 bool CanQuantize(GgmlType type);
 
 // dst[0..n) = values of the n elements at src. n must be a multiple of the block size

@@ -7,6 +7,8 @@
 // re-quantized against the stored (f16 d * s_j, f16 dmin * m_j) it will be decoded with.
 // Q6_K (two-level symmetric): 16-value sub-blocks fitted by FitSymmetricQuants (levels -32..31),
 // scales quantized to int8 against d = -max_scale / 128, values re-quantized likewise.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "cpu_kernels/quant/blocks.h"

@@ -5,6 +5,8 @@
 // Q3_K (symmetric, 16-value sub-blocks, levels -4..3): FitSymmetricQuantsIterative; the signed
 // scales quantized to 6 bits (biased by 32) against d = -max_scale / 32.
 // Both then re-quantize every value against the scale it will be decoded with.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "cpu_kernels/quant/blocks.h"
@@ -15,7 +17,7 @@
 namespace moesplit::quant::internal {
 namespace {
 
-// Fills d, dmin, scales of `b` from the float fits; returns nothing, L already holds the fit.
+// Quantizes the 16 float (scale, min) fits to 4 bits each and stores them with d, dmin in `b`.
 void StoreQ2KScales(const float* scales, const float* mins, BlockQ2_K* b) {
   float max_scale = 0.0f, max_min = 0.0f;
   for (int j = 0; j < 16; ++j) {

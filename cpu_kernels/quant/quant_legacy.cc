@@ -7,6 +7,7 @@
 // trunc(x / d + 2^(b-1) + 0.5), clamped to the top level.
 // Offset types (Q4_1, Q5_1): d = (max - min) / (2^b - 1), m = min, q = trunc((x - min) / d + 0.5).
 // Q8_0: d = amax / 127, q = round-half-away(x / d).
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 
@@ -34,8 +35,9 @@ MinMax BlockMinMax(const float* x) {
 // 1 / d, or 0 for an all-zero block (so every quant lands on the zero level, no 0/0).
 float InverseOrZero(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
 
-// Truncating float -> int like ggml's (int8_t) casts; `v` is >= 0 here except for NaN input.
-int Trunc(float v) { return static_cast<int>(std::clamp(v, -128.0f, 255.0f)); }
+// Truncating float -> int like ggml's (int8_t) casts. `v` is in [0, 32] for finite input; the
+// clamp and the NaN test only keep garbage input (inf/NaN values) from being undefined behaviour.
+int Trunc(float v) { return std::isnan(v) ? 0 : static_cast<int>(std::clamp(v, -128.0f, 255.0f)); }
 
 // Splits 32 5-bit quants into the Q5 nibbles and the 32-bit high-bit word (little-endian).
 void Pack5Bit(const int* q, uint8_t* qs, uint8_t* qh) {
@@ -120,7 +122,9 @@ void QuantQ8_0(const float* src, void* dst, int64_t nb) {
     const float id = InverseOrZero(d);
     blocks[i].d = ToHalf(d);
     for (int j = 0; j < kQk; ++j) {
-      blocks[i].qs[j] = static_cast<int8_t>(std::clamp(std::round(src[j] * id), -127.0f, 127.0f));
+      // round() is half away from zero (ggml's roundf); |x * id| <= 127 for finite input.
+      const float r = std::round(src[j] * id);
+      blocks[i].qs[j] = static_cast<int8_t>(std::isnan(r) ? 0.0f : std::clamp(r, -127.0f, 127.0f));
     }
   }
 }

@@ -42,6 +42,8 @@ const OracleCase kCases[] = {
     {"q5_K", GgmlType::kQ5_K, 0.0440634, true},  {"q6_K", GgmlType::kQ6_K, 0.0253032, true},
 };
 
+void PrintTo(const OracleCase& c, std::ostream* os) { *os << c.name; }
+
 class QuantOracleTest : public ::testing::TestWithParam<OracleCase> {
  protected:
   std::vector<uint8_t> Load(const std::string& suffix) {
