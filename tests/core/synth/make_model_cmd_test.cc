@@ -1,0 +1,64 @@
+// The make-model command: argument errors, --force, --list, summary.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "apps/cmd_make_model.h"
+#include "tests/testdata.h"
+
+namespace moesplit::app {
+namespace {
+
+MakeModelArgs Args(const std::string& preset, const std::string& out) {
+  MakeModelArgs a;
+  a.preset = preset;
+  a.output = out;
+  return a;
+}
+
+TEST(MakeModelCmd, WritesAndRefusesToOverwrite) {
+  const std::string path = testing::ScratchDir() + "/cmd-ds-tiny.gguf";
+  std::remove(path.c_str());
+  std::ostringstream out;
+  Status s = RunMakeModel(Args("ds-tiny", path), out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_NE(out.str().find("70 tensors"), std::string::npos) << out.str();
+  s = RunMakeModel(Args("ds-tiny", path), out);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--force"), std::string::npos);
+  MakeModelArgs force = Args("ds-tiny", path);
+  force.force = true;
+  EXPECT_TRUE(RunMakeModel(force, out).ok());
+}
+
+TEST(MakeModelCmd, BadArguments) {
+  std::ostringstream out;
+  const std::string path = testing::ScratchDir() + "/cmd-bad.gguf";
+  EXPECT_EQ(RunMakeModel(Args("nope", path), out).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunMakeModel(Args("", path), out).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunMakeModel(Args("ds-tiny", ""), out).code(), StatusCode::kInvalidArgument);
+  MakeModelArgs a = Args("ds-tiny", path);
+  a.quant = "IQ2_XXS";
+  EXPECT_EQ(RunMakeModel(a, out).code(), StatusCode::kInvalidArgument);
+  a = Args("ds-tiny", path);
+  a.layers = -3;
+  EXPECT_EQ(RunMakeModel(a, out).code(), StatusCode::kInvalidArgument);
+  a = Args("ds-tiny", path);
+  a.mla_layout = "fused";
+  EXPECT_EQ(RunMakeModel(a, out).code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(RunMakeModel(Args("ds-tiny", "/nonexistent-dir/x.gguf"), out).ok());
+}
+
+TEST(MakeModelCmd, ListShowsEveryPreset) {
+  MakeModelArgs a;
+  a.list = true;
+  std::ostringstream out;
+  ASSERT_TRUE(RunMakeModel(a, out).ok());
+  for (const char* p : {"ds-tiny", "ds-v2-lite", "ds-v3", "qwen3moe-tiny", "mixtral-tiny"}) {
+    EXPECT_NE(out.str().find(p), std::string::npos) << p;
+  }
+}
+
+}  // namespace
+}  // namespace moesplit::app

@@ -1,0 +1,191 @@
+// Tensor tables, types and metadata of the presets; ds-tiny against the llama.cpp-made oracle.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/gguf/gguf_file.h"
+#include "core/synth/model_spec.h"
+#include "core/synth/quant_mix.h"
+#include "tests/testdata.h"
+
+namespace moesplit::synth {
+namespace {
+
+const char* kOracle = "models/ds-tiny-Q4_K_M.gguf";
+
+ModelSpec Build(BuildOptions o) {
+  auto s = BuildModelSpec(o);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return std::move(s).value();
+}
+
+const TensorSpec* Find(const ModelSpec& s, const std::string& name) {
+  for (const TensorSpec& t : s.tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+const gguf::Value* FindKey(const ModelSpec& s, const std::string& key) {
+  for (const gguf::KeyValue& kv : s.metadata) {
+    if (kv.key == key) return &kv.value;
+  }
+  return nullptr;
+}
+
+TEST(SynthTable, DsTinyTensorTableMatchesOracle) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  auto oracle = gguf::GgufFile::Open(testing::TestDataPath(kOracle));
+  ASSERT_TRUE(oracle.ok()) << oracle.status().ToString();
+  const ModelSpec spec = Build({.preset = "ds-tiny"});
+  const auto& want = (*oracle)->tensors();
+  ASSERT_EQ(spec.tensors.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const TensorSpec& t = spec.tensors[i];
+    SCOPED_TRACE(want[i].name);
+    EXPECT_EQ(t.name, want[i].name);
+    EXPECT_EQ(TypeName(t.type), std::string(TypeName(want[i].type)));
+    ASSERT_EQ(static_cast<int>(t.ne.size()), want[i].n_dims);
+    for (size_t d = 0; d < t.ne.size(); ++d) EXPECT_EQ(t.ne[d], want[i].ne[d]);
+    EXPECT_EQ(t.Bytes(), want[i].nbytes);
+  }
+}
+
+TEST(SynthTable, DsTinyMetadataMatchesOracle) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  auto oracle = gguf::GgufFile::Open(testing::TestDataPath(kOracle));
+  ASSERT_TRUE(oracle.ok()) << oracle.status().ToString();
+  const ModelSpec spec = Build({.preset = "ds-tiny"});
+  const auto& want = (*oracle)->metadata();
+  ASSERT_EQ(spec.metadata.size(), want.size());  // 41
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(want[i].key);
+    EXPECT_EQ(spec.metadata[i].key, want[i].key);
+    if (want[i].key == "general.name") continue;  // ours says "moesplit ds-tiny"
+    EXPECT_TRUE(spec.metadata[i].value == want[i].value)
+        << spec.metadata[i].value.ToDisplayString() << " vs " << want[i].value.ToDisplayString();
+  }
+}
+
+TEST(SynthTable, DsTinyTypeHistogram) {
+  const ModelSpec spec = Build({.preset = "ds-tiny"});
+  std::map<std::string, int> hist;
+  for (const TensorSpec& t : spec.tensors) ++hist[TypeName(t.type)];
+  EXPECT_EQ(hist["f32"], 23);
+  EXPECT_EQ(hist["q4_K"], 24);
+  EXPECT_EQ(hist["q5_0"], 18);
+  EXPECT_EQ(hist["q8_0"], 4);
+  EXPECT_EQ(hist["q6_K"], 1);
+}
+
+TEST(SynthTable, DsV3FullWidthTableAndSize) {
+  auto spec = BuildTensorTable({.preset = "ds-v3"});
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  // 3 globals + 3 dense layers x 13 + 58 MoE layers x 18 = 1086 tensors.
+  EXPECT_EQ(spec->tensors.size(), 3u + 3 * 13 + 58 * 18);
+  const TensorSpec* gate = Find(*spec, "blk.3.ffn_gate_exps.weight");
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(gate->ne, (std::vector<int64_t>{7168, 2048, 256}));
+  EXPECT_EQ(gate->type, GgmlType::kQ4_K);
+  // attn_k_b rows are qk_nope = 128 wide: Q4_K cannot hold them, llama-quantize uses Q5_0.
+  EXPECT_EQ(Find(*spec, "blk.0.attn_k_b.weight")->type, GgmlType::kQ5_0);
+  EXPECT_EQ(Find(*spec, "blk.0.attn_q_b.weight")->ne, (std::vector<int64_t>{1536, 128 * 192}));
+  EXPECT_EQ(Find(*spec, "output.weight")->type, GgmlType::kQ6_K);
+  // use_more_bits(i, 61): layers < 7, >= 53 and (i - 7) % 3 == 2 get Q6_K ffn_down.
+  EXPECT_EQ(Find(*spec, "blk.6.ffn_down_exps.weight")->type, GgmlType::kQ6_K);
+  EXPECT_EQ(Find(*spec, "blk.7.ffn_down_exps.weight")->type, GgmlType::kQ4_K);
+  EXPECT_EQ(Find(*spec, "blk.9.ffn_down_exps.weight")->type, GgmlType::kQ6_K);
+  EXPECT_EQ(Find(*spec, "blk.60.ffn_down_exps.weight")->type, GgmlType::kQ6_K);
+  // Routed experts alone: 58 layers x 3 x 7168 x 2048 x 256 = 653.8 G values; the file is
+  // ~377 GiB at Q4_K_M (DeepSeek-R1 Q4_K_M uploads are ~377-404 GB).
+  const double gib = TotalTensorBytes(*spec) / 1073741824.0;
+  EXPECT_GT(gib, 350.0);
+  EXPECT_LT(gib, 420.0);
+}
+
+TEST(SynthTable, DsV3FewLayersAndLegacyLayout) {
+  const ModelSpec spec = Build({.preset = "ds-v3", .layers = 4, .mla = MlaLayout::kLegacy});
+  EXPECT_EQ(spec.hp.n_layer, 4);
+  EXPECT_EQ(FindKey(spec, "deepseek2.block_count")->AsUint().value(), 4u);
+  EXPECT_EQ(FindKey(spec, "deepseek2.attention.head_count_kv")->AsUint().value(), 128u);
+  EXPECT_EQ(FindKey(spec, "deepseek2.attention.key_length")->AsUint().value(), 192u);
+  EXPECT_EQ(FindKey(spec, "deepseek2.attention.value_length")->AsUint().value(), 128u);
+  EXPECT_EQ(FindKey(spec, "deepseek2.attention.key_length_mla"), nullptr);
+  const TensorSpec* kvb = Find(spec, "blk.0.attn_kv_b.weight");
+  ASSERT_NE(kvb, nullptr);
+  EXPECT_EQ(kvb->ne, (std::vector<int64_t>{512, 128 * 256}));
+  EXPECT_EQ(kvb->type, GgmlType::kQ4_K);  // use_more_bits(0, 4) is false: 0 >= 7*4/8 = 3? no
+  EXPECT_EQ(Find(spec, "blk.2.attn_kv_b.weight")->type, GgmlType::kQ6_K);  // (2 - 0) % 3 == 2
+  EXPECT_EQ(Find(spec, "blk.3.attn_kv_b.weight")->type, GgmlType::kQ6_K);  // 3 >= 3
+  EXPECT_EQ(Find(spec, "blk.0.attn_k_b.weight"), nullptr);
+  EXPECT_NEAR(FindKey(spec, "deepseek2.rope.scaling.yarn_log_multiplier")->AsFloat().value(), 0.1,
+              1e-6);
+  EXPECT_EQ(FindKey(spec, "deepseek2.rope.scaling.type")->AsString().value(), "yarn");
+}
+
+TEST(SynthTable, DsV2LiteTable) {
+  const ModelSpec spec = Build({.preset = "ds-v2-lite"});
+  EXPECT_EQ(spec.tensors.size(), 3u + 1 * 11 + 26 * 15);  // no q_a/q_a_norm/q_b, no exp_probs_b
+  EXPECT_EQ(Find(spec, "blk.0.attn_q.weight")->ne, (std::vector<int64_t>{2048, 16 * 192}));
+  EXPECT_EQ(Find(spec, "blk.1.ffn_up_shexp.weight")->ne, (std::vector<int64_t>{2048, 2816}));
+  EXPECT_EQ(Find(spec, "blk.1.exp_probs_b.bias"), nullptr);
+  EXPECT_EQ(FindKey(spec, "deepseek2.attention.q_lora_rank"), nullptr);
+  EXPECT_EQ(FindKey(spec, "deepseek2.expert_weights_norm"), nullptr);
+  EXPECT_EQ(FindKey(spec, "deepseek2.expert_gating_func")->AsUint().value(), 1u);
+  EXPECT_EQ(FindKey(spec, "tokenizer.ggml.tokens")->AsArray().value()->items.size(), 102400u);
+  EXPECT_TRUE(spec.warnings.empty());
+  EXPECT_FALSE(Build({.preset = "ds-v2-lite", .layers = 2}).warnings.empty());
+}
+
+TEST(SynthTable, GqaPresets) {
+  const ModelSpec q = Build({.preset = "qwen3moe-tiny"});
+  EXPECT_EQ(q.tensors.size(), 3u + 4 * 12);
+  EXPECT_EQ(Find(q, "blk.0.attn_k_norm.weight")->ne, (std::vector<int64_t>{64}));
+  EXPECT_EQ(Find(q, "blk.0.attn_v.weight")->type, GgmlType::kQ4_K);
+  EXPECT_EQ(Find(q, "blk.2.attn_v.weight")->type, GgmlType::kQ6_K);  // use_more_bits(2, 4)
+  EXPECT_EQ(FindKey(q, "qwen3moe.expert_feed_forward_length")->AsUint().value(), 128u);
+  const ModelSpec m = Build({.preset = "mixtral-tiny"});
+  EXPECT_EQ(m.tensors.size(), 3u + 4 * 10);
+  // 8-expert rules: attn_v / attn_k Q8_0, attn_output Q5_K.
+  EXPECT_EQ(Find(m, "blk.1.attn_v.weight")->type, GgmlType::kQ8_0);
+  EXPECT_EQ(Find(m, "blk.1.attn_k.weight")->type, GgmlType::kQ8_0);
+  EXPECT_EQ(Find(m, "blk.1.attn_output.weight")->type, GgmlType::kQ5_K);
+  EXPECT_EQ(Find(m, "blk.1.ffn_gate_exps.weight")->ne, (std::vector<int64_t>{256, 512, 8}));
+  EXPECT_EQ(FindKey(m, "llama.rope.dimension_count")->AsUint().value(), 32u);
+}
+
+TEST(SynthTable, OtherQuantMixes) {
+  for (QuantMix mix : {QuantMix::kQ8_0, QuantMix::kF16, QuantMix::kBF16}) {
+    const ModelSpec s = Build({.preset = "ds-tiny", .quant = mix});
+    EXPECT_EQ(FindKey(s, "general.file_type")->AsUint().value(), QuantMixFileType(mix));
+    for (const TensorSpec& t : s.tensors) {
+      if (KeepsSourceType(t)) {
+        EXPECT_EQ(t.type, GgmlType::kF32) << t.name;
+      } else {
+        EXPECT_EQ(t.type, mix == QuantMix::kQ8_0  ? GgmlType::kQ8_0
+                          : mix == QuantMix::kF16 ? GgmlType::kF16
+                                                  : GgmlType::kBF16)
+            << t.name;
+      }
+    }
+  }
+}
+
+TEST(SynthTable, BadArguments) {
+  auto bad = BuildModelSpec({.preset = "ds-v4"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("ds-tiny"), std::string::npos);  // lists presets
+  EXPECT_FALSE(BuildModelSpec({.preset = "ds-v3", .layers = -1}).ok());
+  EXPECT_FALSE(BuildModelSpec({.preset = "ds-v3", .layers = 5000}).ok());
+  EXPECT_FALSE(BuildModelSpec({.preset = "ds-v3", .layers = 27}).ok());  // llama.cpp: V2-Lite
+  EXPECT_FALSE(QuantMixFromName("Q3_K_S").ok());
+  EXPECT_TRUE(QuantMixFromName("q4_k_m").ok());
+  EXPECT_FALSE(MlaLayoutFromName("fused").ok());
+  // Fewer layers than leading dense blocks: all dense, still valid.
+  const ModelSpec two = Build({.preset = "ds-v3", .layers = 2});
+  EXPECT_EQ(FindKey(two, "deepseek2.leading_dense_block_count")->AsUint().value(), 2u);
+}
+
+}  // namespace
+}  // namespace moesplit::synth
