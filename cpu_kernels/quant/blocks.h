@@ -133,5 +133,8 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+// Kernels read blocks in place: rows must start at a multiple of these (quant.cc CHECKs it).
+static_assert(alignof(BlockQ4_0) == 2 && alignof(BlockQ6_K) == 2 && alignof(BlockQ2_K) == 2);
+static_assert(alignof(BlockQ8_K) == 4);
 
 }  // namespace moesplit::quant

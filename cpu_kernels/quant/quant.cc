@@ -1,6 +1,8 @@
 // Dispatch of the reference row (de)quantizers by GgmlType, and the plain float types.
 #include "cpu_kernels/quant/quant.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include "core/base/float16.h"
@@ -39,25 +41,26 @@ struct RowKernels {
   GgmlType type;
   DequantFn dequant;  // never null in the table
   QuantFn quant;      // null where no reference quantizer exists
+  size_t align;       // alignof the block struct: the kernels access blocks in place
 };
 
 using T = GgmlType;
 namespace in = internal;
 constexpr RowKernels kKernels[] = {
-    {T::kF32, DequantF32, QuantF32},
-    {T::kF16, DequantF16, QuantF16},
-    {T::kBF16, DequantBF16, QuantBF16},
-    {T::kQ4_0, in::DequantQ4_0, in::QuantQ4_0},
-    {T::kQ4_1, in::DequantQ4_1, in::QuantQ4_1},
-    {T::kQ5_0, in::DequantQ5_0, in::QuantQ5_0},
-    {T::kQ5_1, in::DequantQ5_1, in::QuantQ5_1},
-    {T::kQ8_0, in::DequantQ8_0, in::QuantQ8_0},
-    {T::kQ2_K, in::DequantQ2_K, in::QuantQ2_K},
-    {T::kQ3_K, in::DequantQ3_K, in::QuantQ3_K},
-    {T::kQ4_K, in::DequantQ4_K, in::QuantQ4_K},
-    {T::kQ5_K, in::DequantQ5_K, in::QuantQ5_K},
-    {T::kQ6_K, in::DequantQ6_K, in::QuantQ6_K},
-    {T::kQ8_K, in::DequantQ8_K, in::QuantQ8_K},
+    {T::kF32, DequantF32, QuantF32, 4},
+    {T::kF16, DequantF16, QuantF16, 2},
+    {T::kBF16, DequantBF16, QuantBF16, 2},
+    {T::kQ4_0, in::DequantQ4_0, in::QuantQ4_0, 2},
+    {T::kQ4_1, in::DequantQ4_1, in::QuantQ4_1, 2},
+    {T::kQ5_0, in::DequantQ5_0, in::QuantQ5_0, 2},
+    {T::kQ5_1, in::DequantQ5_1, in::QuantQ5_1, 2},
+    {T::kQ8_0, in::DequantQ8_0, in::QuantQ8_0, 2},
+    {T::kQ2_K, in::DequantQ2_K, in::QuantQ2_K, 2},
+    {T::kQ3_K, in::DequantQ3_K, in::QuantQ3_K, 2},
+    {T::kQ4_K, in::DequantQ4_K, in::QuantQ4_K, 2},
+    {T::kQ5_K, in::DequantQ5_K, in::QuantQ5_K, 2},
+    {T::kQ6_K, in::DequantQ6_K, in::QuantQ6_K, 2},
+    {T::kQ8_K, in::DequantQ8_K, in::QuantQ8_K, 4},
 };
 
 const RowKernels* Find(GgmlType type) {
@@ -75,6 +78,11 @@ int64_t BlockCount(GgmlType type, int64_t n) {
   return n / tr.block_size;
 }
 
+void CheckAligned(const RowKernels& k, const void* blocks) {
+  MOESPLIT_CHECK(reinterpret_cast<uintptr_t>(blocks) % k.align == 0, TypeName(k.type),
+                 " blocks must be ", k.align, "-byte aligned");
+}
+
 }  // namespace
 
 bool CanDequantize(GgmlType type) { return Find(type) != nullptr; }
@@ -87,6 +95,7 @@ bool CanQuantize(GgmlType type) {
 void DequantizeRow(GgmlType type, const void* src, float* dst, int64_t n) {
   const RowKernels* k = Find(type);
   MOESPLIT_CHECK(k != nullptr, "no reference dequantizer for ", TypeName(type));
+  CheckAligned(*k, src);
   const int64_t nb = BlockCount(type, n);
   if (nb > 0) k->dequant(src, dst, nb);
 }
@@ -95,6 +104,7 @@ void QuantizeRow(GgmlType type, const float* src, void* dst, int64_t n) {
   const RowKernels* k = Find(type);
   MOESPLIT_CHECK(k != nullptr && k->quant != nullptr, "no reference quantizer for ",
                  TypeName(type));
+  CheckAligned(*k, dst);
   const int64_t nb = BlockCount(type, n);
   if (nb > 0) k->quant(src, dst, nb);
 }

@@ -12,12 +12,14 @@ namespace moesplit::quant {
 
 // True for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K.
 bool CanDequantize(GgmlType type);
-// True for the same 14 types: every reference quantizer follows ggml's quantize_row_*_ref and
-// produces the same bytes (Q8_K: ggml's activation quantizer).
+// True for the same 14 types. Each follows ggml's quantize_row_*_ref (f16/bf16: RNE); the bytes
+// are checked identical to llama.cpp's for the 12 types with oracle files. Q8_K (ggml's
+// activation quantizer) has no oracle file and is checked by its properties.
 bool CanQuantize(GgmlType type);
 
 // dst[0..n) = values of the n elements at src. n must be a multiple of the block size
-// (CHECKed); `type` must satisfy CanDequantize (CHECKed).
+// (CHECKed); `type` must satisfy CanDequantize (CHECKed); src must be aligned like the block
+// (2 bytes, 4 for F32 and Q8_K; CHECKed).
 void DequantizeRow(GgmlType type, const void* src, float* dst, int64_t n);
 
 // Writes RowBytes(type, n) bytes of blocks encoding src[0..n) to dst. Same preconditions with

@@ -122,6 +122,13 @@ TEST(QuantPreconditions, RejectsPartialBlocks) {
   }
 }
 
+TEST(QuantPreconditions, RejectsMisalignedBlocks) {
+  std::vector<float> f(256, 0.0f);
+  std::vector<uint8_t> q(1024);
+  EXPECT_DEATH(DequantizeRow(GgmlType::kQ4_K, q.data() + 1, f.data(), 256), "aligned");
+  EXPECT_DEATH(QuantizeRow(GgmlType::kQ8_K, f.data(), q.data() + 2, 256), "aligned");
+}
+
 TEST(QuantCoverage, SupportedTypes) {
   for (const TypeCase& c : kQuantTypes) {
     EXPECT_TRUE(CanDequantize(c.type)) << TypeName(c.type);
