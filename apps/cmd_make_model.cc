@@ -12,9 +12,14 @@
 namespace moesplit::app {
 namespace {
 
+// "376.71 GiB" or, below 1 GiB, "4.17 MiB".
 std::string Gib(uint64_t bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f GiB", bytes / 1073741824.0);
+  if (bytes >= (1ull << 30)) {
+    std::snprintf(buf, sizeof(buf), "%.2f GiB", bytes / 1073741824.0);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2f MiB", bytes / 1048576.0);
+  }
   return buf;
 }
 

@@ -23,7 +23,7 @@ struct MakeModelArgs {
   std::string output;                // -o (required unless --list)
   bool force = false;                // --force: overwrite an existing file
   bool list = false;                 // --list: print presets and sizes, write nothing
-  int threads = 0;                   // --threads; 0 = min(hardware threads, 8)
+  int threads = 0;                   // --threads; 0 = all hardware threads (at most 64)
   bool progress = true;              // progress on stderr for outputs > 256 MB
 };
 

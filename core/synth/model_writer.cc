@@ -127,7 +127,7 @@ StatusOr<WriteStats> WriteModel(const ModelSpec& spec, const WriteOptions& optio
     }
   }
   int threads = options.threads;
-  if (threads <= 0) threads = std::clamp<int>(std::thread::hardware_concurrency(), 1, 8);
+  if (threads <= 0) threads = std::clamp<int>(std::thread::hardware_concurrency(), 1, 64);
 
   gguf::GgufWriter w(options.path);
   for (const gguf::KeyValue& kv : spec.metadata) w.AddKeyValue(kv.key, kv.value);

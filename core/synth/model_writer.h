@@ -16,7 +16,7 @@ namespace moesplit::synth {
 struct WriteOptions {
   std::string path;
   uint64_t seed = 1234;
-  int threads = 0;            // 0 = min(hardware threads, 8)
+  int threads = 0;            // 0 = all hardware threads (at most 64)
   bool show_progress = true;  // on stderr, only when the tensor data is > 256 MB
 };
 
