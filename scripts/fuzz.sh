@@ -9,10 +9,11 @@ secs="${1:-60}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$root/build-fuzz"
 
+mkdir -p "$build"
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMOESPLIT_FUZZ=ON -DMOESPLIT_CUDA=OFF -DMOESPLIT_BUILD_TESTS=ON -DMOESPLIT_BUILD_BENCH=OFF \
-  > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
+  > "$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
 cmake --build "$build" --target gguf_fuzz -j2
 
 work="$(mktemp -d)"
