@@ -171,7 +171,9 @@ TEST(Inspect, DamagedFilesNeverCrash) {
     WriteBytes(path, bad, bad.size());
     Result r = InspectPath(path, i % 2 ? "json" : "text");
     ASSERT_TRUE(r.code == 0 || r.code == 1);
-    if (r.code) EXPECT_FALSE(r.err.empty());
+    if (r.code) {
+      EXPECT_FALSE(r.err.empty());
+    }
   }
   EXPECT_GT(errors, 0);
 }

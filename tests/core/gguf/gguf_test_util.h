@@ -16,8 +16,10 @@ namespace moesplit::gguf::testing {
 class ImageBuilder {
  public:
   ImageBuilder& Raw(const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    bytes_.insert(bytes_.end(), b, b + n);
+    // resize + memcpy rather than insert(): GCC 12 mis-warns (-Wstringop-overflow) on the latter.
+    const size_t old = bytes_.size();
+    bytes_.resize(old + n);
+    if (n) std::memcpy(bytes_.data() + old, p, n);
     return *this;
   }
   ImageBuilder& U8(uint8_t x) { return Raw(&x, 1); }
