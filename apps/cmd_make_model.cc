@@ -6,22 +6,12 @@
 #include <memory>
 #include <sstream>
 
+#include "apps/model_summary.h"
 #include "core/synth/model_spec.h"
 #include "core/synth/model_writer.h"
 
 namespace moesplit::app {
 namespace {
-
-// "376.71 GiB" or, below 1 GiB, "4.17 MiB".
-std::string Gib(uint64_t bytes) {
-  char buf[32];
-  if (bytes >= (1ull << 30)) {
-    std::snprintf(buf, sizeof(buf), "%.2f GiB", bytes / 1073741824.0);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%.2f MiB", bytes / 1048576.0);
-  }
-  return buf;
-}
 
 bool FileExists(const std::string& path) {
   struct stat st {};
@@ -60,7 +50,8 @@ std::string PresetListText() {
       auto spec = synth::BuildTensorTable({.preset = name, .layers = 0, .quant = mix});
       MOESPLIT_CHECK(spec.ok(), spec.status().ToString());
       layers = spec->hp.n_layer;
-      std::snprintf(line, sizeof(line), " %14s", Gib(synth::TotalTensorBytes(*spec)).c_str());
+      std::snprintf(line, sizeof(line), " %14s",
+                    HumanBytes(synth::TotalTensorBytes(*spec)).c_str());
       sizes += line;
     }
     std::snprintf(line, sizeof(line), "%-14s %6lld", name.c_str(), static_cast<long long>(layers));
@@ -94,7 +85,7 @@ Status RunMakeModel(const MakeModelArgs& args, std::ostream& out) {
   out << "wrote " << args.output << ": preset " << spec.preset << ", " << spec.hp.n_layer
       << " layers, " << synth::QuantMixName(spec.quant) << ", seed " << args.seed << "\n"
       << "  " << stats.n_tensors << " tensors, " << spec.metadata.size() << " metadata keys, "
-      << stats.tensor_bytes << " tensor bytes (" << Gib(stats.tensor_bytes) << "), file "
+      << stats.tensor_bytes << " tensor bytes (" << HumanBytes(stats.tensor_bytes) << "), file "
       << stats.file_bytes << " bytes, " << secs << " s\n";
   return Status::Ok();
 }

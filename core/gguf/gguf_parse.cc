@@ -22,7 +22,6 @@ static_assert(std::endian::native == std::endian::little,
 //   tensor info: u64 name_len + name (>= 0) + u32 n_dims + u64 ne[1] + u32 type + u64 offset = 32
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;
-constexpr uint64_t kHeaderBytes = 4 + 4 + 8 + 8;  // magic, version, n_tensors, n_kv
 
 // Encoded size of one element of a scalar type; 0 for string/array (variable length).
 uint64_t ScalarBytes(ValueType t) {

@@ -3,9 +3,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
@@ -129,20 +131,31 @@ StatusOr<WriteStats> WriteModel(const ModelSpec& spec, const WriteOptions& optio
   int threads = options.threads;
   if (threads <= 0) threads = std::clamp<int>(std::thread::hardware_concurrency(), 1, 64);
 
-  gguf::GgufWriter w(options.path);
-  for (const gguf::KeyValue& kv : spec.metadata) w.AddKeyValue(kv.key, kv.value);
-  for (const TensorSpec& t : spec.tensors) w.AddTensor(t.name, t.type, t.ne);
-  MOESPLIT_RETURN_IF_ERROR(w.Begin());
-
+  // Written under a temporary name and renamed at the end, so an interrupted or failed write
+  // never leaves a truncated file under the requested name.
+  const std::string partial = options.path + ".partial";
   WriteStats stats;
   stats.tensor_bytes = TotalTensorBytes(spec);
   Progress progress(stats.tensor_bytes, options.show_progress);
-  uint64_t done = 0;
-  for (size_t i = 0; i < spec.tensors.size(); ++i) {
-    MOESPLIT_RETURN_IF_ERROR(
-        WriteTensor(spec.tensors[i], options.seed, i, threads, &w, &done, &progress));
+  Status s = [&]() -> Status {
+    gguf::GgufWriter w(partial);
+    for (const gguf::KeyValue& kv : spec.metadata) w.AddKeyValue(kv.key, kv.value);
+    for (const TensorSpec& t : spec.tensors) w.AddTensor(t.name, t.type, t.ne);
+    MOESPLIT_RETURN_IF_ERROR(w.Begin());
+    uint64_t done = 0;
+    for (size_t i = 0; i < spec.tensors.size(); ++i) {
+      MOESPLIT_RETURN_IF_ERROR(
+          WriteTensor(spec.tensors[i], options.seed, i, threads, &w, &done, &progress));
+    }
+    return w.Finish();
+  }();
+  if (s.ok() && std::rename(partial.c_str(), options.path.c_str()) != 0) {
+    s = IoError(options.path, ": cannot rename ", partial, " to it: ", std::strerror(errno));
   }
-  MOESPLIT_RETURN_IF_ERROR(w.Finish());
+  if (!s.ok()) {
+    std::remove(partial.c_str());
+    return s;
+  }
 
   stats.n_tensors = spec.tensors.size();
   stats.seconds = progress.Seconds();

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "core/gguf/gguf_file.h"
@@ -106,7 +108,19 @@ TEST(SynthWrite, WeightStatistics) {
 TEST(SynthWrite, UnwritableOutputIsAnError) {
   const ModelSpec spec = Build({.preset = "ds-tiny"});
   auto st = WriteModel(spec, {.path = "/nonexistent-dir/x.gguf"});
-  EXPECT_FALSE(st.ok());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("/nonexistent-dir/x.gguf"), std::string::npos)
+      << st.status().ToString();
+}
+
+// The file appears under its name only when complete: written as NAME.partial, then renamed.
+TEST(SynthWrite, NoPartialFileLeftBehind) {
+  const std::string path = Scratch("renamed.gguf");
+  std::remove(path.c_str());
+  auto st = WriteModel(Build({.preset = "ds-tiny"}), {.path = path});
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_TRUE(std::ifstream(path).good());
+  EXPECT_FALSE(std::ifstream(path + ".partial").good());
 }
 
 }  // namespace
