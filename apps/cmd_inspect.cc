@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <cinttypes>
-#include <iostream>
 #include <cstdio>
+#include <iostream>
 #include <memory>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "apps/model_summary.h"
 #include "core/gguf/gguf_file.h"
@@ -50,10 +49,13 @@ StatusOr<std::vector<float>> LeadingValues(const gguf::TensorInfo& t, int64_t n)
 json ValueToJson(const gguf::Value& v, size_t max_array = 64) {
   using VT = gguf::ValueType;
   switch (v.type) {
-    case VT::kString: return std::string(*v.AsString());
-    case VT::kBool: return *v.AsBool();
+    case VT::kString:
+      return std::string(*v.AsString());
+    case VT::kBool:
+      return *v.AsBool();
     case VT::kFloat32:
-    case VT::kFloat64: return *v.AsFloat();
+    case VT::kFloat64:
+      return *v.AsFloat();
     case VT::kArray: {
       const gguf::Array& a = **v.AsArray();
       if (a.items.size() > max_array) {
@@ -84,12 +86,15 @@ json SummaryJson(const gguf::GgufFile& file, const ModelSummary& s) {
   j["tensor_count"] = file.tensors().size();
   j["kv_count"] = file.metadata().size();
   j["vocab_size"] = s.vocab_size;
+  j["tokenizer"] = s.tokenizer;
   j["parameters"] = s.total.elements;
   j["tensor_bytes"] = s.total.bytes;
-  for (const auto& [k, v] : s.hparams) j["hparams"][k] = ValueToJson(*file.Find(s.architecture + "." + k));
+  for (const auto& [k, v] : s.hparams)
+    j["hparams"][k] = ValueToJson(*file.Find(s.architecture + "." + k));
   for (const gguf::KeyValue& kv : file.metadata()) j["metadata"][kv.key] = ValueToJson(kv.value);
   for (const auto& [type, c] : s.by_type) {
-    j["bytes_by_type"][type] = {{"tensors", c.tensors}, {"elements", c.elements}, {"bytes", c.bytes}};
+    j["bytes_by_type"][type] = {
+        {"tensors", c.tensors}, {"elements", c.elements}, {"bytes", c.bytes}};
   }
   for (int r = 0; r < kNumTensorRoles; ++r) {
     const ByteCount& c = s.by_role[r];
@@ -104,7 +109,8 @@ json SummaryJson(const gguf::GgufFile& file, const ModelSummary& s) {
 
 void PrintCounts(std::ostream& out, const std::string& label, const ByteCount& c, uint64_t total) {
   char line[160];
-  std::snprintf(line, sizeof(line), "  %-18s %6" PRId64 " tensors %14" PRId64 " params %12s %6.2f%% %6.2f bpw\n",
+  std::snprintf(line, sizeof(line),
+                "  %-18s %6" PRId64 " tensors %14" PRId64 " params %12s %6.2f%% %6.2f bpw\n",
                 label.c_str(), c.tensors, c.elements, HumanBytes(c.bytes).c_str(),
                 total ? 100.0 * c.bytes / total : 0.0, c.BitsPerWeight());
   out << line;
@@ -124,6 +130,7 @@ void PrintText(const gguf::GgufFile& file, const ModelSummary& s, const InspectA
   out << "tensors:       " << file.tensors().size() << "\n"
       << "metadata keys: " << file.metadata().size() << "\n";
   if (s.vocab_size) out << "vocab size:    " << s.vocab_size << "\n";
+  if (!s.tokenizer.empty()) out << "tokenizer:     " << s.tokenizer << "\n";
   out << "parameters:    " << s.total.elements << " (" << Fmt("%.3f", s.total.elements / 1e9)
       << " B), " << HumanBytes(s.total.bytes) << " of tensor data\n";
   if (!s.hparams.empty()) {
@@ -145,8 +152,9 @@ void PrintText(const gguf::GgufFile& file, const ModelSummary& s, const InspectA
         << " of " << s.expert_count << " experts x " << s.moe_layers << " MoE layers)\n"
         << "  everything else: " << HumanBytes(s.dense_bytes_per_token)
         << " (attention, shared experts, dense layers, router, norms, lm_head)\n"
-        << "  -> CPU-side decode ceiling = DRAM read bandwidth / " << HumanBytes(s.routed_bytes_per_token)
-        << ", e.g. " << Fmt("%.1f", 100e9 / s.routed_bytes_per_token) << " tok/s per 100 GB/s\n";
+        << "  -> CPU-side decode ceiling = DRAM read bandwidth / "
+        << HumanBytes(s.routed_bytes_per_token) << ", e.g. "
+        << Fmt("%.1f", 100e9 / s.routed_bytes_per_token) << " tok/s per 100 GB/s\n";
   }
   if (args.metadata) {
     out << "\nmetadata:\n";
@@ -159,9 +167,9 @@ void PrintText(const gguf::GgufFile& file, const ModelSummary& s, const InspectA
     out << "\ntensors:\n";
     char line[512];
     for (const gguf::TensorInfo& t : file.tensors()) {
-      std::snprintf(line, sizeof(line), "  %-40s %-8s %-24s %12" PRIu64 " B  shard %d offset %" PRIu64 "\n",
-                    t.name.c_str(), TypeName(t.type), ShapeString(t).c_str(), t.nbytes, t.shard,
-                    t.offset);
+      std::snprintf(
+          line, sizeof(line), "  %-40s %-8s %-24s %12" PRIu64 " B  shard %d offset %" PRIu64 "\n",
+          t.name.c_str(), TypeName(t.type), ShapeString(t).c_str(), t.nbytes, t.shard, t.offset);
       out << line;
     }
   }
@@ -203,9 +211,12 @@ int RunInspect(const InspectArgs& args, std::ostream& out, std::ostream& err) {
     json j = SummaryJson(file, summary);
     if (args.tensors) {
       for (const gguf::TensorInfo& t : file.tensors()) {
-        j["tensors"].push_back({{"name", t.name}, {"type", TypeName(t.type)},
+        j["tensors"].push_back({{"name", t.name},
+                                {"type", TypeName(t.type)},
                                 {"ne", std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims)},
-                                {"bytes", t.nbytes}, {"shard", t.shard}, {"offset", t.offset}});
+                                {"bytes", t.nbytes},
+                                {"shard", t.shard},
+                                {"offset", t.offset}});
       }
     }
     if (tensor) j["values"] = {{"tensor", tensor->name}, {"data", values}};
@@ -214,7 +225,8 @@ int RunInspect(const InspectArgs& args, std::ostream& out, std::ostream& err) {
   }
   PrintText(file, summary, args, out);
   if (tensor) {
-    out << "\n" << tensor->name << " (" << TypeName(tensor->type) << " " << ShapeString(*tensor)
+    out << "\n"
+        << tensor->name << " (" << TypeName(tensor->type) << " " << ShapeString(*tensor)
         << "), first " << values.size() << " values:\n";
     for (size_t i = 0; i < values.size(); ++i) {
       out << (i % 8 ? " " : (i ? "\n  " : "  ")) << Fmt("%.6g", values[i]);
@@ -227,8 +239,9 @@ int RunInspect(const InspectArgs& args, std::ostream& out, std::ostream& err) {
 void RegisterInspect(CLI::App& app, std::function<int()>* action) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "inspect", "Show what a GGUF model holds: architecture, hyper-parameters, bytes by quant "
-                 "type and by role, per-token decode bytes; validates the file");
+      "inspect",
+      "Show what a GGUF model holds: architecture, hyper-parameters, bytes by quant "
+      "type and by role, per-token decode bytes; validates the file");
   cmd->add_option("file", args->path, "GGUF file (any shard of a split model)")->required();
   cmd->add_flag("--tensors", args->tensors, "List every tensor (name, type, shape, bytes, offset)");
   cmd->add_flag("--metadata", args->metadata, "List every metadata key and value");
@@ -237,9 +250,8 @@ void RegisterInspect(CLI::App& app, std::function<int()>* action) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd->add_option("--format", args->format, "Output format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
-  cmd->callback([args, action] {
-    *action = [args] { return RunInspect(*args, std::cout, std::cerr); };
-  });
+  cmd->callback(
+      [args, action] { *action = [args] { return RunInspect(*args, std::cout, std::cerr); }; });
 }
 
 }  // namespace moesplit::app

@@ -2,21 +2,20 @@
 // numbers a user needs to decide what fits in VRAM and RAM.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
 #include <ostream>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 namespace moesplit::app {
 
 struct InspectArgs {
   std::string path;
-  bool tensors = false;    // list every tensor
-  bool metadata = false;   // list every metadata key (text format; json always has them)
-  std::string tensor;      // with values > 0: print values of this tensor
-  int64_t values = 0;      // number of leading dequantized values to print
+  bool tensors = false;         // list every tensor
+  bool metadata = false;        // list every metadata key (text format; json always has them)
+  std::string tensor;           // with values > 0: print values of this tensor
+  int64_t values = 0;           // number of leading dequantized values to print
   std::string format = "text";  // text | json
 };
 

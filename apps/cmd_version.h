@@ -1,10 +1,9 @@
 // `moesplit version`: build configuration (ISA tiers compiled, CUDA) and visible CUDA devices.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 namespace moesplit::app {
 

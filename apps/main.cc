@@ -1,8 +1,7 @@
 // The `moesplit` command: a thin dispatcher over the subcommands in apps/cmd_*.cc.
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "apps/cmd_inspect.h"
 #include "apps/cmd_make_model.h"

@@ -30,6 +30,24 @@ void Add(ByteCount& c, const gguf::TensorInfo& t) {
   c.bytes += t.nbytes;
 }
 
+// One line about the vocabulary from the tokenizer.ggml.* keys that are present.
+std::string TokenizerLine(const gguf::GgufFile& file, int64_t vocab_size) {
+  auto model = file.GetString("tokenizer.ggml.model");
+  if (!model.ok()) return "";
+  std::string s = *model;
+  if (auto pre = file.GetString("tokenizer.ggml.pre"); pre.ok()) s += " / " + *pre;
+  s += StrCat(", ", vocab_size, " tokens");
+  if (auto m = file.GetArray("tokenizer.ggml.merges"); m.ok()) {
+    s += StrCat(", ", (*m)->items.size(), " merges");
+  }
+  if (auto v = file.GetUint("tokenizer.ggml.bos_token_id"); v.ok()) s += StrCat(", BOS ", *v);
+  if (auto v = file.GetUint("tokenizer.ggml.eos_token_id"); v.ok()) s += StrCat(", EOS ", *v);
+  if (auto v = file.GetBool("tokenizer.ggml.add_bos_token"); v.ok()) {
+    s += StrCat(", add_bos ", *v ? "true" : "false");
+  }
+  return s;
+}
+
 void FillMetadata(const gguf::GgufFile& file, ModelSummary& s) {
   s.architecture = file.architecture();
   if (auto v = file.GetString("general.name"); v.ok()) s.name = *v;
@@ -39,6 +57,7 @@ void FillMetadata(const gguf::GgufFile& file, ModelSummary& s) {
   if (auto v = file.GetArray("tokenizer.ggml.tokens"); v.ok()) {
     s.vocab_size = static_cast<int64_t>((*v)->items.size());
   }
+  s.tokenizer = TokenizerLine(file, s.vocab_size);
   if (!s.architecture.empty()) {
     const std::string prefix = s.architecture + ".";
     for (const gguf::KeyValue& kv : file.metadata()) {

@@ -30,13 +30,15 @@ struct ModelSummary {
   std::map<std::string, ByteCount> by_type;                  // "q4_K" -> counts
   std::array<ByteCount, kNumTensorRoles> by_role;            // index = TensorRole
   std::vector<std::pair<std::string, std::string>> hparams;  // "<arch>.*" keys, display form
-  int64_t vocab_size = 0;    // tokenizer.ggml.tokens length (0 if absent)
+  int64_t vocab_size = 0;  // tokenizer.ggml.tokens length (0 if absent)
+  // "gpt2 / deepseek-v3, 1024 tokens, 766 merges, BOS 0, EOS 1, add_bos true"; "" if no tokenizer.
+  std::string tokenizer;
 
   // MoE decode arithmetic (0 for dense models): each token runs expert_used of expert_count
   // routed experts per MoE layer, so it reads routed_bytes * used / count of expert weights.
   int64_t expert_count = 0;
   int64_t expert_used = 0;
-  int64_t moe_layers = 0;              // layers that hold *_exps tensors
+  int64_t moe_layers = 0;  // layers that hold *_exps tensors
   uint64_t routed_bytes_per_token = 0;
   // Everything a token reads besides routed experts: all weights except routed experts and
   // the embedding table (a token reads one row of it).

@@ -1,10 +1,22 @@
 #!/usr/bin/env bash
-# README command 2: set up, then run the whole test suite (ctest), then fuzz the GGUF parser
-# for a bounded time (MOESPLIT_FUZZ_SECONDS, default 60; 0 skips it).
+# README command 2: set up, then run the whole test suite (ctest) in the release build, again
+# under AddressSanitizer + UndefinedBehaviorSanitizer (debug preset), then fuzz the GGUF parser
+# for a bounded time.
+#   MOESPLIT_SANITIZER_PASS=0   skips the sanitizer pass
+#   MOESPLIT_FUZZ_SECONDS=N     fuzzing time (default 60; 0 skips it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+JOBS="${MOESPLIT_JOBS:-$(nproc)}"
+
 scripts/setup.sh release -DMOESPLIT_REQUIRE_TESTDATA=ON
-ctest --test-dir build/release --output-on-failure -j "$(nproc)"
+ctest --test-dir build/release --output-on-failure -j "$JOBS"
+
+if [ "${MOESPLIT_SANITIZER_PASS:-1}" != 0 ]; then
+  echo "test: sanitizer pass (ASan + UBSan, build/debug)" >&2
+  scripts/setup.sh debug -DMOESPLIT_REQUIRE_TESTDATA=ON
+  ctest --test-dir build/debug --output-on-failure -j "$JOBS"
+fi
+
 FUZZ_SECONDS="${MOESPLIT_FUZZ_SECONDS:-60}"
 if [ "$FUZZ_SECONDS" != 0 ]; then
   scripts/fuzz.sh "$FUZZ_SECONDS"

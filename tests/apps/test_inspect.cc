@@ -3,10 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "apps/cmd_inspect.h"
 #include "tests/testdata.h"
@@ -46,11 +45,28 @@ TEST(Inspect, TinyDeepSeekFactsText) {
   Result r = InspectPath(TestDataPath("models/ds-tiny-Q4_K_M.gguf"));
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* fact :
-       {"gguf version:  3", "architecture:  deepseek2", "name:          ds-tiny-synthetic",
-        "file type:     Q4_K_M", "tensors:       70", "metadata keys: 41", "vocab size:    1024",
-        "data offset 29280", "expert_count = 16", "expert_used_count = 4", "q4_K", "q5_0",
-        "q8_0", "q6_K", "routed experts", "shared experts", "attention", "dense FFN",
-        "embeddings", "norms", "4 of 16 experts x 3 MoE layers"}) {
+       {"gguf version:  3",
+        "architecture:  deepseek2",
+        "name:          ds-tiny-synthetic",
+        "file type:     Q4_K_M",
+        "tensors:       70",
+        "tokenizer:     gpt2 / deepseek-v3, 1024 tokens, 766 merges, BOS 0, EOS 1, add_bos true",
+        "metadata keys: 41",
+        "vocab size:    1024",
+        "data offset 29280",
+        "expert_count = 16",
+        "expert_used_count = 4",
+        "q4_K",
+        "q5_0",
+        "q8_0",
+        "q6_K",
+        "routed experts",
+        "shared experts",
+        "attention",
+        "dense FFN",
+        "embeddings",
+        "norms",
+        "4 of 16 experts x 3 MoE layers"}) {
     EXPECT_NE(r.out.find(fact), std::string::npos) << "missing '" << fact << "' in\n" << r.out;
   }
 }
@@ -115,16 +131,31 @@ TEST(Inspect, VocabOnlyFiles) {
     const char* file;
     const char* arch;
     const char* vocab;
+    const char* tokenizer;
+    const char* kv_count;
   };
-  for (Case c : {Case{"ggml-vocab-deepseek-llm.gguf", "llama", "102400"},
-                 Case{"ggml-vocab-deepseek-coder.gguf", "llama", "32256"},
-                 Case{"ggml-vocab-gpt-2.gguf", "gpt2", "50257"},
-                 Case{"ggml-vocab-llama-spm.gguf", "llama", "32000"}}) {
+  // The facts of shared/testdata/README.md's vocab table.
+  for (Case c : {Case{"ggml-vocab-deepseek-llm.gguf", "llama", "102400",
+                      "gpt2 / deepseek-llm, 102400 tokens, 99757 merges, BOS 100000, EOS 100001, "
+                      "add_bos true",
+                      "23"},
+                 Case{"ggml-vocab-deepseek-coder.gguf", "llama", "32256",
+                      "gpt2 / deepseek-coder, 32256 tokens, 31757 merges, BOS 32013, EOS 32014, "
+                      "add_bos true",
+                      "25"},
+                 Case{"ggml-vocab-gpt-2.gguf", "gpt2", "50257",
+                      "gpt2 / gpt-2, 50257 tokens, 50000 merges, BOS 50256, EOS 50256\n", "16"},
+                 Case{"ggml-vocab-llama-spm.gguf", "llama", "32000",
+                      "llama / default, 32000 tokens, BOS 1, EOS 2, add_bos true", "22"}}) {
     Result r = InspectPath(TestDataPath(std::string("vocab/") + c.file));
     ASSERT_EQ(r.code, 0) << c.file << ": " << r.err;
     EXPECT_NE(r.out.find(std::string("architecture:  ") + c.arch), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(std::string("vocab size:    ") + c.vocab), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("tensors:       0"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(std::string("tokenizer:     ") + c.tokenizer), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(std::string("metadata keys: ") + c.kv_count + "\n"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("gguf version:  3"), std::string::npos) << r.out;
   }
 }
 
@@ -154,9 +185,8 @@ TEST(Inspect, DamagedFilesNeverCrash) {
   ASSERT_EQ(good.size(), 4372256u);
   const std::string path = ScratchDir() + "/damaged.gguf";
   int errors = 0;
-  for (size_t n : {size_t{0}, size_t{3}, size_t{4}, size_t{8}, size_t{23}, size_t{24},
-                   size_t{1000}, size_t{29279}, size_t{29280}, size_t{2000000},
-                   good.size() - 1}) {
+  for (size_t n : {size_t{0}, size_t{3}, size_t{4}, size_t{8}, size_t{23}, size_t{24}, size_t{1000},
+                   size_t{29279}, size_t{29280}, size_t{2000000}, good.size() - 1}) {
     WriteBytes(path, good, n);
     Result r = InspectPath(path);
     EXPECT_EQ(r.code, 1) << "truncated at " << n << " bytes was accepted";
