@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 namespace moesplit::gguf {
@@ -159,9 +160,15 @@ std::string QuoteForDisplay(std::string_view s, size_t max_chars) {
   return out;
 }
 
-std::string FloatForDisplay(double d) {
+// Shortest decimal that reads back as the same value in the stored precision, so a float32
+// 1e-6 shows as "1e-06", not "9.99999997e-07".
+std::string FloatForDisplay(double d, bool is_f32) {
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.9g", d);
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof(buf), "%.*g", digits, d);
+    const double back = std::strtod(buf, nullptr);
+    if (is_f32 ? static_cast<float>(back) == static_cast<float>(d) : back == d) break;
+  }
   return buf;
 }
 
@@ -171,7 +178,9 @@ std::string Value::ToDisplayString(size_t max_chars) const {
   switch (type) {
     case ValueType::kFloat32:
     case ValueType::kFloat64:
-      if (const auto* d = std::get_if<double>(&v)) return FloatForDisplay(*d);
+      if (const auto* d = std::get_if<double>(&v)) {
+        return FloatForDisplay(*d, type == ValueType::kFloat32);
+      }
       break;
     case ValueType::kBool:
       if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
