@@ -270,6 +270,9 @@ TEST(GgufValue, TypedAccessAndDisplay) {
   EXPECT_FALSE(Value::U8(1).AsBool().ok());
   EXPECT_EQ(Value::Str("a\"b\n").ToDisplayString(), "\"a\\\"b\\n\"");
   EXPECT_EQ(Value::F32(2.5f).ToDisplayString(), "2.5");
+  EXPECT_EQ(Value::F32(1e-6f).ToDisplayString(), "1e-06");  // not 9.99999997e-07
+  EXPECT_EQ(Value::F64(0.1).ToDisplayString(), "0.1");
+  EXPECT_EQ(Value::F32(0.0707f).ToDisplayString(), "0.0707");
   EXPECT_EQ(Value::I64(-3).ToDisplayString(), "-3");
   EXPECT_EQ(Value::StrArray({"a", "b"}).ToDisplayString(), "[string x 2]");
   EXPECT_EQ(Value::Str(std::string(500, 'x')).ToDisplayString(20).size(), 24u);
