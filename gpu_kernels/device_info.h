@@ -12,11 +12,11 @@ namespace moesplit::gpu {
 
 struct DeviceInfo {
   int index = 0;
-  std::string name;            // "NVIDIA H100 80GB HBM3"
-  int cc_major = 0;            // compute capability, e.g. 9.0 for H100
+  std::string name;  // "NVIDIA H100 80GB HBM3"
+  int cc_major = 0;  // compute capability, e.g. 9.0 for H100
   int cc_minor = 0;
-  uint64_t total_bytes = 0;    // device memory
-  uint64_t free_bytes = 0;     // free at query time
+  uint64_t total_bytes = 0;  // device memory
+  uint64_t free_bytes = 0;   // free at query time
   int sm_count = 0;
   int pci_bus = 0;
 };

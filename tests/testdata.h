@@ -3,13 +3,13 @@
 // at configure time; CI configures with MOESPLIT_REQUIRE_TESTDATA=ON so they can never skip there.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace moesplit::testing {
 
@@ -31,8 +31,8 @@ inline std::string ScratchDir() {
 
 }  // namespace moesplit::testing
 
-#define MOESPLIT_REQUIRE_TESTDATA()                                                   \
-  do {                                                                                \
-    if (::moesplit::testing::TestDataDir().empty())                                   \
+#define MOESPLIT_REQUIRE_TESTDATA()                                                          \
+  do {                                                                                       \
+    if (::moesplit::testing::TestDataDir().empty())                                          \
       GTEST_SKIP() << "shared/testdata not found at configure time (MOESPLIT_TESTDATA_DIR)"; \
   } while (0)

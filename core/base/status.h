@@ -145,10 +145,10 @@ class [[nodiscard]] StatusOr {
 #define MOESPLIT_CONCAT_INNER_(a, b) a##b
 #define MOESPLIT_CONCAT_(a, b) MOESPLIT_CONCAT_INNER_(a, b)
 
-#define MOESPLIT_RETURN_IF_ERROR(expr)              \
-  do {                                              \
-    ::moesplit::Status _moesplit_st = (expr);       \
-    if (!_moesplit_st.ok()) return _moesplit_st;    \
+#define MOESPLIT_RETURN_IF_ERROR(expr)           \
+  do {                                           \
+    ::moesplit::Status _moesplit_st = (expr);    \
+    if (!_moesplit_st.ok()) return _moesplit_st; \
   } while (0)
 
 #define MOESPLIT_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
@@ -161,9 +161,9 @@ class [[nodiscard]] StatusOr {
   MOESPLIT_ASSIGN_OR_RETURN_IMPL_(MOESPLIT_CONCAT_(_moesplit_so_, __LINE__), lhs, expr)
 
 // Invariant checks: always on (also in release builds); abort with file:line and a message.
-#define MOESPLIT_CHECK(cond, ...)                                                       \
-  do {                                                                                  \
-    if (!(cond))                                                                        \
-      ::moesplit::internal::CheckFailed(__FILE__, __LINE__, #cond,                      \
+#define MOESPLIT_CHECK(cond, ...)                                                           \
+  do {                                                                                      \
+    if (!(cond))                                                                            \
+      ::moesplit::internal::CheckFailed(__FILE__, __LINE__, #cond,                          \
                                         ::moesplit::StrCat("" __VA_OPT__(, ) __VA_ARGS__)); \
   } while (0)

@@ -25,15 +25,24 @@ std::string_view BaseName(std::string_view name) {
 
 const char* TensorRoleName(TensorRole role) {
   switch (role) {
-    case TensorRole::kRoutedExperts: return "routed experts";
-    case TensorRole::kSharedExperts: return "shared experts";
-    case TensorRole::kDenseFfn: return "dense FFN";
-    case TensorRole::kRouter: return "router";
-    case TensorRole::kAttention: return "attention";
-    case TensorRole::kEmbeddings: return "embeddings";
-    case TensorRole::kOutput: return "output (lm_head)";
-    case TensorRole::kNorms: return "norms";
-    case TensorRole::kOther: return "other";
+    case TensorRole::kRoutedExperts:
+      return "routed experts";
+    case TensorRole::kSharedExperts:
+      return "shared experts";
+    case TensorRole::kDenseFfn:
+      return "dense FFN";
+    case TensorRole::kRouter:
+      return "router";
+    case TensorRole::kAttention:
+      return "attention";
+    case TensorRole::kEmbeddings:
+      return "embeddings";
+    case TensorRole::kOutput:
+      return "output (lm_head)";
+    case TensorRole::kNorms:
+      return "norms";
+    case TensorRole::kOther:
+      return "other";
   }
   return "other";
 }

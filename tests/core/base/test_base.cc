@@ -91,8 +91,8 @@ TEST(Float16, RoundsToNearestEven) {
   EXPECT_EQ(Fp32ToFp16(65520.0f), 0x7c00);            // rounds to inf
   EXPECT_EQ(Fp32ToFp16(65519.0f), 0x7bff);
   EXPECT_EQ(Fp32ToFp16(1e-8f), 0x0000);
-  EXPECT_EQ(Fp32ToFp16(-3e-8f), 0x8001);               // rounds up to the smallest subnormal
-  EXPECT_EQ(Fp32ToBf16(1.0f + 1.0f / 256), 0x3f80);    // halfway: even
+  EXPECT_EQ(Fp32ToFp16(-3e-8f), 0x8001);             // rounds up to the smallest subnormal
+  EXPECT_EQ(Fp32ToBf16(1.0f + 1.0f / 256), 0x3f80);  // halfway: even
   EXPECT_EQ(Fp32ToBf16(1.0f + 3.0f / 256), 0x3f82);
   EXPECT_TRUE(std::isnan(Bf16ToFp32(Fp32ToBf16(std::nanf("")))));
 }
