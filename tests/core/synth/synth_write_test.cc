@@ -69,7 +69,10 @@ TEST(SynthWrite, EveryTinyPresetRoundTrips) {
     EXPECT_EQ(testing::ReadFileBytes(path), testing::ReadFileBytes(copy));
     // And `moesplit inspect` accepts it.
     std::ostringstream out, err;
-    EXPECT_EQ(app::RunInspect({.path = path, .tensors = true}, out, err), 0) << err.str();
+    app::InspectArgs args;
+    args.path = path;
+    args.tensors = true;
+    EXPECT_EQ(app::RunInspect(args, out, err), 0) << err.str();
   }
 }
 
