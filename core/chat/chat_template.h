@@ -1,0 +1,109 @@
+// Chat templates: a conversation -> the prompt string the model was trained on.
+//
+// We do not run Jinja. Like llama.cpp's built-in templates (src/llama-chat.cpp), we recognise
+// the model's `tokenizer.chat_template` by distinctive substrings and render the format in C++.
+// The rendering follows the real templates exactly for system / user / assistant messages
+// (tests compare with the Jinja output of the models' own templates), including their BOS text:
+// tokenize the result with special-token parsing ON and WITHOUT adding another BOS.
+//
+// Formats (name: models; what a system S, user U, assistant A turn and the generation prompt
+// G become; BOS/EOS stand for the texts of the model's tokens):
+//   deepseek3: DeepSeek-V3, V3-0324.
+//     BOS S <｜User｜>U <｜Assistant｜>A EOS ... G = <｜Assistant｜>
+//   deepseek-r1: DeepSeek-R1 and its distills. As deepseek3, but a past A keeps only the text
+//     after its last "</think>", and G = <｜Assistant｜><think>\n
+//   deepseek-v3.1: DeepSeek-V3.1 (hybrid). <｜Assistant｜><think></think> opens an answer;
+//     G = <｜Assistant｜><think></think>, or <｜Assistant｜><think> with thinking on.
+//   deepseek2: DeepSeek-V2, V2-Lite.  BOS S\n\n User: U\n\n Assistant: A EOS ... G = Assistant:
+//   qwen3: Qwen3, Qwen3-MoE. ChatML; past answers lose their <think> block;
+//     enable_thinking = false appends <think>\n\n</think>\n\n to G.
+//   chatml: plain ChatML.  <|im_start|>role\n content<|im_end|>\n ... G = <|im_start|>assistant\n
+//   mistral-v1 (alias mixtral): Mixtral-8x7B-Instruct's current template.
+//     BOS " [INST] " S\n\n U " [/INST]" " " A EOS ... (no G)
+//   llama2: Mixtral's original template.  BOS "[INST] " U " [/INST]" A EOS ... (no G)
+//   llama3: Llama-3.x.  BOS <|start_header_id|>role<|end_header_id|>\n\n content<|eot_id|> ...
+//     G = <|start_header_id|>assistant<|end_header_id|>\n\n
+// (Spaces between the pieces above are for reading only, except inside quotes.)
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/base/status.h"
+
+namespace moesplit::chat {
+
+enum class Role { kSystem, kUser, kAssistant };
+
+struct ChatMessage {
+  Role role;
+  std::string content;  // for assistant turns: the generated text, reasoning included
+};
+
+StatusOr<Role> ParseRole(std::string_view name);  // "system" | "user" | "assistant"
+const char* RoleName(Role role);
+
+enum class ChatFormat {
+  kDeepseek3,
+  kDeepseekR1,
+  kDeepseekV31,
+  kDeepseek2,
+  kQwen3,
+  kChatml,
+  kMistralV1,
+  kLlama2,
+  kLlama3,
+};
+
+struct ChatTemplate {
+  ChatFormat format;
+  // Texts of the model's BOS / EOS tokens as the template's bos_token / eos_token. Set from the
+  // format by the factories; a caller with the vocabulary may overwrite them. Formats whose
+  // template does not emit them (ChatML / Qwen3: no BOS) ignore them.
+  std::string bos_token;
+  std::string eos_token;
+  // Whether the model should reason first (qwen3, deepseek-r1, deepseek-v3.1). Defaults follow
+  // the templates: true for qwen3 / deepseek-r1, false for deepseek-v3.1.
+  bool enable_thinking = true;
+};
+
+// The names ChatTemplateFromName accepts (also listed in DetectChatTemplate's error).
+std::span<const std::string_view> ChatTemplateNames();
+// "deepseek3", ..., as listed above, and "mixtral" (= mistral-v1). InvalidArgument with the
+// list of names for anything else.
+StatusOr<ChatTemplate> ChatTemplateFromName(std::string_view name);
+const char* ChatFormatName(ChatFormat format);
+
+// Recognises a GGUF `tokenizer.chat_template` (Jinja source) by its distinctive substrings, as
+// llama.cpp's llm_chat_detect_template does. A template that is itself a format name is that
+// format. Unknown -> InvalidArgument naming the template's first characters and
+// `--chat-template NAME`.
+StatusOr<ChatTemplate> DetectChatTemplate(std::string_view jinja_source);
+
+// The prompt for `messages`; add_generation_prompt appends the opening of the assistant's turn.
+std::string Render(const ChatTemplate& tmpl, std::span<const ChatMessage> messages,
+                   bool add_generation_prompt);
+
+// True for formats whose models emit reasoning between <think> and </think>.
+bool IsThinkingModel(const ChatTemplate& tmpl);
+// True if the generation prompt ends inside the reasoning block (deepseek-r1's "<think>\n",
+// deepseek-v3.1 with thinking): generated text is reasoning until "</think>" appears.
+bool PromptOpensReasoning(const ChatTemplate& tmpl);
+// The text that ends the assistant's turn ("<｜end▁of▁sentence｜>", "<|im_end|>", "<|eot_id|>",
+// "</s>"): a stop string when the vocabulary's EOG tokens are not enough.
+std::string_view EndOfTurn(const ChatTemplate& tmpl);
+
+// A generated answer split into its reasoning and the final content.
+struct ReasoningSplit {
+  std::string reasoning;  // without <think> / </think>, outer newlines trimmed
+  std::string content;    // after </think>, leading whitespace trimmed
+  bool reasoning_done;    // false while the reasoning block is still open (no "</think>" yet)
+};
+// For thinking formats: a leading "<think>" (after whitespace) opens reasoning, and so does a
+// prompt that opened it (PromptOpensReasoning); "</think>" closes it. Non-thinking formats and
+// answers without reasoning return everything as content.
+ReasoningSplit SplitReasoning(const ChatTemplate& tmpl, std::string_view generated);
+
+}  // namespace moesplit::chat
