@@ -6,6 +6,7 @@
 #include "apps/cmd_eval.h"
 #include "apps/cmd_inspect.h"
 #include "apps/cmd_make_model.h"
+#include "apps/cmd_tokenize.h"
 #include "apps/cmd_version.h"
 
 int main(int argc, char** argv) {
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   moesplit::app::RegisterEval(app, &action);
   moesplit::app::RegisterInspect(app, &action);
   moesplit::app::RegisterMakeModel(app, &action);
+  moesplit::app::RegisterTokenize(app, &action);
   moesplit::app::RegisterVersion(app, &action);
   try {
     app.parse(argc, argv);
