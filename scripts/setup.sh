@@ -10,7 +10,8 @@ PRESET="${1:-release}"
 shift || true
 
 PACKAGES=(cmake ninja-build g++ clang libclang-rt-14-dev
-          libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+          pkg-config libpcre2-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
