@@ -84,6 +84,10 @@ TEST(PreTokenizer, RegexSplitsOfEachFamily) {
                    "\xE3\x80\x80"
                    "b"}));
   EXPECT_EQ(SplitWith("deepseek-coder", "ab12\n"), (Words{"ab", "1", "2", "\n"}));
+  // llama.cpp classifies ASCII with a fixed table in which '~' is not a symbol (\p{S}); its
+  // own unicode_regex_split gives exactly these words for this text.
+  EXPECT_EQ(SplitWith("deepseek-v3", "~\xC3\xA9 x~y a~~b ~~\xC3\xA9"),
+            (Words{"~\xC3\xA9", " x", "~y", " a", "~", "~b", " ", "~", "~\xC3\xA9"}));
   EXPECT_EQ(SplitWith("default", ""), Words{});
 }
 
