@@ -1,11 +1,16 @@
 // The `moesplit` command: a thin dispatcher over the subcommands in apps/cmd_*.cc.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <functional>
 #include <iostream>
+#include <string>
+#include <vector>
 
+#include "apps/cmd_bench.h"
 #include "apps/cmd_eval.h"
 #include "apps/cmd_inspect.h"
 #include "apps/cmd_make_model.h"
+#include "apps/cmd_run.h"
 #include "apps/cmd_tokenize.h"
 #include "apps/cmd_version.h"
 
@@ -16,13 +21,21 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", [] { return moesplit::app::VersionString(); });
   std::function<int()> action;
+  moesplit::app::RegisterBench(app, &action);
   moesplit::app::RegisterEval(app, &action);
   moesplit::app::RegisterInspect(app, &action);
   moesplit::app::RegisterMakeModel(app, &action);
+  moesplit::app::RegisterRun(app, &action);
   moesplit::app::RegisterTokenize(app, &action);
   moesplit::app::RegisterVersion(app, &action);
+  // llama.cpp's multi-letter single-dash flags (llama-bench -pg) mean their double-dash forms.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (std::string& a : args) {
+    if (a == "-pg") a = "--pg";
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

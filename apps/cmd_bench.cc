@@ -1,0 +1,276 @@
+#include "apps/cmd_bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "apps/bench_report.h"
+#include "core/engine/engine.h"
+
+namespace moesplit::app {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t NsSince(Clock::time_point t0) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+}
+
+// llama.cpp's long file-type names, as llama-bench prints them in the "model" column.
+std::string FileTypeDescription(const gguf::GgufFile& f) {
+  auto ft = f.GetUint("general.file_type");
+  if (!ft.ok()) return "?";
+  switch (*ft) {
+    case 0:
+      return "all F32";
+    case 1:
+      return "F16";
+    case 2:
+      return "Q4_0";
+    case 3:
+      return "Q4_1";
+    case 7:
+      return "Q8_0";
+    case 8:
+      return "Q5_0";
+    case 9:
+      return "Q5_1";
+    case 10:
+      return "Q2_K - Medium";
+    case 11:
+      return "Q3_K - Small";
+    case 12:
+      return "Q3_K - Medium";
+    case 13:
+      return "Q3_K - Large";
+    case 14:
+      return "Q4_K - Small";
+    case 15:
+      return "Q4_K - Medium";
+    case 16:
+      return "Q5_K - Small";
+    case 17:
+      return "Q5_K - Medium";
+    case 18:
+      return "Q6_K";
+    case 32:
+      return "BF16";
+    default:
+      return FileTypeName(static_cast<uint32_t>(*ft));
+  }
+}
+
+std::string CpuModelName() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+BenchModelInfo ModelInfo(const engine::Model& model, const std::string& path) {
+  BenchModelInfo m;
+  m.filename = path;
+  for (const gguf::TensorInfo& t : model.file().tensors()) {
+    m.size_bytes += t.nbytes;
+    m.n_params += static_cast<uint64_t>(t.NumElements());
+  }
+  char size[32];
+  if (m.n_params >= 1000000000ull) {
+    std::snprintf(size, sizeof(size), "%.0fB", m.n_params / 1e9);
+  } else {
+    std::snprintf(size, sizeof(size), "%.0fM", m.n_params / 1e6);
+  }
+  m.model_type =
+      StrCat(ModelArchName(model.config().arch), " ", size, " ", FileTypeDescription(model.file()));
+  m.cpu_info = CpuModelName();
+  m.build = StrCat("moesplit ", MOESPLIT_VERSION);
+  return m;
+}
+
+// One measured run of a test from an empty context: the prompt in n_batch-sized Eval calls,
+// then n_gen single-token Eval calls. Random ids as llama-bench uses (BOS not special-cased).
+StatusOr<uint64_t> RunOnce(engine::Session& s, int64_t n_vocab, const BenchTest& t, int n_batch,
+                           std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(n_vocab - 1));
+  s.Reset();
+  std::vector<int32_t> ids(static_cast<size_t>(std::max(t.n_depth, t.n_prompt)));
+  for (int32_t& id : ids) id = tok(rng);
+  for (int done = 0; done < t.n_depth; done += n_batch) {  // depth: not timed
+    const int n = std::min(n_batch, t.n_depth - done);
+    MOESPLIT_RETURN_IF_ERROR(s.Eval(std::span(ids).subspan(done, n), false).status());
+  }
+  const auto t0 = Clock::now();
+  for (int done = 0; done < t.n_prompt; done += n_batch) {
+    const int n = std::min(n_batch, t.n_prompt - done);
+    MOESPLIT_RETURN_IF_ERROR(s.Eval(std::span(ids).subspan(done, n), false).status());
+  }
+  for (int i = 0; i < t.n_gen; ++i) {
+    const int32_t one[1] = {tok(rng)};
+    MOESPLIT_RETURN_IF_ERROR(s.Eval(one, false).status());
+  }
+  return NsSince(t0);
+}
+
+StatusOr<std::vector<BenchTest>> PlanTests(const BenchArgs& a, int n_threads) {
+  std::vector<BenchTest> tests;
+  for (int p : a.n_prompt) {
+    if (p > 0) tests.push_back({.n_prompt = p, .n_threads = n_threads});
+  }
+  for (int n : a.n_gen) {
+    if (n > 0) tests.push_back({.n_gen = n, .n_threads = n_threads});
+  }
+  for (const std::string& pg : a.pg) {
+    int p = 0, n = 0;
+    if (std::sscanf(pg.c_str(), "%d,%d", &p, &n) != 2 || p <= 0 || n <= 0) {
+      return InvalidArgumentError("-pg expects PP,TG with both > 0, got '", pg, "'");
+    }
+    tests.push_back({.n_prompt = p, .n_gen = n, .n_threads = n_threads});
+  }
+  return tests;
+}
+
+Status Validate(const BenchArgs& a) {
+  if (a.repetitions < 1) return InvalidArgumentError("-r must be >= 1, got ", a.repetitions);
+  if (a.n_batch < 1) return InvalidArgumentError("-b must be >= 1, got ", a.n_batch);
+  for (int t : a.threads) {
+    if (t < 1) return InvalidArgumentError("-t values must be >= 1, got ", t);
+  }
+  for (int v : a.n_prompt) {
+    if (v < 0) return InvalidArgumentError("-p values must be >= 0, got ", v);
+  }
+  for (int v : a.n_gen) {
+    if (v < 0) return InvalidArgumentError("-n values must be >= 0, got ", v);
+  }
+  for (int v : a.prompt_sizes) {
+    if (v < 1) return InvalidArgumentError("--prompt-sizes values must be >= 1, got ", v);
+  }
+  if (a.output != "md" && a.output != "csv" && a.output != "json") {
+    return InvalidArgumentError("-o must be md, csv or json, got '", a.output, "'");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+namespace {
+
+// Warm-up, then `repetitions` timed runs of one test in a fresh session sized for it.
+Status MeasureTest(const engine::Model& model, const BenchArgs& a, BenchTest& t,
+                   std::ostream& err) {
+  const int64_t ctx = std::max<int64_t>(t.n_depth + t.n_prompt + t.n_gen, 16);
+  engine::Session s(model, {.ctx_size = ctx, .n_threads = t.n_threads});
+  std::mt19937 rng(a.seed);
+  const int64_t n_vocab = model.config().n_vocab;
+  MOESPLIT_RETURN_IF_ERROR(RunOnce(s, n_vocab, t, a.n_batch, rng).status());  // warm-up
+  const bool tty = ::isatty(STDERR_FILENO);  // progress only where it can be overwritten
+  for (int r = 0; r < a.repetitions; ++r) {
+    if (tty) {
+      err << "\rbench: " << t.Name() << ", " << t.n_threads << " threads, run " << (r + 1) << "/"
+          << a.repetitions << "   " << std::flush;
+    }
+    MOESPLIT_ASSIGN_OR_RETURN(uint64_t ns, RunOnce(s, n_vocab, t, a.n_batch, rng));
+    t.samples_ns.push_back(ns);
+  }
+  if (tty) err << "\r" << std::string(60, ' ') << "\r" << std::flush;
+  return Status::Ok();
+}
+
+// The table users publish for long prompts: one run per prompt size, prefill then n_gen tokens.
+StatusOr<std::vector<PromptSizeRow>> MeasurePromptSizes(const engine::Model& model,
+                                                        const BenchArgs& a, int n_threads,
+                                                        std::ostream& err) {
+  const int n_gen = a.n_gen.empty() ? 0 : a.n_gen.front();
+  std::vector<PromptSizeRow> rows;
+  for (int size : a.prompt_sizes) {
+    err << "bench: prompt size " << size << " + " << n_gen << " generated, " << n_threads
+        << " threads\n";
+    BenchTest pp{.n_prompt = size, .n_threads = n_threads};
+    BenchTest tg{.n_gen = n_gen, .n_depth = size, .n_threads = n_threads};
+    engine::Session s(model, {.ctx_size = size + n_gen + 1, .n_threads = n_threads});
+    std::mt19937 rng(a.seed);
+    MOESPLIT_ASSIGN_OR_RETURN(uint64_t pp_ns,
+                              RunOnce(s, model.config().n_vocab, pp, a.n_batch, rng));
+    uint64_t tg_ns = 0;
+    if (n_gen > 0) {
+      MOESPLIT_ASSIGN_OR_RETURN(tg_ns, RunOnce(s, model.config().n_vocab, tg, a.n_batch, rng));
+    }
+    rows.push_back({size, n_gen, pp_ns / 1e9, tg_ns / 1e9});
+  }
+  return rows;
+}
+
+}  // namespace
+
+Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
+  MOESPLIT_RETURN_IF_ERROR(Validate(args));
+  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Model> model, engine::Model::Load(args.model));
+  std::vector<int> threads = args.threads;
+  if (threads.empty())
+    threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
+  std::vector<BenchTest> done;
+  for (int n_threads : threads) {
+    MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchTest> tests, PlanTests(args, n_threads));
+    for (BenchTest& t : tests) {
+      MOESPLIT_RETURN_IF_ERROR(MeasureTest(*model, args, t, err));
+      done.push_back(std::move(t));
+    }
+  }
+  const BenchFormat format = args.output == "json"  ? BenchFormat::kJson
+                             : args.output == "csv" ? BenchFormat::kCsv
+                                                    : BenchFormat::kMarkdown;
+  const BenchModelInfo info = ModelInfo(*model, args.model);
+  if (!done.empty()) out << FormatBenchReport(info, done, format);
+  if (!args.prompt_sizes.empty()) {
+    MOESPLIT_ASSIGN_OR_RETURN(std::vector<PromptSizeRow> rows,
+                              MeasurePromptSizes(*model, args, threads.back(), err));
+    out << "\n"
+        << info.model_type << ", " << threads.back() << " threads:\n"
+        << FormatPromptSizeTable(rows);
+  }
+  return Status::Ok();
+}
+
+void RegisterBench(CLI::App& app, std::function<int()>* action) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Throughput tests in llama-bench's format (pp/tg/pg, mean ± stddev)");
+  cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
+  cmd->add_option("-p,--n-prompt", a->n_prompt, "prompt sizes, comma-separated (0 = none)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("-n,--n-gen", a->n_gen, "generated tokens, comma-separated (0 = none)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--pg", a->pg, "prompt + generation test PP,TG (repeatable)");
+  cmd->add_option("-t,--threads", a->threads, "thread counts, comma-separated (default: all)")
+      ->delimiter(',');
+  cmd->add_option("-r,--repetitions", a->repetitions, "timed runs per test")->capture_default_str();
+  cmd->add_option("-b,--batch-size", a->n_batch, "prompt tokens per evaluation")
+      ->capture_default_str();
+  cmd->add_option("-o,--output", a->output, "md | csv | json")->capture_default_str();
+  cmd->add_option("--prompt-sizes", a->prompt_sizes,
+                  "also measure prefill and decode after prompts of these sizes")
+      ->delimiter(',');
+  cmd->callback([a, action] {
+    *action = [a] {
+      Status s = RunBench(*a, std::cout, std::cerr);
+      if (!s.ok()) std::cerr << "moesplit bench: " << s.ToString() << "\n";
+      return s.ok() ? 0 : 1;
+    };
+  });
+}
+
+}  // namespace moesplit::app

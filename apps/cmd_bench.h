@@ -1,0 +1,36 @@
+// `moesplit bench`: llama-bench-compatible throughput tests on one model.
+//   moesplit bench -m FILE [-p 512] [-n 128] [-pg 512,128] [-t 1,2] [-r 5] [-o md|csv|json]
+//                  [--prompt-sizes 1000,7500,16000]
+// pp<N>: N random tokens evaluated as one prompt; tg<N>: N tokens evaluated one at a time;
+// pp<N>+tg<M>: both. Each test runs once as a warm-up, then -r times from an empty context;
+// tokens/s are reported as mean ± sample stddev over the repetitions, in llama-bench's columns.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/base/status.h"
+
+namespace moesplit::app {
+
+struct BenchArgs {
+  std::string model;                  // -m
+  std::vector<int> n_prompt = {512};  // -p (0 = no pp test)
+  std::vector<int> n_gen = {128};     // -n (0 = no tg test)
+  std::vector<std::string> pg;        // -pg "PP,TG" pairs
+  std::vector<int> threads;           // -t (default: all hardware threads)
+  int repetitions = 5;                // -r
+  int n_batch = 2048;                 // -b: prompt tokens per Eval call
+  std::string output = "md";          // -o md|csv|json
+  std::vector<int> prompt_sizes;      // --prompt-sizes: adds the prefill/decode table
+  uint32_t seed = 42;                 // random token ids
+};
+
+Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err);
+
+void RegisterBench(CLI::App& app, std::function<int()>* action);
+
+}  // namespace moesplit::app
