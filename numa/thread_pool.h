@@ -3,6 +3,10 @@
 // so a pool of N threads starts N-1 background threads. Idle workers spin briefly (a decode step
 // issues many small jobs back to back) and then sleep on a condition variable. No global state:
 // whoever needs parallelism is handed a pool. The NUMA planner will later pin one pool per node.
+//
+// Tasks are claimed lock-free from one 64-bit ticket (job generation | next task index), and a
+// job ends when all its tasks are done — not when every worker has checked in — so a worker that
+// is asleep or descheduled (an oversubscribed machine) never delays a job it took no task of.
 #pragma once
 
 #include <atomic>
@@ -27,29 +31,36 @@ class ThreadPool {
 
   // Runs fn(task, worker) once for every task in [0, n_tasks), spread over the threads, and
   // returns when all have finished. `worker` in [0, size()) identifies the thread (index into
-  // per-thread scratch). Tasks are handed out dynamically (an atomic counter), so uneven tasks
-  // balance. Not reentrant: fn must not call ParallelFor on the same pool (CHECKed).
+  // per-thread scratch); two tasks never run concurrently with the same worker index. Tasks are
+  // handed out dynamically, so uneven tasks balance. Not reentrant: fn must not call ParallelFor
+  // on the same pool (CHECKed).
   void ParallelFor(int64_t n_tasks, const std::function<void(int64_t task, int worker)>& fn);
 
  private:
   void WorkerLoop(int worker);
-  void RunTasks(int worker);
+  // Claims and runs tasks of job `gen` until none is left; false if the job is not `gen`.
+  void RunTasks(uint32_t gen, int worker);
 
   const int n_threads_;
   std::vector<std::thread> threads_;  // [n_threads_ - 1]
 
-  std::mutex mu_;
-  std::condition_variable work_cv_;  // a new job or stop
-  std::condition_variable done_cv_;  // the last worker finished the job
-
-  // The current job; written by ParallelFor before `generation_` is bumped.
+  // ticket_ = generation << 40 | next task index; job_ = generation << 40 | n_tasks. A job's
+  // fn_ is written before its ticket is published and only read by a thread that has claimed
+  // one of its tasks (the job cannot end before that task is done).
+  static constexpr int kIndexBits = 40;
+  std::atomic<uint64_t> ticket_{0};
+  std::atomic<uint64_t> job_{0};
+  std::atomic<int64_t> done_{0};  // tasks finished in the current job
   const std::function<void(int64_t, int)>* fn_ = nullptr;
-  int64_t n_tasks_ = 0;
-  std::atomic<int64_t> next_task_{0};
-  std::atomic<int> busy_workers_{0};     // background workers still inside the current job
-  std::atomic<uint64_t> generation_{0};  // +1 per job; workers compare with the last one seen
+  uint32_t generation_ = 0;  // caller side only
   std::atomic<bool> in_job_{false};
-  bool stop_ = false;  // guarded by mu_
+
+  std::mutex mu_;
+  std::condition_variable work_cv_;  // a new job (or stop)
+  std::condition_variable done_cv_;  // the last task of a job finished
+  std::atomic<int> sleepers_{0};     // workers waiting on work_cv_
+  std::atomic<bool> caller_sleeping_{false};
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace moesplit::numa
