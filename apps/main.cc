@@ -10,6 +10,7 @@
 #include "apps/cmd_eval.h"
 #include "apps/cmd_inspect.h"
 #include "apps/cmd_make_model.h"
+#include "apps/cmd_perplexity.h"
 #include "apps/cmd_run.h"
 #include "apps/cmd_tokenize.h"
 #include "apps/cmd_version.h"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   moesplit::app::RegisterEval(app, &action);
   moesplit::app::RegisterInspect(app, &action);
   moesplit::app::RegisterMakeModel(app, &action);
+  moesplit::app::RegisterPerplexity(app, &action);
   moesplit::app::RegisterRun(app, &action);
   moesplit::app::RegisterTokenize(app, &action);
   moesplit::app::RegisterVersion(app, &action);
