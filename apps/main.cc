@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "apps/cmd_bench.h"
+#include "apps/cmd_chat.h"
 #include "apps/cmd_eval.h"
 #include "apps/cmd_inspect.h"
 #include "apps/cmd_make_model.h"
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", [] { return moesplit::app::VersionString(); });
   std::function<int()> action;
   moesplit::app::RegisterBench(app, &action);
+  moesplit::app::RegisterChat(app, &action);
   moesplit::app::RegisterEval(app, &action);
   moesplit::app::RegisterInspect(app, &action);
   moesplit::app::RegisterMakeModel(app, &action);
@@ -30,10 +32,12 @@ int main(int argc, char** argv) {
   moesplit::app::RegisterRun(app, &action);
   moesplit::app::RegisterTokenize(app, &action);
   moesplit::app::RegisterVersion(app, &action);
-  // llama.cpp's multi-letter single-dash flags (llama-bench -pg) mean their double-dash forms.
+  // llama.cpp's multi-letter single-dash flags (llama-bench -pg, llama-cli -sys) mean their
+  // double-dash forms.
   std::vector<std::string> args(argv + 1, argv + argc);
   for (std::string& a : args) {
     if (a == "-pg") a = "--pg";
+    if (a == "-sys") a = "--system";
   }
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order
   try {

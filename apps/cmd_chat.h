@@ -1,0 +1,37 @@
+// `moesplit chat -m FILE [--chat-template NAME] [--system TEXT] [-n N] [-c C] [sampling flags]`:
+// an interactive conversation in the model's chat template. Ctrl-C stops the answer being
+// generated and returns to the prompt; Ctrl-C at the prompt, Ctrl-D or "/exit" leaves.
+// "/reset" starts a new conversation.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <functional>
+#include <istream>
+#include <ostream>
+#include <string>
+
+#include "core/base/status.h"
+#include "core/sampling/sampler.h"
+
+namespace moesplit::app {
+
+struct ChatArgs {
+  std::string model;          // -m
+  std::string chat_template;  // --chat-template NAME (overrides tokenizer.chat_template)
+  std::string system;         // --system (-sys): system message
+  int64_t n_predict = -1;     // -n: max tokens per answer (-1 = until the end of the turn)
+  int64_t ctx_size = 4096;    // -c
+  int threads = 0;            // -t
+  bool interactive = true;    // print "> " prompts
+  sampling::SamplerConfig sampling;
+};
+
+// Reads user turns from `in` line by line until EOF or "/exit". `stop` (may be null) is set
+// from a SIGINT handler by the command; it ends the current answer.
+Status RunChat(const ChatArgs& args, std::istream& in, std::ostream& out, std::ostream& err,
+               std::atomic<bool>* stop);
+
+void RegisterChat(CLI::App& app, std::function<int()>* action);
+
+}  // namespace moesplit::app
