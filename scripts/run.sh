@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# README command 1: set up, then run moesplit's main job on a model. Without an argument it uses
-# the embedded default model, a synthetic DeepSeek-V3-structured `ds-tiny` (a few MB), creating
-# it on first use.
+# README command 1: set up, then run moesplit's main job on a model: inspect it, generate a short
+# completion and run a short llama-bench-style benchmark. Without an argument it uses the embedded
+# default model, a synthetic DeepSeek-V3-structured `ds-tiny` (a few MB, random weights: the
+# generated text is gibberish by design), creating it on first use.
 #
 #   scripts/run.sh [MODEL.gguf]
 set -euo pipefail
@@ -21,3 +22,7 @@ fi
 
 "$BIN" version
 "$BIN" inspect "$MODEL"
+echo
+"$BIN" run -m "$MODEL" -p "MoE test: 42 experts!" -n 32 --seed 1234
+echo
+"$BIN" bench -m "$MODEL" -p 64 -n 16 -r 3
