@@ -52,14 +52,19 @@ Status RunEval(const EvalArgs& args, std::ostream& out) {
   engine::SessionOptions opts;
   opts.ctx_size = args.ctx_size > 0 ? args.ctx_size : std::max<int64_t>(4096, n);
   opts.n_threads = args.threads;
+  if (args.kv_type == "f16") {
+    opts.kv_type = engine::KvCacheType::kF16;
+  } else if (args.kv_type != "f32") {
+    return InvalidArgumentError("--kv-type '", args.kv_type, "': choose f32 or f16");
+  }
   if (n > opts.ctx_size) {
     return InvalidArgumentError(n, " tokens do not fit in --ctx-size ", opts.ctx_size);
   }
   engine::Session session(*model, opts);
   out << c.Summary() << "\n"
       << "KV cache: " << session.ctx_size() << " positions, " << session.kv_cache_bytes()
-      << " bytes (" << HumanBytes(session.kv_cache_bytes()) << "), " << session.n_threads()
-      << " threads\n";
+      << " bytes (" << HumanBytes(session.kv_cache_bytes()) << ", " << args.kv_type << "), "
+      << session.n_threads() << " threads\n";
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<float> logits;
   if (args.decode) {
@@ -95,6 +100,8 @@ void RegisterEval(CLI::App& app, std::function<int()>* action) {
   cmd->add_flag("--decode", args->decode, "evaluate one token at a time through the KV cache");
   cmd->add_option("-t,--threads", args->threads, "threads (0 = all hardware threads)");
   cmd->add_option("--ctx-size", args->ctx_size, "KV cache positions (0 = max(4096, n_tokens))");
+  cmd->add_option("--kv-type", args->kv_type, "KV cache element type: f32 | f16")
+      ->capture_default_str();
   cmd->callback([args, action] {
     *action = [args] {
       Status s = RunEval(*args);

@@ -33,7 +33,8 @@ int64_t ResolveCtx(const ModelConfig& c, int64_t ctx) {
 Session::Session(const Model& model, const SessionOptions& options)
     : model_(model),
       pool_(std::make_unique<numa::ThreadPool>(ResolveThreads(options.n_threads))),
-      kv_(std::make_unique<KvCache>(model.config(), ResolveCtx(model.config(), options.ctx_size))),
+      kv_(std::make_unique<KvCache>(model.config(), ResolveCtx(model.config(), options.ctx_size),
+                                    options.kv_type)),
       experts_(std::make_unique<moe::ExpertEngine>(pool_.get())) {}
 
 Session::~Session() = default;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/base/status.h"
+#include "core/engine/kv_cache.h"
 #include "core/gguf/gguf_file.h"
 #include "core/model/model_config.h"
 #include "core/model/model_weights.h"
@@ -29,8 +30,6 @@ class ExpertEngine;
 }
 
 namespace moesplit::engine {
-
-class KvCache;
 
 class Model {
  public:
@@ -53,6 +52,7 @@ class Model {
 struct SessionOptions {
   int64_t ctx_size = 4096;  // KV cache positions; <= 0: the model's context_length (max 32768)
   int n_threads = 0;        // <= 0: all hardware threads
+  KvCacheType kv_type = KvCacheType::kF32;
 };
 
 class Session {

@@ -33,23 +33,25 @@ void GqaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
 
   std::vector<float> q(static_cast<size_t>(n_tok * H * hd));  // [T x H x hd]
   matmul::MatMul(ctx.pool, matmul::FromTensor(l.attn_q), h, D, n_tok, q.data(), H * hd);
-  // k, v go straight into the cache rows pos0.. (rows are contiguous per layer).
-  float* k0 = ctx.kv.K(il, pos0);  // [T x Hk*hd]
-  float* v0 = ctx.kv.V(il, pos0);  // [T x Hk*hv]
-  matmul::MatMul(ctx.pool, matmul::FromTensor(l.attn_k), h, D, n_tok, k0, Hk * hd);
-  matmul::MatMul(ctx.pool, matmul::FromTensor(l.attn_v), h, D, n_tok, v0, Hk * hv);
+  std::vector<float> k(static_cast<size_t>(n_tok * Hk * hd));  // [T x Hk*hd]
+  std::vector<float> v(static_cast<size_t>(n_tok * Hk * hv));  // [T x Hk*hv]
+  matmul::MatMul(ctx.pool, matmul::FromTensor(l.attn_k), h, D, n_tok, k.data(), Hk * hd);
+  matmul::MatMul(ctx.pool, matmul::FromTensor(l.attn_v), h, D, n_tok, v.data(), Hk * hv);
   std::vector<float> cs(static_cast<size_t>(c.n_rot));
   for (int64_t t = 0; t < n_tok; ++t) {
     ops::RopeCosSin(ctx.rope, pos0 + t, cs.data());
     NormRopeHeads(ctx, l.attn_q_norm, &q[t * H * hd], H, hd, cs.data());
-    NormRopeHeads(ctx, l.attn_k_norm, k0 + t * Hk * hd, Hk, hd, cs.data());
+    NormRopeHeads(ctx, l.attn_k_norm, &k[t * Hk * hd], Hk, hd, cs.data());
+    ctx.kv.Write(KvCache::kK, il, pos0 + t, &k[t * Hk * hd]);
+    ctx.kv.Write(KvCache::kV, il, pos0 + t, &v[t * Hk * hv]);
   }
 
   const int64_t n_ctx_max = pos0 + n_tok, group = H / Hk;
   std::vector<float> scores(static_cast<size_t>(ctx.pool.size() * n_ctx_max));  // [threads x ctx]
   std::vector<float> o(static_cast<size_t>(n_tok * H * hv));                    // [T x H x hv]
-  const float* kc = ctx.kv.K(il, 0);
-  const float* vc = ctx.kv.V(il, 0);
+  std::vector<float> k_rows, v_rows;  // f32 copies when the cache is f16
+  const float* kc = ctx.kv.Rows(KvCache::kK, il, n_ctx_max, &k_rows);
+  const float* vc = ctx.kv.Rows(KvCache::kV, il, n_ctx_max, &v_rows);
   ctx.pool.ParallelFor(n_tok * H, [&](int64_t task, int worker) {
     const int64_t t = task / H, hh = task % H, g = hh / group;
     AttendOne(&q[(t * H + hh) * hd], hd, nullptr, 0, kc + g * hd, Hk * hd, 0, vc + g * hv, Hk * hv,

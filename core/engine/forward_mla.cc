@@ -42,12 +42,13 @@ void WriteLatent(const ForwardContext& ctx, const LayerWeights& l, int64_t il, c
   matmul::MatMul(ctx.pool, matmul::FromTensor(l.attn_kv_a_mqa), h, D, n_tok, kv.data(), W);
   const float* norm = static_cast<const float*>(l.attn_kv_a_norm.data);
   std::vector<float> cs(static_cast<size_t>(c.n_rot));  // [R] cos/sin table
+  std::vector<float> row(static_cast<size_t>(W));       // [L + R] one cache row
   for (int64_t t = 0; t < n_tok; ++t) {
-    float* row = ctx.kv.Latent(il, pos0 + t);
-    ops::RmsNorm(&kv[t * W], norm, L, c.rms_eps, row);
-    std::copy(&kv[t * W + L], &kv[(t + 1) * W], row + L);
+    ops::RmsNorm(&kv[t * W], norm, L, c.rms_eps, row.data());
+    std::copy(&kv[t * W + L], &kv[(t + 1) * W], row.begin() + L);
     ops::RopeCosSin(ctx.rope, pos0 + t, cs.data());
-    ops::RopeApply(ctx.rope, cs.data(), row + L);
+    ops::RopeApply(ctx.rope, cs.data(), row.data() + L);
+    ctx.kv.Write(KvCache::kK, il, pos0 + t, row.data());
   }
 }
 
@@ -108,7 +109,8 @@ void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
   const int64_t n_ctx_max = pos0 + n_tok;
   std::vector<float> scores(static_cast<size_t>(n_threads * n_ctx_max));  // [threads x ctx]
   std::vector<float> o_lat(static_cast<size_t>(n_tok * H * L));
-  const float* cache0 = ctx.kv.Latent(il, 0);
+  std::vector<float> f32_rows;  // [ctx x (L+R)] when the cache is f16
+  const float* cache0 = ctx.kv.Rows(KvCache::kK, il, n_ctx_max, &f32_rows);
   ctx.pool.ParallelFor(n_tok * H, [&](int64_t task, int worker) {
     const int64_t t = task / H, hh = task % H;
     AttendOne(&q_abs[(t * H + hh) * L], L, &q[(t * H + hh) * hk + nope], R, cache0, W, L, cache0, W,

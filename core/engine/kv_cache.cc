@@ -1,19 +1,51 @@
 #include "core/engine/kv_cache.h"
 
+#include <algorithm>
+
+#include "core/base/float16.h"
+
 namespace moesplit::engine {
 
-KvCache::KvCache(const ModelConfig& c, int64_t ctx_size) : ctx_size_(ctx_size) {
+KvCache::KvCache(const ModelConfig& c, int64_t ctx_size, KvCacheType type)
+    : ctx_size_(ctx_size), type_(type) {
   if (c.arch == ModelArch::kDeepseek2) {
-    k_width_ = c.kv_lora_rank + c.qk_rope;
-    v_width_ = 0;
+    width_[kK] = c.kv_lora_rank + c.qk_rope;
+    width_[kV] = 0;
   } else {
-    k_width_ = c.n_head_kv * c.head_dim_k;
-    v_width_ = c.n_head_kv * c.head_dim_v;
+    width_[kK] = c.n_head_kv * c.head_dim_k;
+    width_[kV] = c.n_head_kv * c.head_dim_v;
   }
-  k_.assign(static_cast<size_t>(c.n_layer * ctx_size * k_width_), 0.0f);
-  v_.assign(static_cast<size_t>(c.n_layer * ctx_size * v_width_), 0.0f);
+  for (int p = 0; p < 2; ++p) {
+    const size_t n = static_cast<size_t>(c.n_layer * ctx_size * width_[p]);
+    if (type_ == KvCacheType::kF32) {
+      f32_[p].assign(n, 0.0f);
+    } else {
+      f16_[p].assign(n, 0);
+    }
+  }
 }
 
-uint64_t KvCache::bytes() const { return (k_.size() + v_.size()) * sizeof(float); }
+uint64_t KvCache::bytes() const {
+  return (f32_[0].size() + f32_[1].size()) * sizeof(float) +
+         (f16_[0].size() + f16_[1].size()) * sizeof(uint16_t);
+}
+
+void KvCache::Write(Part part, int64_t il, int64_t pos, const float* row) {
+  const size_t at = Index(part, il, pos);
+  if (type_ == KvCacheType::kF32) {
+    std::copy(row, row + width_[part], f32_[part].begin() + static_cast<std::ptrdiff_t>(at));
+    return;
+  }
+  for (int64_t i = 0; i < width_[part]; ++i) f16_[part][at + i] = Fp32ToFp16(row[i]);
+}
+
+const float* KvCache::Rows(Part part, int64_t il, int64_t n, std::vector<float>* buffer) const {
+  const size_t at = Index(part, il, 0);
+  if (type_ == KvCacheType::kF32) return f32_[part].data() + at;
+  const size_t count = static_cast<size_t>(n * width_[part]);
+  buffer->resize(count);
+  for (size_t i = 0; i < count; ++i) (*buffer)[i] = Fp16ToFp32(f16_[part][at + i]);
+  return buffer->data();
+}
 
 }  // namespace moesplit::engine

@@ -1,10 +1,10 @@
 // The KV cache of one session: per layer, per position, what attention needs of past tokens.
-//  - deepseek2 (MLA): the latent form, one row per token of [kv_lora + qk_rope] floats: the
+//  - deepseek2 (MLA): the latent form, one row per token of [kv_lora + qk_rope] values: the
 //    normalised compressed kv (c, 512 for V3) followed by the roped shared key (k_pe, 64):
-//    576 floats = 2304 bytes per token per layer in f32 (V3, 61 layers: 137 KB per token).
+//    576 values per token per layer (V3, 61 layers, f16: 70 KB per token, 288 MB at 4096).
 //  - GQA archs (qwen3moe, llama): K rows [n_head_kv x head_dim_k] and V rows [n_head_kv x
 //    head_dim_v] per token.
-// Stored as f32 (the reference path; an f16 option can halve it later).
+// Stored as f32 or f16 (llama.cpp's default); attention reads rows back as f32.
 #pragma once
 
 #include <cstdint>
@@ -14,33 +14,34 @@
 
 namespace moesplit::engine {
 
+enum class KvCacheType { kF32, kF16 };
+
 class KvCache {
  public:
-  KvCache(const ModelConfig& config, int64_t ctx_size);
+  enum Part { kK = 0, kV = 1 };  // MLA uses kK for the latent row
+
+  KvCache(const ModelConfig& config, int64_t ctx_size, KvCacheType type = KvCacheType::kF32);
 
   int64_t ctx_size() const { return ctx_size_; }
+  KvCacheType type() const { return type_; }
   uint64_t bytes() const;
+  int64_t width(Part part) const { return width_[part]; }  // values per row
 
-  // MLA: row of [kv_lora + rope] floats of layer il at position pos.
-  float* Latent(int64_t il, int64_t pos) { return &k_[Index(il, pos, k_width_)]; }
-  const float* Latent(int64_t il, int64_t pos) const { return &k_[Index(il, pos, k_width_)]; }
-  int64_t latent_width() const { return k_width_; }
-
-  // GQA: K row [n_head_kv * head_dim_k] / V row [n_head_kv * head_dim_v].
-  float* K(int64_t il, int64_t pos) { return &k_[Index(il, pos, k_width_)]; }
-  float* V(int64_t il, int64_t pos) { return &v_[Index(il, pos, v_width_)]; }
-  const float* K(int64_t il, int64_t pos) const { return &k_[Index(il, pos, k_width_)]; }
-  const float* V(int64_t il, int64_t pos) const { return &v_[Index(il, pos, v_width_)]; }
+  // Stores row[width(part)] for layer il at position pos.
+  void Write(Part part, int64_t il, int64_t pos, const float* row);
+  // Rows [0, n) of layer il as f32 [n x width(part)]: a pointer into the cache (f32) or into
+  // *buffer after conversion (f16). Valid until the next Write or buffer change.
+  const float* Rows(Part part, int64_t il, int64_t n, std::vector<float>* buffer) const;
 
  private:
-  size_t Index(int64_t il, int64_t pos, int64_t width) const {
-    return static_cast<size_t>((il * ctx_size_ + pos) * width);
+  size_t Index(Part part, int64_t il, int64_t pos) const {
+    return static_cast<size_t>((il * ctx_size_ + pos) * width_[part]);
   }
   int64_t ctx_size_;
-  int64_t k_width_;       // floats per token per layer: MLA latent or K
-  int64_t v_width_;       // 0 for MLA
-  std::vector<float> k_;  // [n_layer][ctx_size][k_width_]
-  std::vector<float> v_;  // [n_layer][ctx_size][v_width_]
+  KvCacheType type_;
+  int64_t width_[2];              // values per row: [K or latent, V (0 for MLA)]
+  std::vector<float> f32_[2];     // [n_layer][ctx_size][width] when type_ == kF32
+  std::vector<uint16_t> f16_[2];  // the same in IEEE half when type_ == kF16
 };
 
 }  // namespace moesplit::engine

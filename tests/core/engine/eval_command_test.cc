@@ -64,6 +64,9 @@ TEST(EvalCommandTest, UserErrors) {
   s = RunEval(args, out);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("ctx-size"), std::string::npos) << s.message();
+  args.ctx_size = 0;
+  args.kv_type = "q8";
+  EXPECT_EQ(RunEval(args, out).code(), StatusCode::kInvalidArgument);
   args.model = "/nonexistent.gguf";
   EXPECT_FALSE(RunEval(args, out).ok());
 }

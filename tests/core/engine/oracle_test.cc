@@ -57,8 +57,8 @@ std::vector<int32_t> SeqB() {
 }
 
 std::vector<float> RunTokens(const Model& model, const std::vector<int32_t>& tokens, bool decode,
-                             int threads) {
-  Session s(model, {.ctx_size = 128, .n_threads = threads});
+                             int threads, KvCacheType kv_type = KvCacheType::kF32) {
+  Session s(model, {.ctx_size = 128, .n_threads = threads, .kv_type = kv_type});
   if (!decode) return s.Eval(tokens, true).value();
   std::vector<float> all;
   for (int32_t t : tokens) {
@@ -69,10 +69,11 @@ std::vector<float> RunTokens(const Model& model, const std::vector<int32_t>& tok
   return all;
 }
 
-void CheckSequence(const char* name, const std::vector<int32_t>& tokens, bool decode, int threads) {
+void CheckSequence(const char* name, const std::vector<int32_t>& tokens, bool decode, int threads,
+                   KvCacheType kv_type = KvCacheType::kF32) {
   const std::string base = testing::TestDataPath("models/ds-tiny-Q4_K_M");
   std::unique_ptr<Model> model = Model::Load(base + ".gguf").value();
-  const std::vector<float> ours = RunTokens(*model, tokens, decode, threads);
+  const std::vector<float> ours = RunTokens(*model, tokens, decode, threads, kv_type);
   const std::vector<float> batch = ReadF32(base + "." + name + ".batch.f32");
   const std::vector<float> seq = ReadF32(base + "." + name + ".seq.f32");
   const int64_t n = static_cast<int64_t>(tokens.size());
@@ -109,6 +110,23 @@ TEST(OracleTest, SeqBBatch) {
 TEST(OracleTest, SeqBDecode) {
   MOESPLIT_REQUIRE_TESTDATA();
   CheckSequence("seqB", SeqB(), /*decode=*/true, 1);
+}
+
+TEST(OracleTest, SeqBDecodeF16Cache) {
+  // llama.cpp's own default cache type.
+  MOESPLIT_REQUIRE_TESTDATA();
+  CheckSequence("seqB", SeqB(), /*decode=*/true, 2, KvCacheType::kF16);
+}
+
+TEST(OracleTest, F16CacheIsHalfTheBytes) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  std::unique_ptr<Model> model =
+      Model::Load(testing::TestDataPath("models/ds-tiny-Q4_K_M.gguf")).value();
+  // 4 layers x 100 positions x (kv_lora 64 + rope 16) values.
+  Session f32(*model, {.ctx_size = 100, .n_threads = 1});
+  Session f16(*model, {.ctx_size = 100, .n_threads = 1, .kv_type = KvCacheType::kF16});
+  EXPECT_EQ(f32.kv_cache_bytes(), 4u * 100u * 80u * 4u);
+  EXPECT_EQ(f16.kv_cache_bytes(), 4u * 100u * 80u * 2u);
 }
 
 TEST(OracleTest, BatchEqualsDecodeClosely) {
