@@ -174,7 +174,9 @@ Status MeasureTest(const engine::Model& model, const BenchArgs& a, BenchTest& t,
   engine::Session s(model, {.ctx_size = ctx, .n_threads = t.n_threads});
   std::mt19937 rng(a.seed);
   const int64_t n_vocab = model.config().n_vocab;
-  MOESPLIT_RETURN_IF_ERROR(RunOnce(s, n_vocab, t, a.n_batch, rng).status());  // warm-up
+  // Warm-up as llama-bench does it: the prompt once, and one generated token.
+  const BenchTest warm{.n_prompt = t.n_prompt, .n_gen = std::min(t.n_gen, 1)};
+  MOESPLIT_RETURN_IF_ERROR(RunOnce(s, n_vocab, warm, a.n_batch, rng).status());
   const bool tty = ::isatty(STDERR_FILENO);  // progress only where it can be overwritten
   for (int r = 0; r < a.repetitions; ++r) {
     if (tty) {

@@ -2,7 +2,8 @@
 //   moesplit bench -m FILE [-p 512] [-n 128] [-pg 512,128] [-t 1,2] [-r 5] [-o md|csv|json]
 //                  [--prompt-sizes 1000,7500,16000]
 // pp<N>: N random tokens evaluated as one prompt; tg<N>: N tokens evaluated one at a time;
-// pp<N>+tg<M>: both. Each test runs once as a warm-up, then -r times from an empty context;
+// pp<N>+tg<M>: both. A warm-up (the prompt once, one generated token, as llama-bench) precedes
+// -r runs from an empty context;
 // tokens/s are reported as mean ± sample stddev over the repetitions, in llama-bench's columns.
 #pragma once
 
