@@ -24,48 +24,10 @@ uint64_t NsSince(Clock::time_point t0) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
 }
 
-// llama.cpp's long file-type names, as llama-bench prints them in the "model" column.
+// llama.cpp's long file-type name, as llama-bench prints it in the "model" column.
 std::string FileTypeDescription(const gguf::GgufFile& f) {
   auto ft = f.GetUint("general.file_type");
-  if (!ft.ok()) return "?";
-  switch (*ft) {
-    case 0:
-      return "all F32";
-    case 1:
-      return "F16";
-    case 2:
-      return "Q4_0";
-    case 3:
-      return "Q4_1";
-    case 7:
-      return "Q8_0";
-    case 8:
-      return "Q5_0";
-    case 9:
-      return "Q5_1";
-    case 10:
-      return "Q2_K - Medium";
-    case 11:
-      return "Q3_K - Small";
-    case 12:
-      return "Q3_K - Medium";
-    case 13:
-      return "Q3_K - Large";
-    case 14:
-      return "Q4_K - Small";
-    case 15:
-      return "Q4_K - Medium";
-    case 16:
-      return "Q5_K - Small";
-    case 17:
-      return "Q5_K - Medium";
-    case 18:
-      return "Q6_K";
-    case 32:
-      return "BF16";
-    default:
-      return FileTypeName(static_cast<uint32_t>(*ft));
-  }
+  return ft.ok() ? moesplit::FileTypeDescription(static_cast<uint32_t>(*ft)) : "?";
 }
 
 std::string CpuModelName() {

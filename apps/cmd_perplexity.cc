@@ -10,6 +10,7 @@
 #include <span>
 #include <sstream>
 
+#include "apps/text_file.h"
 #include "core/engine/engine.h"
 #include "core/tokenizer/tokenizer.h"
 
@@ -18,11 +19,7 @@ namespace {
 
 StatusOr<std::string> ReadText(const std::string& path) {
   if (path.empty()) return InvalidArgumentError("-f TEXT_FILE is required");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return NotFoundError(path, ": cannot open the text file");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return ReadTextFile(path, "text file");
 }
 
 // -log softmax(logits)[target], computed stably in double: log(sum exp(l - max)) + max - l[t].

@@ -8,6 +8,7 @@
 
 #include "apps/generation.h"
 #include "apps/model_summary.h"
+#include "apps/text_file.h"
 #include "core/engine/engine.h"
 #include "core/tokenizer/tokenizer.h"
 
@@ -19,11 +20,7 @@ StatusOr<std::string> PromptText(const RunArgs& args) {
     return InvalidArgumentError("give the prompt with -p or -f, not both");
   }
   if (args.prompt_file.empty()) return args.prompt;
-  std::ifstream f(args.prompt_file, std::ios::binary);
-  if (!f) return NotFoundError(args.prompt_file, ": cannot open the prompt file");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return ReadTextFile(args.prompt_file, "prompt file");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "apps/text_file.h"
 #include "core/gguf/gguf_file.h"
 #include "core/tokenizer/tokenizer.h"
 
@@ -20,9 +21,7 @@ StatusOr<std::string> InputText(const TokenizeArgs& args) {
                                 args.has_prompt ? " (both were given)" : "");
   }
   if (args.has_prompt) return args.prompt;
-  std::ifstream f(args.file, std::ios::binary);
-  if (!f) return NotFoundError("cannot open text file '", args.file, "'");
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  return ReadTextFile(args.file, "text file");
 }
 
 }  // namespace

@@ -46,9 +46,12 @@ enum class GgmlType : uint32_t {
   kTQ1_0 = 34,
   kTQ2_0 = 35,
   kMXFP4 = 39,
+  kNVFP4 = 40,
+  kQ1_0 = 41,
+  kQ2_0 = 42,
 };
 
-inline constexpr uint32_t kGgmlTypeIdLimit = 40;  // ids >= this are unknown
+inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
 
 struct TypeTraits {
   GgmlType type;
@@ -72,5 +75,8 @@ int64_t RowBytes(GgmlType t, int64_t n);
 // llama.cpp's `general.file_type` (enum llama_ftype) names, e.g. 15 -> "Q4_K_M".
 // Returns "unknown(N)" for ids it does not know.
 std::string FileTypeName(uint32_t ftype);
+// The long form llama.cpp prints (llama_model_ftype_name; llama-bench's "model" column), e.g.
+// 15 -> "Q4_K - Medium"; "unknown, may not work" for ids it does not know.
+std::string FileTypeDescription(uint32_t ftype);
 
 }  // namespace moesplit

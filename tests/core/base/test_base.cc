@@ -50,7 +50,9 @@ TEST(Dtype, BlockGeometry) {
   EXPECT_EQ(RowBytes(GgmlType::kBF16, 3), 6);
   EXPECT_EQ(FindTypeTraits(4), nullptr);   // removed Q4_2
   EXPECT_EQ(FindTypeTraits(31), nullptr);  // removed Q4_0_4_4
-  EXPECT_EQ(FindTypeTraits(40), nullptr);
+  EXPECT_EQ(FindTypeTraits(43), nullptr);
+  ASSERT_NE(FindTypeTraits(41), nullptr);
+  EXPECT_EQ(FindTypeTraits(41)->block_size, 128);  // q1_0: 128 values in 18 bytes
   EXPECT_EQ(FindTypeTraits(99), nullptr);
   ASSERT_NE(FindTypeTraits(39), nullptr);
   EXPECT_STREQ(FindTypeTraits(39)->name, "mxfp4");
@@ -68,6 +70,9 @@ TEST(Dtype, NamesRoundTrip) {
   EXPECT_FALSE(TypeFromName("q4_k_m").ok());
   EXPECT_EQ(FileTypeName(15), "Q4_K_M");
   EXPECT_EQ(FileTypeName(1000), "unknown(1000)");
+  EXPECT_EQ(FileTypeDescription(15), "Q4_K - Medium");
+  EXPECT_EQ(FileTypeDescription(0), "all F32");
+  EXPECT_EQ(FileTypeDescription(1000), "unknown, may not work");
 }
 
 TEST(Dtype, RowBytesChecksBlockMultiple) {
