@@ -51,6 +51,21 @@ ModelHparams DsV2Lite() {
   return h;
 }
 
+// DeepSeek-V2-Lite's structure at toy widths, with its 27 layers: llama.cpp recognises a
+// deepseek2 model without q_lora only at 26/27 layers, so this is the smallest file that
+// exercises the V2-Lite path (attn_q, softmax routing without groups, 2 shared experts, YaRN with
+// mscale_all_dim 0.707) in both runtimes. ~12 MB at Q4_K_M.
+ModelHparams DsV2LiteTiny() {
+  ModelHparams h = DsV2Lite();
+  h.general_name = "moesplit ds-v2-lite-tiny";
+  h.n_vocab = 1024, h.n_embd = 256, h.n_head = 4;
+  h.n_ff = 512, h.n_ff_exp = 64;
+  h.n_expert = 16, h.n_expert_used = 6;
+  h.kv_lora = 64, h.qk_nope = 32, h.qk_rope = 16, h.v_head = 32;
+  h.n_ctx = 163840;
+  return h;
+}
+
 // DeepSeek-V3 / R1 (671B, 37B active).
 ModelHparams DsV3() {
   ModelHparams h;
@@ -99,12 +114,13 @@ ModelHparams MixtralTiny() {
 }  // namespace
 
 std::vector<std::string> PresetNames() {
-  return {"ds-tiny", "ds-v2-lite", "ds-v3", "qwen3moe-tiny", "mixtral-tiny"};
+  return {"ds-tiny", "ds-v2-lite", "ds-v2-lite-tiny", "ds-v3", "qwen3moe-tiny", "mixtral-tiny"};
 }
 
 StatusOr<ModelHparams> FindPreset(std::string_view name) {
   if (name == "ds-tiny") return DsTiny();
   if (name == "ds-v2-lite") return DsV2Lite();
+  if (name == "ds-v2-lite-tiny") return DsV2LiteTiny();
   if (name == "ds-v3") return DsV3();
   if (name == "qwen3moe-tiny") return Qwen3MoeTiny();
   if (name == "mixtral-tiny") return MixtralTiny();
@@ -118,6 +134,8 @@ std::string PresetDescription(std::string_view name) {
     return "deepseek2, 4 layers, hidden 256, 16 experts top-4 (the oracle's layout)";
   if (name == "ds-v2-lite")
     return "deepseek2, DeepSeek-V2-Lite widths, 27 layers, 64 experts top-6";
+  if (name == "ds-v2-lite-tiny")
+    return "deepseek2, DeepSeek-V2-Lite structure (27 layers, no q_lora) at hidden 256";
   if (name == "ds-v3") return "deepseek2, DeepSeek-V3/R1 widths, 61 layers, 256 experts top-8";
   if (name == "qwen3moe-tiny") return "qwen3moe, 4 layers, hidden 256, 16 experts top-4";
   if (name == "mixtral-tiny") return "llama (Mixtral), 4 layers, hidden 256, 8 experts top-2";

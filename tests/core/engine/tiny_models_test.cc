@@ -28,6 +28,11 @@ struct Case {
   synth::MlaLayout mla;
   // tensor-name substring -> power-of-two factor applied to its values ({} = plain model)
   std::vector<std::pair<const char*, float>> scale;
+  // Largest |ours - llama.cpp| allowed per logit. 1e-3 for the 4-layer models (measured <= 2e-5).
+  // The 27-layer sharp V2-Lite case measures 5e-7 at position 0 growing to 1.5e-3 at position
+  // 11: rounding differences (summation order) amplified by very peaked softmaxes through 27
+  // layers; its Pearson (> 0.99999) and argmax checks stay as strict as everywhere.
+  double max_abs_diff = 1e-3;
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -52,6 +57,14 @@ std::vector<Case> Cases() {
        MlaLayout::kSplit,
        {{"attn_q_norm", 4}, {"attn_k_norm", 4}}},
       {"mixtral-tiny-sharp", "mixtral-tiny", MlaLayout::kSplit, {{"attn_q", 8}, {"attn_k", 8}}},
+      // V2-Lite structure: no q_lora (attn_q), softmax routing without groups, 2 shared
+      // experts, 27 layers (llama.cpp loads a deepseek2 model without q_lora only at 26/27).
+      {"ds-v2-lite-tiny", "ds-v2-lite-tiny", MlaLayout::kSplit, {}},
+      {"ds-v2-lite-tiny-sharp",
+       "ds-v2-lite-tiny",
+       MlaLayout::kSplit,
+       {{"attn_q", 16}, {"attn_kv_a_mqa", 16}, {"attn_k_b", 16}},
+       5e-3},
   };
 }
 
@@ -137,7 +150,7 @@ double Pearson(const float* a, const float* b, int64_t n) {
 }
 
 void Compare(const std::string& what, const std::vector<float>& ours, const std::vector<float>& ref,
-             int64_t n_vocab) {
+             int64_t n_vocab, double max_abs_diff) {
   ASSERT_EQ(ours.size(), ref.size()) << what;
   for (size_t row = 0; row * n_vocab < ref.size(); ++row) {
     const float* o = &ours[row * n_vocab];
@@ -146,7 +159,7 @@ void Compare(const std::string& what, const std::vector<float>& ours, const std:
     double max_diff = 0;
     for (int64_t i = 0; i < n_vocab; ++i)
       max_diff = std::max<double>(max_diff, std::fabs(o[i] - r[i]));
-    EXPECT_LT(max_diff, 1e-3) << what << " position " << row;
+    EXPECT_LT(max_diff, max_abs_diff) << what << " position " << row;
     EXPECT_EQ(std::max_element(o, o + n_vocab) - o, std::max_element(r, r + n_vocab) - r)
         << what << " position " << row;
   }
@@ -169,8 +182,9 @@ TEST_P(TinyModelsTest, MatchesLlamaCpp) {
     ours_seq.insert(ours_seq.end(), row.begin(), row.end());
   }
   const std::string data = std::string(MOESPLIT_SOURCE_DIR) + "/tests/core/engine/data/" + c.name;
-  Compare(std::string(c.name) + " batch", ours_batch, ReadF32(data + ".batch.f32"), V);
-  Compare(std::string(c.name) + " decode", ours_seq, ReadF32(data + ".seq.f32"), V);
+  Compare(std::string(c.name) + " batch", ours_batch, ReadF32(data + ".batch.f32"), V,
+          c.max_abs_diff);
+  Compare(std::string(c.name) + " decode", ours_seq, ReadF32(data + ".seq.f32"), V, c.max_abs_diff);
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, TinyModelsTest, ::testing::ValuesIn(Cases()), [](const auto& info) {
