@@ -1,0 +1,59 @@
+// CPU feature detection (CPUID + XGETBV) and the ISA tier the kernels run at.
+//
+// No global state: DetectCpuFeatures() queries the CPU each call (cheap; call it once at start-up
+// and keep the result in your context object). The tier cap comes from the caller, who reads
+// MOESPLIT_MAX_ISA from the environment in one place and passes the value to EffectiveIsaTier.
+#pragma once
+
+#include <string_view>
+
+#include "core/base/status.h"
+
+namespace moesplit::cpu {
+
+// What the CPU and the OS both support. An AVX/AVX-512/AMX flag is only true when XCR0 says the
+// OS saves the matching register state (otherwise using it would fault).
+struct CpuFeatures {
+  bool avx2 = false;        // AVX2 + OS AVX state
+  bool fma = false;         // FMA3
+  bool f16c = false;        // F16C
+  bool avx512f = false;     // AVX-512 F + OS opmask/ZMM state
+  bool avx512bw = false;    // AVX-512 BW
+  bool avx512vl = false;    // AVX-512 VL
+  bool avx512dq = false;    // AVX-512 DQ
+  bool avx512vnni = false;  // AVX-512 VNNI (vpdpbusd)
+  bool avx512bf16 = false;  // AVX-512 BF16 (detection only)
+  bool amx_int8 = false;    // AMX-TILE + AMX-INT8 + OS tile state (detection only)
+  bool amx_bf16 = false;    // AMX-TILE + AMX-BF16 + OS tile state (detection only)
+};
+
+// Ordered: each tier implies every lower one.
+enum class IsaTier : int {
+  kScalar = 0,
+  kAvx2 = 1,        // AVX2 + FMA + F16C
+  kAvx512 = 2,      // + AVX-512 F/BW/VL/DQ
+  kAvx512Vnni = 3,  // + AVX-512 VNNI
+};
+inline constexpr int kNumIsaTiers = 4;
+
+// "scalar", "avx2", "avx512", "avx512vnni" (the MOESPLIT_MAX_ISA spellings).
+std::string_view IsaTierName(IsaTier tier);
+
+// Queries CPUID/XGETBV now. On non-x86 builds every flag is false.
+CpuFeatures DetectCpuFeatures();
+
+// Highest tier whose every required feature is present.
+IsaTier BestTier(const CpuFeatures& features);
+
+// Parses a MOESPLIT_MAX_ISA value (case-sensitive, one of IsaTierName's spellings).
+StatusOr<IsaTier> ParseIsaCap(std::string_view value);
+
+// min(detected, cap).
+IsaTier CapTier(IsaTier detected, IsaTier cap);
+
+// The tier to run at: BestTier(features) capped by `max_isa_env`, the raw value of the
+// MOESPLIT_MAX_ISA environment variable (nullptr or "" = no cap). Invalid values are an
+// InvalidArgument error naming the variable and the accepted spellings.
+StatusOr<IsaTier> EffectiveIsaTier(const CpuFeatures& features, const char* max_isa_env);
+
+}  // namespace moesplit::cpu
