@@ -1,0 +1,63 @@
+// Helpers shared by the per-ISA kernel files. Internal to cpu_kernels/gemv/.
+//
+// Everything here is `static`: each kernel file gets its own copy compiled with its own -m flags,
+// so the linker can never substitute an AVX-512 build of a helper into the scalar path (see
+// gemv_internal.h). Do not include from files outside cpu_kernels/gemv/.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace moesplit::gemv::internal {
+
+// The 8 (scale, min) pairs of a Q4_K block, 6 bits each, unpacked from 12 bytes:
+//   j < 4:  s_j = q[j] & 63,                          m_j = q[j + 4] & 63
+//   j >= 4: s_j = q[j + 4] & 15 | (q[j - 4] >> 6) << 4, m_j = q[j + 4] >> 4 | (q[j] >> 6) << 4
+struct Q4KScales {
+  uint8_t scale[8];  // [8] s_j in [0, 63], sub-block j = values 32j .. 32j + 31
+  uint8_t min[8];    // [8] m_j in [0, 63]
+};
+
+static inline Q4KScales UnpackQ4KScales(const uint8_t* q) {  // q: [12]
+  Q4KScales s;
+  for (int j = 0; j < 4; ++j) {
+    s.scale[j] = q[j] & 63;
+    s.min[j] = q[j + 4] & 63;
+    s.scale[j + 4] = (q[j + 8] & 0xF) | ((q[j] >> 6) << 4);
+    s.min[j + 4] = (q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4);
+  }
+  return s;
+}
+
+// sum_j m_j * (bsums[2j] + bsums[2j + 1]): the integer that the block's mins contribute,
+// scaled later by dmin * d_a. |result| <= 63 * 256 * 127 fits int32.
+static inline int32_t Q4KMinDot(const Q4KScales& s, const int16_t* bsums) {  // bsums: [16]
+  int32_t sum = 0;
+  for (int j = 0; j < 8; ++j) sum += s.min[j] * (bsums[2 * j] + bsums[2 * j + 1]);
+  return sum;
+}
+
+// IEEE half -> float, exact for every input (normals, subnormals, inf, NaN).
+static inline float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1F;
+  const uint32_t mant = h & 0x3FF;
+  uint32_t bits;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);  // rebias 15 -> 127
+  } else if (mant == 0) {
+    bits = sign;
+  } else {
+    // Subnormal: value = mant * 2^-24, exactly representable as a float.
+    float v = static_cast<float>(mant) * (1.0f / 16777216.0f);
+    std::memcpy(&bits, &v, 4);
+    bits |= sign;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+}  // namespace moesplit::gemv::internal

@@ -1,0 +1,57 @@
+// Scalar reference kernels: the twins every SIMD tier is tested against. Per block the integer
+// sums are exact; the float terms are accumulated in block order.
+#include <cstdint>
+
+#include "cpu_kernels/gemv/gemv_internal.h"
+#include "cpu_kernels/gemv/gemv_isa_common.h"
+#include "cpu_kernels/quant/blocks.h"
+
+namespace moesplit::gemv::internal {
+
+using quant::BlockQ4_K;
+using quant::BlockQ8_0;
+using quant::BlockQ8_K;
+using quant::kQk;
+using quant::kQkK;
+
+// Per 256-value block b (w = d*s_j*q - dmin*m_j, a = d_a*q8):
+//   sum_i w_i a_i = d*d_a * sum_j s_j * sum_{i in j} q_i q8_i  -  dmin*d_a * sum_j m_j * bsum_j
+float DotQ4K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const BlockQ4_K*>(w_row);  // [n / 256]
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);  // [n / 256]
+  const int64_t nb = n / kQkK;
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    const Q4KScales s = UnpackQ4KScales(w[b].scales);
+    const uint8_t* q4 = w[b].qs;  // [128]: chunk c (32 bytes) = values 64c + l | 64c + 32 + l
+    const int8_t* q8 = a[b].qs;   // [256]
+    int32_t isum = 0;             // |isum| <= 63 * 15 * 127 * 256 < 2^31
+    for (int c = 0; c < 4; ++c) {
+      int32_t lo = 0, hi = 0;
+      for (int l = 0; l < 32; ++l) {
+        lo += (q4[32 * c + l] & 0xF) * q8[64 * c + l];
+        hi += (q4[32 * c + l] >> 4) * q8[64 * c + 32 + l];
+      }
+      isum += s.scale[2 * c] * lo + s.scale[2 * c + 1] * hi;
+    }
+    const float d = HalfToFloat(w[b].d) * a[b].d;
+    const float dmin = HalfToFloat(w[b].dmin) * a[b].d;
+    sum += d * static_cast<float>(isum) - dmin * static_cast<float>(Q4KMinDot(s, a[b].bsums));
+  }
+  return sum;
+}
+
+float DotQ8_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const BlockQ8_0*>(w_row);  // [n / 32]
+  const auto* a = static_cast<const BlockQ8_0*>(a_row);  // [n / 32]
+  const int64_t nb = n / kQk;
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    int32_t isum = 0;  // |isum| <= 32 * 127^2
+    for (int l = 0; l < kQk; ++l) isum += w[b].qs[l] * a[b].qs[l];
+    sum += HalfToFloat(w[b].d) * HalfToFloat(a[b].d) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+}  // namespace moesplit::gemv::internal
