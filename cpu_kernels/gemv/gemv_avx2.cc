@@ -30,6 +30,14 @@ __m256i DotI8Pairs(__m256i x, __m256i y) {
   return _mm256_madd_epi16(prod16, _mm256_set1_epi16(1));  // |pair| <= 2 * 127^2 < 2^15
 }
 
+// [8] i32: lane j = m_j * (bsums[2j] + bsums[2j + 1]), the block's min term before dmin * d_a.
+// |lane| <= 63 * 2 * 16 * 127 fits i32. mins: [8] u8, bsums: [16] i16.
+__m256i MinsDotBsums(const uint8_t* mins, const int16_t* bsums) {
+  const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins));
+  const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));  // m0 m0 m1 m1 .. m7 m7
+  return _mm256_madd_epi16(m16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums)));
+}
+
 }  // namespace
 
 float DotQ4K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
@@ -37,8 +45,7 @@ float DotQ4K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
   const auto* a = static_cast<const BlockQ8_K*>(a_row);  // [n / 256]
   const int64_t nb = n / kQkK;
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  __m256 acc = _mm256_setzero_ps();  // [8] f32: per-lane sum of d * (scaled integer dots)
-  float min_sum = 0.0f;              // sum over blocks of dmin * mins . bsums
+  __m256 acc = _mm256_setzero_ps();  // [8] f32: per-lane sum of d * isum - dmin * min dots
   for (int64_t b = 0; b < nb; ++b) {
     const Q4KScales s = UnpackQ4KScales(w[b].scales);
     __m256i isum = _mm256_setzero_si256();  // [8] i32
@@ -57,12 +64,13 @@ float DotQ4K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
           _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), _mm256_set1_epi16(s.scale[2 * c + 1]));
       isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
     }
-    const float d = HalfToFloat(w[b].d) * a[b].d;
-    const float dmin = HalfToFloat(w[b].dmin) * a[b].d;
+    const float d = _cvtsh_ss(w[b].d) * a[b].d;
+    const float dmin = _cvtsh_ss(w[b].dmin) * a[b].d;
     acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
-    min_sum += dmin * static_cast<float>(Q4KMinDot(s, a[b].bsums));
+    acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin),
+                           _mm256_cvtepi32_ps(MinsDotBsums(s.min, a[b].bsums)), acc);
   }
-  return HorizontalSum(acc) - min_sum;
+  return HorizontalSum(acc);
 }
 
 float DotQ8_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
@@ -77,15 +85,15 @@ float DotQ8_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
     const __m256i y0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
     const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b + 1].qs));
     const __m256i y1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b + 1].qs));
-    const float d0 = HalfToFloat(w[b].d) * HalfToFloat(a[b].d);
-    const float d1 = HalfToFloat(w[b + 1].d) * HalfToFloat(a[b + 1].d);
+    const float d0 = _cvtsh_ss(w[b].d) * _cvtsh_ss(a[b].d);
+    const float d1 = _cvtsh_ss(w[b + 1].d) * _cvtsh_ss(a[b + 1].d);
     acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d0), _mm256_cvtepi32_ps(DotI8Pairs(x0, y0)), acc0);
     acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d1), _mm256_cvtepi32_ps(DotI8Pairs(x1, y1)), acc1);
   }
   if (b < nb) {
     const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
     const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
-    const float d = HalfToFloat(w[b].d) * HalfToFloat(a[b].d);
+    const float d = _cvtsh_ss(w[b].d) * _cvtsh_ss(a[b].d);
     acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(DotI8Pairs(x, y)), acc0);
   }
   return HorizontalSum(_mm256_add_ps(acc0, acc1));

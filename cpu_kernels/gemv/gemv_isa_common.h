@@ -17,15 +17,23 @@ struct Q4KScales {
   uint8_t scale[8];  // [8] s_j in [0, 63], sub-block j = values 32j .. 32j + 31
   uint8_t min[8];    // [8] m_j in [0, 63]
 };
+static_assert(sizeof(Q4KScales) == 16);
 
+// Word-parallel form of the table above (x86 is little-endian): with w0..w2 the 12 bytes as
+// little-endian u32,
+//   scale[0..3] = w0 & 0x3f..,  scale[4..7] = (w2 & 0x0f..) | ((w0 >> 6) & 0x03..) << 4
+//   min[0..3]   = w1 & 0x3f..,  min[4..7]   = ((w2 >> 4) & 0x0f..) | ((w1 >> 6) & 0x03..) << 4
 static inline Q4KScales UnpackQ4KScales(const uint8_t* q) {  // q: [12]
+  uint32_t w[3];
+  std::memcpy(w, q, 12);
+  const uint32_t u[4] = {
+      w[0] & 0x3f3f3f3fu,
+      (w[2] & 0x0f0f0f0fu) | (((w[0] >> 6) & 0x03030303u) << 4),
+      w[1] & 0x3f3f3f3fu,
+      ((w[2] >> 4) & 0x0f0f0f0fu) | (((w[1] >> 6) & 0x03030303u) << 4),
+  };
   Q4KScales s;
-  for (int j = 0; j < 4; ++j) {
-    s.scale[j] = q[j] & 63;
-    s.min[j] = q[j + 4] & 63;
-    s.scale[j + 4] = (q[j + 8] & 0xF) | ((q[j] >> 6) << 4);
-    s.min[j + 4] = (q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4);
-  }
+  std::memcpy(&s, u, sizeof(s));
   return s;
 }
 
