@@ -182,5 +182,24 @@ TEST(GemvTest, ActivationTypes) {
   EXPECT_FALSE(ActivationTypeFor(GgmlType::kQ6_K, &t));
 }
 
+TEST(GemvTest, KernelsForReturnsTheRequestedTier) {
+  for (int t = 0; t < cpu::kNumIsaTiers; ++t) {
+    const GemvKernels& k = KernelsFor(static_cast<IsaTier>(t));
+    EXPECT_EQ(static_cast<int>(k.tier), t);
+    EXPECT_NE(k.dot_q4k_q8k, nullptr);
+    EXPECT_NE(k.dot_q8_0_q8_0, nullptr);
+    EXPECT_NE(k.quantize_q8k, nullptr);
+    EXPECT_NE(k.quantize_q8_0, nullptr);
+  }
+}
+
+TEST(GemvDeathTest, UnsupportedWeightTypeIsABrokenInvariant) {
+  std::vector<uint32_t> w(64), a(64);
+  float y = 0;
+  EXPECT_DEATH(
+      Gemv(KernelsFor(IsaTier::kScalar), GgmlType::kQ6_K, w.data(), 210, 1, 256, a.data(), &y),
+      "no kernel");
+}
+
 }  // namespace
 }  // namespace moesplit::gemv
