@@ -11,31 +11,16 @@
 #include <vector>
 
 #include "core/engine/engine.h"
+#include "tests/core/engine/logits_util.h"
 #include "tests/testdata.h"
 
 namespace moesplit::engine {
 namespace {
 
+using moesplit::testing::Pearson;
+using moesplit::testing::ReadF32;
+
 constexpr int64_t kVocab = 1024;
-
-std::vector<float> ReadF32(const std::string& path) {
-  const std::vector<uint8_t> bytes = testing::ReadFileBytes(path);
-  std::vector<float> v(bytes.size() / 4);
-  std::memcpy(v.data(), bytes.data(), v.size() * 4);
-  return v;
-}
-
-double Pearson(const float* a, const float* b, int64_t n) {
-  double ma = 0, mb = 0;
-  for (int64_t i = 0; i < n; ++i) ma += a[i], mb += b[i];
-  ma /= n, mb /= n;
-  double sab = 0, saa = 0, sbb = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    sab += (a[i] - ma) * (b[i] - mb), saa += (a[i] - ma) * (a[i] - ma);
-    sbb += (b[i] - mb) * (b[i] - mb);
-  }
-  return sab / std::sqrt(saa * sbb);
-}
 
 bool RowAgrees(const float* ours, const float* ref) {
   if (Pearson(ours, ref, kVocab) < 0.999) return false;

@@ -17,10 +17,14 @@
 #include "core/gguf/gguf_writer.h"
 #include "core/synth/model_spec.h"
 #include "core/synth/model_writer.h"
+#include "tests/core/engine/logits_util.h"
 #include "tests/testdata.h"
 
 namespace moesplit::engine {
 namespace {
+
+using moesplit::testing::Pearson;
+using moesplit::testing::ReadF32;
 
 struct Case {
   const char* name;    // data/<name>.{batch,seq}.f32
@@ -129,24 +133,6 @@ std::string WriteCaseModel(const Case& c) {
   auto src = gguf::GgufFile::Open(plain).value();
   WriteF32Copy(*src, c, path);
   return path;
-}
-
-std::vector<float> ReadF32(const std::string& path) {
-  const std::vector<uint8_t> bytes = testing::ReadFileBytes(path);
-  std::vector<float> v(bytes.size() / 4);
-  std::memcpy(v.data(), bytes.data(), v.size() * 4);
-  return v;
-}
-
-double Pearson(const float* a, const float* b, int64_t n) {
-  double ma = 0, mb = 0, sab = 0, saa = 0, sbb = 0;
-  for (int64_t i = 0; i < n; ++i) ma += a[i], mb += b[i];
-  ma /= n, mb /= n;
-  for (int64_t i = 0; i < n; ++i) {
-    sab += (a[i] - ma) * (b[i] - mb), saa += (a[i] - ma) * (a[i] - ma);
-    sbb += (b[i] - mb) * (b[i] - mb);
-  }
-  return sab / std::sqrt(saa * sbb);
 }
 
 void Compare(const std::string& what, const std::vector<float>& ours, const std::vector<float>& ref,

@@ -1,0 +1,35 @@
+// Helpers shared by the engine tests that compare logits with llama.cpp's.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tests/testdata.h"
+
+namespace moesplit::testing {
+
+// A headerless float32 little-endian file (llama.cpp-made logits [n_tokens x n_vocab]).
+inline std::vector<float> ReadF32(const std::string& path) {
+  const std::vector<uint8_t> bytes = ReadFileBytes(path);
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), v.size() * 4);
+  return v;
+}
+
+// Pearson correlation of a[0..n) and b[0..n), two-pass in double.
+inline double Pearson(const float* a, const float* b, int64_t n) {
+  double ma = 0, mb = 0;
+  for (int64_t i = 0; i < n; ++i) ma += a[i], mb += b[i];
+  ma /= n, mb /= n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    sab += (a[i] - ma) * (b[i] - mb), saa += (a[i] - ma) * (a[i] - ma);
+    sbb += (b[i] - mb) * (b[i] - mb);
+  }
+  return sab / std::sqrt(saa * sbb);
+}
+
+}  // namespace moesplit::testing
