@@ -57,7 +57,7 @@ void BM_Gemv(benchmark::State& state, cpu::IsaTier tier, GgmlType wtype) {
   }
   std::vector<uint32_t> a(RowBytes(atype, kN) / 4 + 1);  // activation blocks, 4-byte aligned
   const std::vector<float> af = RandomValues(kN, 2, 1.0f);
-  (atype == GgmlType::kQ8_K ? k.quantize_q8k : k.quantize_q8_0)(af.data(), a.data(), kN);
+  k.Quantizer(atype)(af.data(), a.data(), kN);
   std::vector<float> y(rows);  // [rows]
   for (auto _ : state) {
     Gemv(k, wtype, w.data(), row_bytes, rows, kN, a.data(), y.data());

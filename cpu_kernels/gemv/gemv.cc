@@ -7,8 +7,8 @@
 namespace moesplit::gemv {
 namespace {
 
-// Activation quantization is the reference one on every tier for now: it runs once per token
-// row, against rows x n weight reads.
+// Activation quantization is the reference one on every tier: it runs once per token row,
+// against rows x n weight reads.
 void QuantizeQ8K(const float* x, void* dst, int64_t n) {
   quant::QuantizeRow(GgmlType::kQ8_K, x, dst, n);
 }
@@ -16,62 +16,73 @@ void QuantizeQ8_0(const float* x, void* dst, int64_t n) {
   quant::QuantizeRow(GgmlType::kQ8_0, x, dst, n);
 }
 
-constexpr GemvKernels kScalar = {cpu::IsaTier::kScalar, internal::DotQ4K_Q8K_Scalar,
-                                 internal::DotQ8_0_Q8_0_Scalar, QuantizeQ8K, QuantizeQ8_0};
-#if defined(MOESPLIT_GEMV_X86)
-constexpr GemvKernels kAvx2 = {cpu::IsaTier::kAvx2, internal::DotQ4K_Q8K_Avx2,
-                               internal::DotQ8_0_Q8_0_Avx2, QuantizeQ8K, QuantizeQ8_0};
-constexpr GemvKernels kAvx512 = {cpu::IsaTier::kAvx512, internal::DotQ4K_Q8K_Avx512,
-                                 internal::DotQ8_0_Q8_0_Avx512, QuantizeQ8K, QuantizeQ8_0};
-constexpr GemvKernels kAvx512Vnni = {cpu::IsaTier::kAvx512Vnni, internal::DotQ4K_Q8K_Avx512Vnni,
-                                     internal::DotQ8_0_Q8_0_Avx512Vnni, QuantizeQ8K, QuantizeQ8_0};
-#endif
+GemvKernels BuildTable(cpu::IsaTier tier) {
+  GemvKernels k;
+  k.tier = tier;
+  k.quantize_q8k = QuantizeQ8K;
+  k.quantize_q8_0 = QuantizeQ8_0;
+  internal::AddKQuantKernels(tier, &k);
+  internal::AddLegacyKernels(tier, &k);
+  internal::AddFloatKernels(tier, &k);
+  for (const TypeKernels& t : k.by_type) {
+    MOESPLIT_CHECK((t.dot == nullptr) == (t.gemm == nullptr), "a type has dot xor gemm");
+  }
+  return k;
+}
+
+// The four tier tables, built on first use (thread-safe static init) and never modified after.
+struct Tables {
+  GemvKernels tier[cpu::kNumIsaTiers];
+  Tables() {
+    for (int t = 0; t < cpu::kNumIsaTiers; ++t) tier[t] = BuildTable(static_cast<cpu::IsaTier>(t));
+  }
+};
+
+const Tables& AllTables() {
+  static const Tables tables;
+  return tables;
+}
 
 }  // namespace
 
+const TypeKernels* GemvKernels::For(GgmlType t) const {
+  const auto id = static_cast<uint32_t>(t);
+  if (id >= kGgmlTypeIdLimit || by_type[id].dot == nullptr) return nullptr;
+  return &by_type[id];
+}
+
+QuantizeFn GemvKernels::Quantizer(GgmlType act_type) const {
+  if (act_type == GgmlType::kQ8_K) return quantize_q8k;
+  if (act_type == GgmlType::kQ8_0) return quantize_q8_0;
+  return nullptr;
+}
+
 const GemvKernels& KernelsFor(cpu::IsaTier tier) {
 #if defined(MOESPLIT_GEMV_X86)
-  switch (tier) {
-    case cpu::IsaTier::kScalar:
-      return kScalar;
-    case cpu::IsaTier::kAvx2:
-      return kAvx2;
-    case cpu::IsaTier::kAvx512:
-      return kAvx512;
-    case cpu::IsaTier::kAvx512Vnni:
-      return kAvx512Vnni;
-  }
-  MOESPLIT_CHECK(false, "bad IsaTier ", static_cast<int>(tier));
-#endif
+  const int t = static_cast<int>(tier);
+  MOESPLIT_CHECK(t >= 0 && t < cpu::kNumIsaTiers, "bad IsaTier ", t);
+  return AllTables().tier[t];
+#else
   // Non-x86 builds only have the scalar tier (DetectCpuFeatures reports nothing higher).
-  return kScalar;
+  (void)tier;
+  return AllTables().tier[0];
+#endif
 }
 
 bool ActivationTypeFor(GgmlType weight_type, GgmlType* activation_type) {
-  switch (weight_type) {
-    case GgmlType::kQ4_K:
-      *activation_type = GgmlType::kQ8_K;
-      return true;
-    case GgmlType::kQ8_0:
-      *activation_type = GgmlType::kQ8_0;
-      return true;
-    default:
-      return false;
-  }
+  const TypeKernels* t = KernelsFor(cpu::IsaTier::kScalar).For(weight_type);
+  if (t == nullptr) return false;
+  *activation_type = t->act_type;
+  return true;
 }
 
 void Gemv(const GemvKernels& kernels, GgmlType weight_type, const void* w, size_t row_stride_bytes,
           int64_t rows, int64_t n, const void* a_q, float* y) {
-  DotFn dot = nullptr;
-  if (weight_type == GgmlType::kQ4_K) dot = kernels.dot_q4k_q8k;
-  if (weight_type == GgmlType::kQ8_0) dot = kernels.dot_q8_0_q8_0;
-  MOESPLIT_CHECK(dot != nullptr, "Gemv has no kernel for weight type ", TypeName(weight_type));
+  const TypeKernels* t = kernels.For(weight_type);
+  MOESPLIT_CHECK(t != nullptr, "Gemv has no kernel for weight type ", TypeName(weight_type));
   MOESPLIT_CHECK(static_cast<int64_t>(row_stride_bytes) >= RowBytes(weight_type, n), "row stride ",
                  row_stride_bytes, " < row bytes ", RowBytes(weight_type, n));
-  const auto* base = static_cast<const uint8_t*>(w);
-  for (int64_t r = 0; r < rows; ++r) {
-    y[r] = dot(base + static_cast<size_t>(r) * row_stride_bytes, a_q, n);
-  }
+  t->gemm(w, row_stride_bytes, rows, a_q, /*a_stride=*/0, /*n_tok=*/1, n, y, /*ldy=*/0);
 }
 
 }  // namespace moesplit::gemv

@@ -1,24 +1,28 @@
-// Quantized dot products and GEMV for the CPU expert kernels: one weight row (GGUF blocks, read in
-// place) times one activation row quantized once per token.
+// Quantized dot products, GEMV and GEMM tiles for the CPU kernels: weight rows (GGUF blocks, read
+// in place) times activation rows quantized once per token.
 //
-//   weights   activations   kernel
-//   Q4_K      Q8_K          DotQ4K_Q8K    (integer math per 256-value block as ggml's
-//                                          vec_dot_q4_K_q8_K; mins via the Q8_K bsums)
-//   Q8_0      Q8_0          DotQ8_0_Q8_0  (integer dot per 32-value block, one f32 scale each)
+//   weights                 activations   how
+//   Q4_K, Q5_K, Q6_K        Q8_K          integer math per 256-value block (ggml's
+//                                         vec_dot_qX_K_q8_K); Q4_K/Q5_K mins via the Q8_K bsums
+//   Q8_0, Q4_0, Q5_0        Q8_0          integer dot per 32-value block, one f32 scale each
+//   F32, F16, BF16          F32           float FMA (weights widened to f32)
 //
 // Every ISA tier computes the same integers per block; only the float summation order of the
 // per-block terms differs, so tiers agree with the scalar reference to ~1e-6 of sum |w_i a_i|
-// (tests/cpu_kernels/gemv_test.cc).
+// (tests/cpu_kernels/gemv_*_test.cc).
 //
 // Usage:
 //   const cpu::CpuFeatures f = cpu::DetectCpuFeatures();
 //   MOESPLIT_ASSIGN_OR_RETURN(cpu::IsaTier tier,
 //                             cpu::EffectiveIsaTier(f, std::getenv("MOESPLIT_MAX_ISA")));
 //   const gemv::GemvKernels& k = gemv::KernelsFor(tier);   // keep the reference in your context
-//   k.quantize_q8k(x, a_q8k, n);                          // x: [n] f32 -> [n / 256] BlockQ8_K
-//   float y = k.dot_q4k_q8k(w_row, a_q8k, n);
+//   const gemv::TypeKernels* tk = k.For(GgmlType::kQ4_K);  // nullptr: no kernel for that type
+//   k.Quantizer(tk->act_type)(x, a_q, n);                  // x: [n] f32 -> activation blocks
+//   float y = tk->dot(w_row, a_q, n);
+//   tk->gemm(w, w_stride, rows, a_q, a_stride, n_tok, n, y, ldy);   // rows x tokens tile
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -28,34 +32,55 @@
 namespace moesplit::gemv {
 
 // Dot of n values: w_row holds n / block_size weight blocks, a_row the activation blocks.
-// n is a multiple of the weight block size (256 for Q4_K, 32 for Q8_0); not checked per call.
-// Quants of Q8_0/Q8_K inputs must lie in [-127, 127] (ggml's quantizers guarantee it; the SIMD
-// tiers use the sign trick, which cannot represent -128 * -128 as ggml's x86 kernels can't).
+// n is a multiple of the weight block size (256 for K-quants, 32 for Q8_0/Q4_0/Q5_0, 1 for
+// float types); not checked per call. Quants of Q8_0/Q8_K inputs must lie in [-127, 127]
+// (ggml's quantizers guarantee it; the SIMD tiers use the sign trick).
 using DotFn = float (*)(const void* w_row, const void* a_row, int64_t n);
-// Quantizes x[0..n) to activation blocks at dst (RowBytes(type, n) bytes, 4-byte aligned).
+
+// The tile form: y[t * ldy + r] = dot(row r of w, row t of a) for r < n_rows, t < n_tok.
+// Weight rows are w_stride bytes apart, activation rows a_stride bytes apart (both >= the row
+// bytes of n values). Reads every weight byte once however many tokens there are (prefill);
+// n_tok == 1 is the GEMV of decode. n_rows >= 1, n_tok >= 1, any values (no multiple of a tile
+// size required). Results equal `dot` per (r, t) up to float summation order.
+using GemmFn = void (*)(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+
+// Quantizes x[0..n) to activation blocks at dst (RowBytes(act_type, n) bytes, 4-byte aligned).
 using QuantizeFn = void (*)(const float* x, void* dst, int64_t n);
 
-// Function pointers for one ISA tier. Static tables: taking a reference is free.
+// The kernels of one weight type at one tier. act_type == kF32 means the activations are plain
+// f32 rows (no quantization step).
+struct TypeKernels {
+  GgmlType act_type = GgmlType::kF32;
+  DotFn dot = nullptr;    // nullptr: this type has no kernel
+  GemmFn gemm = nullptr;  // set whenever dot is
+};
+
+// Function pointers for one ISA tier. Built once per process (immutable afterwards): taking a
+// reference is free.
 struct GemvKernels {
-  cpu::IsaTier tier;
-  DotFn dot_q4k_q8k;         // w: Q4_K row,  a: Q8_K row
-  DotFn dot_q8_0_q8_0;       // w: Q8_0 row,  a: Q8_0 row
-  QuantizeFn quantize_q8k;   // activations for dot_q4k_q8k (ggml's quantize_row_q8_K)
-  QuantizeFn quantize_q8_0;  // activations for dot_q8_0_q8_0 (ggml's quantize_row_q8_0)
+  cpu::IsaTier tier = cpu::IsaTier::kScalar;
+  std::array<TypeKernels, kGgmlTypeIdLimit> by_type{};  // indexed by weight type id
+  QuantizeFn quantize_q8k = nullptr;                    // Q8_K activations (ggml's quantize_row_q8_K)
+  QuantizeFn quantize_q8_0 = nullptr;                   // Q8_0 activations (ggml's quantize_row_q8_0)
+
+  // The kernels for weight type t, or nullptr when there are none.
+  const TypeKernels* For(GgmlType t) const;
+  // The quantizer producing act_type (kQ8_K or kQ8_0); nullptr for kF32 (no quantization).
+  QuantizeFn Quantizer(GgmlType act_type) const;
 };
 
 // The kernels of `tier`. The tier must be supported by this CPU (the caller gets it from
 // cpu::EffectiveIsaTier); running a higher tier's kernels faults with SIGILL.
 const GemvKernels& KernelsFor(cpu::IsaTier tier);
 
-// The activation type a weight type's kernels take: Q4_K -> Q8_K, Q8_0 -> Q8_0. Returns false
-// for weight types without a kernel here.
+// The activation type a weight type's kernels take (Q4_K -> Q8_K, Q8_0 -> Q8_0, BF16 -> F32...).
+// Returns false for weight types without a kernel at any tier.
 bool ActivationTypeFor(GgmlType weight_type, GgmlType* activation_type);
 
 // y[r] = dot(row r of w, a_q) for r in [0, rows): a [rows, n] weight matrix whose rows are
-// row_stride_bytes apart (>= RowBytes(weight_type, n)), times one activation row `a_q`
-// quantized to ActivationTypeFor(weight_type). weight_type must have a kernel (CHECKed).
-// y: [rows] f32.
+// row_stride_bytes apart (>= RowBytes(weight_type, n)), times one activation row `a_q` of
+// ActivationTypeFor(weight_type). weight_type must have a kernel (CHECKed). y: [rows] f32.
 void Gemv(const GemvKernels& kernels, GgmlType weight_type, const void* w, size_t row_stride_bytes,
           int64_t rows, int64_t n, const void* a_q, float* y);
 

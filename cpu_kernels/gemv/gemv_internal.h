@@ -7,9 +7,38 @@
 // come from gemv_isa_common.h, whose functions have internal linkage.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
+#include "cpu_kernels/gemv/gemv.h"
+
 namespace moesplit::gemv::internal {
+
+// Kernel families. Each fills its weight types' TypeKernels for one tier into *k; KernelsFor
+// calls all three once per tier when it builds the tables. A family owns its files:
+//   K-quants (Q4_K/Q5_K/Q6_K x Q8_K): gemv_kquants.cc, gemv_{scalar,avx2,avx512,avx512vnni}.cc,
+//                                    gemv_avx512_impl.inc
+//   legacy (Q8_0/Q4_0/Q5_0 x Q8_0):  gemv_legacy*.cc (and the Q8_0 dots in the files above)
+//   float (F32/F16/BF16 x F32):      gemv_float*.cc
+void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k);
+void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k);
+void AddFloatKernels(cpu::IsaTier tier, GemvKernels* k);
+
+// A GemmFn made of one dot per (row, token): for a type/tier without a tiled kernel yet. Defined
+// here (not in gemv_isa_common.h) because it is instantiated only in the generic-flag
+// registration files: the loop is plain C++, the dot it calls is the tier's.
+template <DotFn kDot>
+void GemmByDots(const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(a);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    for (int64_t t = 0; t < n_tok; ++t) {
+      y[t * ldy + r] = kDot(wb + static_cast<size_t>(r) * w_stride,
+                            ab + static_cast<size_t>(t) * a_stride, n);
+    }
+  }
+}
 
 float DotQ4K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
 float DotQ8_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);

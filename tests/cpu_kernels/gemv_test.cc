@@ -51,7 +51,7 @@ DotCase MakeCase(GgmlType wtype, const std::vector<float>& wf, const std::vector
   c.a.assign(RowBytes(atype, c.n) / 4 + 1, 0xFFFFFFFFu);
   quant::QuantizeRow(wtype, wf.data(), c.w.data(), c.n);
   const GemvKernels& k = KernelsFor(IsaTier::kScalar);
-  (atype == GgmlType::kQ8_K ? k.quantize_q8k : k.quantize_q8_0)(af.data(), c.a.data(), c.n);
+  k.Quantizer(atype)(af.data(), c.a.data(), c.n);
   std::vector<float> wd(c.n), ad(c.n);  // [n] each
   quant::DequantizeRow(wtype, c.w.data(), wd.data(), c.n);
   quant::DequantizeRow(atype, c.a.data(), ad.data(), c.n);
@@ -69,7 +69,7 @@ DotCase RandomCase(GgmlType wtype, int64_t n, uint32_t seed) {
 
 float RunDot(const GemvKernels& k, const DotCase& c) {
   float y = std::numeric_limits<float>::quiet_NaN();
-  y = (c.wtype == GgmlType::kQ4_K ? k.dot_q4k_q8k : k.dot_q8_0_q8_0)(c.w.data(), c.a.data(), c.n);
+  y = k.For(c.wtype)->dot(c.w.data(), c.a.data(), c.n);
   return y;
 }
 
@@ -162,10 +162,10 @@ TEST(GemvTest, MultiRowMatchesPerRowDots) {
     ASSERT_TRUE(ActivationTypeFor(wtype, &atype));
     std::vector<uint32_t> a(RowBytes(atype, n) / 4 + 1);  // activation blocks
     const std::vector<float> af = RandomRow(n, 7, 1.0f);
-    (atype == GgmlType::kQ8_K ? k.quantize_q8k : k.quantize_q8_0)(af.data(), a.data(), n);
+    k.Quantizer(atype)(af.data(), a.data(), n);
     std::vector<float> y(rows + 1, std::numeric_limits<float>::quiet_NaN());  // [rows + guard]
     Gemv(k, wtype, w.data(), stride, rows, n, a.data(), y.data());
-    const DotFn dot = wtype == GgmlType::kQ4_K ? k.dot_q4k_q8k : k.dot_q8_0_q8_0;
+    const DotFn dot = k.For(wtype)->dot;
     for (int64_t r = 0; r < rows; ++r) {
       EXPECT_EQ(y[r], dot(w.data() + r * stride, a.data(), n)) << "row " << r;
     }
@@ -179,15 +179,15 @@ TEST(GemvTest, ActivationTypes) {
   EXPECT_EQ(t, GgmlType::kQ8_K);
   ASSERT_TRUE(ActivationTypeFor(GgmlType::kQ8_0, &t));
   EXPECT_EQ(t, GgmlType::kQ8_0);
-  EXPECT_FALSE(ActivationTypeFor(GgmlType::kQ6_K, &t));
+  EXPECT_FALSE(ActivationTypeFor(GgmlType::kIQ2_XXS, &t));
 }
 
 TEST(GemvTest, KernelsForReturnsTheRequestedTier) {
   for (int t = 0; t < cpu::kNumIsaTiers; ++t) {
     const GemvKernels& k = KernelsFor(static_cast<IsaTier>(t));
     EXPECT_EQ(static_cast<int>(k.tier), t);
-    EXPECT_NE(k.dot_q4k_q8k, nullptr);
-    EXPECT_NE(k.dot_q8_0_q8_0, nullptr);
+    EXPECT_NE(k.For(GgmlType::kQ4_K), nullptr);
+    EXPECT_NE(k.For(GgmlType::kQ8_0), nullptr);
     EXPECT_NE(k.quantize_q8k, nullptr);
     EXPECT_NE(k.quantize_q8_0, nullptr);
   }
@@ -197,7 +197,7 @@ TEST(GemvDeathTest, UnsupportedWeightTypeIsABrokenInvariant) {
   std::vector<uint32_t> w(64), a(64);
   float y = 0;
   EXPECT_DEATH(
-      Gemv(KernelsFor(IsaTier::kScalar), GgmlType::kQ6_K, w.data(), 210, 1, 256, a.data(), &y),
+      Gemv(KernelsFor(IsaTier::kScalar), GgmlType::kIQ2_XXS, w.data(), 66, 1, 256, a.data(), &y),
       "no kernel");
 }
 

@@ -1,0 +1,30 @@
+// Registration of the legacy-block kernels (weights Q8_0/Q4_0/Q5_0, activations Q8_0) per tier.
+#include "cpu_kernels/gemv/gemv_internal.h"
+
+namespace moesplit::gemv::internal {
+
+void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
+  auto set = [&](GgmlType t, DotFn dot, GemmFn gemm) {
+    k->by_type[static_cast<size_t>(t)] = {GgmlType::kQ8_0, dot, gemm};
+  };
+  switch (tier) {
+    case cpu::IsaTier::kScalar:
+      set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Scalar, GemmByDots<DotQ8_0_Q8_0_Scalar>);
+      return;
+#if defined(MOESPLIT_GEMV_X86)
+    case cpu::IsaTier::kAvx2:
+      set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx2, GemmByDots<DotQ8_0_Q8_0_Avx2>);
+      return;
+    case cpu::IsaTier::kAvx512:
+      set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx512, GemmByDots<DotQ8_0_Q8_0_Avx512>);
+      return;
+    case cpu::IsaTier::kAvx512Vnni:
+      set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx512Vnni, GemmByDots<DotQ8_0_Q8_0_Avx512Vnni>);
+      return;
+#endif
+    default:
+      return;
+  }
+}
+
+}  // namespace moesplit::gemv::internal
