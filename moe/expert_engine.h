@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/base/tensor_view.h"
+#include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/matmul/matmul.h"
 #include "numa/thread_pool.h"
 
@@ -41,7 +42,9 @@ class ExpertEngine {
     TensorView down_exps;  // [F, D, E]
   };
 
-  explicit ExpertEngine(numa::ThreadPool* pool) : pool_(pool) {}
+  // kernels: the tier's table (gemv::KernelsFor), chosen once at start-up by the owner.
+  ExpertEngine(numa::ThreadPool* pool, const gemv::GemvKernels* kernels)
+      : pool_(pool), kernels_(kernels) {}
 
   // out[T x D] = routed expert mixture of hidden[T x D] for ids/weights [T x k].
   void Forward(const Layer& layer, const float* hidden, int64_t n_tok, const int32_t* ids,
@@ -49,6 +52,7 @@ class ExpertEngine {
 
  private:
   numa::ThreadPool* pool_;
+  const gemv::GemvKernels* kernels_;
   std::vector<float> x_packed_;  // [T*k x D] token rows grouped by expert
   std::vector<float> y_packed_;  // [T*k x D] expert outputs, same order
 };

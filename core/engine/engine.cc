@@ -35,7 +35,8 @@ Session::Session(const Model& model, const SessionOptions& options)
       pool_(std::make_unique<numa::ThreadPool>(ResolveThreads(options.n_threads))),
       kv_(std::make_unique<KvCache>(model.config(), ResolveCtx(model.config(), options.ctx_size),
                                     options.kv_type)),
-      experts_(std::make_unique<moe::ExpertEngine>(pool_.get())) {}
+      experts_(std::make_unique<moe::ExpertEngine>(
+          pool_.get(), &gemv::KernelsFor(cpu::IsaTier::kScalar))) {}
 
 Session::~Session() = default;
 

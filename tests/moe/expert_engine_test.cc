@@ -82,7 +82,7 @@ TEST(ExpertEngineTest, MatchesNaiveMixture) {
     const std::vector<float> w = {0.7f, 0.3f, 1.5f, -0.5f, 0.2f, 0.8f, 1.0f, 0.0f, 0.4f, 0.6f};
     for (int threads : {1, 3}) {
       numa::ThreadPool pool(threads);
-      ExpertEngine engine(&pool);
+      ExpertEngine engine(&pool, &gemv::KernelsFor(cpu::IsaTier::kScalar));
       std::vector<float> out(T * ex.D, NAN);
       engine.Forward(ex.Layer(), hidden.data(), T, ids.data(), w.data(), k, out.data());
       std::vector<float> y(ex.D);

@@ -193,7 +193,7 @@ void CheckMla(int64_t Q, bool split) {
   mw.layers.push_back(Layer(w, c));
   numa::ThreadPool pool(2);
   KvCache kv(c, 8);
-  moe::ExpertEngine experts(&pool);
+  moe::ExpertEngine experts(&pool, &gemv::KernelsFor(cpu::IsaTier::kScalar));
   const ForwardContext ctx{c, mw, pool, kv, experts, RopeParamsFor(c)};
   std::mt19937 rng(1);
   std::normal_distribution<float> n(0.0f, 1.0f);
