@@ -52,4 +52,40 @@ float DotQ4K_Q8K_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
 float DotQ8_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
 #endif
 
+// ---- legacy family (Q8_0 / Q4_0 / Q5_0 weights x Q8_0 activations) -------------------------
+// Dots: gemv_legacy_scalar.cc, gemv_legacy_avx2.cc, gemv_legacy_avx512{,vnni}.cc (the Q8_0 dots
+// are the ones above). Gemms: tiles that unpack each weight block once for several tokens
+// (avx2: gemv_legacy_avx2_gemm.cc; avx512: gemv_legacy_avx512_gemm.inc).
+float DotQ4_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
+float DotQ5_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
+
+#if defined(MOESPLIT_GEMV_X86)
+float DotQ4_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotQ5_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotQ4_0_Q8_0_Avx512(const void* w_row, const void* a_row, int64_t n);
+float DotQ5_0_Q8_0_Avx512(const void* w_row, const void* a_row, int64_t n);
+float DotQ4_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
+float DotQ5_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
+
+void GemmQ8_0_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ4_0_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ5_0_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ8_0_Q8_0_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                          size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ4_0_Q8_0_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                          size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ5_0_Q8_0_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                          size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ8_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                              size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ4_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                              size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ5_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                              size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+#endif
+// ---- end of legacy family ------------------------------------------------------------------
+
 }  // namespace moesplit::gemv::internal

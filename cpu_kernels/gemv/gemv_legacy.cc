@@ -1,4 +1,6 @@
 // Registration of the legacy-block kernels (weights Q8_0/Q4_0/Q5_0, activations Q8_0) per tier.
+// Scalar gemms are one dot per (row, token); the SIMD tiers have tiled gemms that unpack each
+// weight block once for several tokens (gemv_legacy_avx2.cc, gemv_legacy_avx512_impl.inc).
 #include "cpu_kernels/gemv/gemv_internal.h"
 
 namespace moesplit::gemv::internal {
@@ -10,16 +12,24 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
   switch (tier) {
     case cpu::IsaTier::kScalar:
       set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Scalar, GemmByDots<DotQ8_0_Q8_0_Scalar>);
+      set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Scalar, GemmByDots<DotQ4_0_Q8_0_Scalar>);
+      set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Scalar, GemmByDots<DotQ5_0_Q8_0_Scalar>);
       return;
 #if defined(MOESPLIT_GEMV_X86)
     case cpu::IsaTier::kAvx2:
-      set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx2, GemmByDots<DotQ8_0_Q8_0_Avx2>);
+      set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx2, GemmQ8_0_Q8_0_Avx2);
+      set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx2, GemmQ4_0_Q8_0_Avx2);
+      set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx2, GemmQ5_0_Q8_0_Avx2);
       return;
     case cpu::IsaTier::kAvx512:
-      set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx512, GemmByDots<DotQ8_0_Q8_0_Avx512>);
+      set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx512, GemmQ8_0_Q8_0_Avx512);
+      set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx512, GemmQ4_0_Q8_0_Avx512);
+      set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx512, GemmQ5_0_Q8_0_Avx512);
       return;
     case cpu::IsaTier::kAvx512Vnni:
-      set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx512Vnni, GemmByDots<DotQ8_0_Q8_0_Avx512Vnni>);
+      set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx512Vnni, GemmQ8_0_Q8_0_Avx512Vnni);
+      set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx512Vnni, GemmQ4_0_Q8_0_Avx512Vnni);
+      set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx512Vnni, GemmQ5_0_Q8_0_Avx512Vnni);
       return;
 #endif
     default:

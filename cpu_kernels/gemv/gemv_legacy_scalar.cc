@@ -1,0 +1,58 @@
+// Scalar reference dots of the legacy-block weights Q4_0 / Q5_0 against Q8_0 activations: the
+// twins every SIMD tier is tested against (the Q8_0 x Q8_0 one is DotQ8_0_Q8_0_Scalar in
+// gemv_scalar.cc). Per block the integer sum is exact; the float terms d_w * d_a * isum are
+// accumulated in block order.
+#include <cstdint>
+#include <cstring>
+
+#include "cpu_kernels/gemv/gemv_internal.h"
+#include "cpu_kernels/gemv/gemv_isa_common.h"
+#include "cpu_kernels/quant/blocks.h"
+
+namespace moesplit::gemv::internal {
+
+using quant::BlockQ4_0;
+using quant::BlockQ5_0;
+using quant::BlockQ8_0;
+using quant::kQk;
+
+// Q4_0 value j = d * (q_j - 8), q_j = qs[j] & 15 (j < 16), qs[j - 16] >> 4 (j >= 16).
+//   sum_j w_j a_j = d_w * d_a * sum_j (q_j - 8) * a_j,  |isum| <= 32 * 8 * 127
+float DotQ4_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const BlockQ4_0*>(w_row);  // [n / 32]
+  const auto* a = static_cast<const BlockQ8_0*>(a_row);  // [n / 32]
+  const int64_t nb = n / kQk;
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    int32_t isum = 0;
+    for (int l = 0; l < kQk / 2; ++l) {
+      isum += ((w[b].qs[l] & 0xF) - 8) * a[b].qs[l];
+      isum += ((w[b].qs[l] >> 4) - 8) * a[b].qs[l + kQk / 2];
+    }
+    sum += HalfToFloat(w[b].d) * HalfToFloat(a[b].d) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+// Q5_0 value j = d * ((q_j | h_j << 4) - 16), q_j the nibble as in Q4_0, h_j = bit j of qh.
+//   |isum| <= 32 * 16 * 127
+float DotQ5_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const BlockQ5_0*>(w_row);  // [n / 32]
+  const auto* a = static_cast<const BlockQ8_0*>(a_row);  // [n / 32]
+  const int64_t nb = n / kQk;
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    uint32_t qh;
+    std::memcpy(&qh, w[b].qh, 4);
+    int32_t isum = 0;
+    for (int l = 0; l < kQk / 2; ++l) {
+      const int lo = (w[b].qs[l] & 0xF) | static_cast<int>((qh >> l) & 1) << 4;
+      const int hi = (w[b].qs[l] >> 4) | static_cast<int>((qh >> (l + 16)) & 1) << 4;
+      isum += (lo - 16) * a[b].qs[l] + (hi - 16) * a[b].qs[l + kQk / 2];
+    }
+    sum += HalfToFloat(w[b].d) * HalfToFloat(a[b].d) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+}  // namespace moesplit::gemv::internal
