@@ -14,7 +14,6 @@
 #include <cstring>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
-#include "cpu_kernels/gemv/gemv_isa_common.h"
 #include "cpu_kernels/quant/blocks.h"
 
 namespace moesplit::gemv::internal {
@@ -27,23 +26,26 @@ using quant::kQk;
 
 constexpr size_t kActBytes = sizeof(BlockQ8_0);  // 34: f16 d, then [32] i8
 
-float HorizontalSum(__m256 v) {  // v: [8] f32
+[[gnu::always_inline]] inline float HorizontalSum(__m256 v) {  // v: [8] f32
   const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
-float LoadHalf(const uint8_t* p) {  // f16 at p (2-byte aligned) -> f32
+[[gnu::always_inline]] inline float LoadHalf(
+    const uint8_t* p) {  // f16 at p (2-byte aligned) -> f32
   uint16_t h;
   std::memcpy(&h, p, 2);
   return _cvtsh_ss(h);
 }
 
-__m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+[[gnu::always_inline]] inline __m256i Load256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
 
 // [32] u8 in value order from a Q4_0/Q5_0 nibble array qs: [16]: byte j of qs holds value j (low
 // nibble) and j + 16 (high nibble).
-__m256i UnpackNibbles(const uint8_t* qs) {
+[[gnu::always_inline]] inline __m256i UnpackNibbles(const uint8_t* qs) {
   const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
   const __m256i xx = _mm256_set_m128i(_mm_srli_epi16(x, 4), x);
   return _mm256_and_si256(xx, _mm256_set1_epi8(0x0F));
@@ -51,7 +53,7 @@ __m256i UnpackNibbles(const uint8_t* qs) {
 
 // [32] u8: 0x10 at byte j where bit j of the little-endian u32 at qh is set, else 0.
 // Byte j first gets byte j / 8 of qh (shuffle), then keeps bit j % 8 (and + cmpeq).
-__m256i HighBitsQ5(const uint8_t* qh) {
+[[gnu::always_inline]] inline __m256i HighBitsQ5(const uint8_t* qh) {
   uint32_t x;
   std::memcpy(&x, qh, 4);
   const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
@@ -75,14 +77,14 @@ struct OffsetAct {
 };
 
 template <int kOff>
-OffsetAct<kOff> MakeOffsetAct(__m256i a) {
+[[gnu::always_inline]] inline OffsetAct<kOff> MakeOffsetAct(__m256i a) {
   return {a, _mm256_maddubs_epi16(_mm256_set1_epi8(kOff), a)};
 }
 
 // sum_j (u_j - off) a_j as [8] i32: maddubs pairs minus the offset pairs, then madd to i32.
 // |pair| <= 2 * 31 * 127 + 2 * 16 * 127 < 2^15.
 template <int kOff>
-__m256i OffsetDot(__m256i u, const OffsetAct<kOff>& act) {
+[[gnu::always_inline]] inline __m256i OffsetDot(__m256i u, const OffsetAct<kOff>& act) {
   const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(u, act.a), act.corr);
   return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
@@ -91,21 +93,23 @@ struct KindQ4_0 {
   static constexpr size_t kBytes = sizeof(BlockQ4_0);
   using W = __m256i;  // [32] u8 in [0, 15]
   using Act = OffsetAct<8>;
-  static W Unpack(const uint8_t* p) { return UnpackNibbles(p + offsetof(BlockQ4_0, qs)); }
-  static Act MakeAct(__m256i a) { return MakeOffsetAct<8>(a); }
-  static __m256i Dot(W w, const Act& a) { return OffsetDot<8>(w, a); }
+  [[gnu::always_inline]] static W Unpack(const uint8_t* p) {
+    return UnpackNibbles(p + offsetof(BlockQ4_0, qs));
+  }
+  [[gnu::always_inline]] static Act MakeAct(__m256i a) { return MakeOffsetAct<8>(a); }
+  [[gnu::always_inline]] static __m256i Dot(W w, const Act& a) { return OffsetDot<8>(w, a); }
 };
 
 struct KindQ5_0 {
   static constexpr size_t kBytes = sizeof(BlockQ5_0);
   using W = __m256i;  // [32] u8 in [0, 31]
   using Act = OffsetAct<16>;
-  static W Unpack(const uint8_t* p) {
+  [[gnu::always_inline]] static W Unpack(const uint8_t* p) {
     return _mm256_or_si256(UnpackNibbles(p + offsetof(BlockQ5_0, qs)),
                            HighBitsQ5(p + offsetof(BlockQ5_0, qh)));
   }
-  static Act MakeAct(__m256i a) { return MakeOffsetAct<16>(a); }
-  static __m256i Dot(W w, const Act& a) { return OffsetDot<16>(w, a); }
+  [[gnu::always_inline]] static Act MakeAct(__m256i a) { return MakeOffsetAct<16>(a); }
+  [[gnu::always_inline]] static __m256i Dot(W w, const Act& a) { return OffsetDot<16>(w, a); }
 };
 
 struct KindQ8_0 {
@@ -115,17 +119,25 @@ struct KindQ8_0 {
     __m256i abs;  // [32] u8 |q|
   };
   using Act = __m256i;  // [32] i8 in [-127, 127]
-  static W Unpack(const uint8_t* p) {
+  [[gnu::always_inline]] static W Unpack(const uint8_t* p) {
     const __m256i q = Load256(p + offsetof(BlockQ8_0, qs));
     return {q, _mm256_abs_epi8(q)};
   }
-  static Act MakeAct(__m256i a) { return a; }
+  [[gnu::always_inline]] static Act MakeAct(__m256i a) { return a; }
   // |pair| <= 2 * 128 * 127 < 2^15.
-  static __m256i Dot(const W& w, Act a) {
+  [[gnu::always_inline]] static __m256i Dot(const W& w, Act a) {
     const __m256i p16 = _mm256_maddubs_epi16(w.abs, _mm256_sign_epi8(a, w.q));
     return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
   }
 };
+
+// acc + d_w * d_a * Dot of the weight block at w and the activation block at a.
+template <class K>
+[[gnu::always_inline]] inline __m256 DotBlock(const uint8_t* w, const uint8_t* a, __m256 acc) {
+  const __m256i isum = K::Dot(K::Unpack(w), K::MakeAct(Load256(a + 2)));
+  const __m256 d = _mm256_set1_ps(LoadHalf(w) * LoadHalf(a));
+  return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc);
+}
 
 // One row's dot, two blocks per step (two FMA chains).
 template <class K>
@@ -133,37 +145,41 @@ float DotImpl(const void* w_row, const void* a_row, int64_t n) {
   const auto* w = static_cast<const uint8_t*>(w_row);  // [n / 32 blocks]
   const auto* a = static_cast<const uint8_t*>(a_row);  // [n / 32 blocks of 34 B]
   const int64_t nb = n / kQk;
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  // [8] f32 each
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* wb = w + b * K::kBytes;
-    const uint8_t* ab = a + b * kActBytes;
-    const __m256i isum = K::Dot(K::Unpack(wb), K::MakeAct(Load256(ab + 2)));
-    const __m256 d = _mm256_set1_ps(LoadHalf(wb) * LoadHalf(ab));
-    acc[b & 1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc[b & 1]);
+  __m256 acc0 = _mm256_setzero_ps();  // [8] f32: even blocks
+  __m256 acc1 = _mm256_setzero_ps();  // [8] f32: odd blocks
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    acc0 = DotBlock<K>(w + b * K::kBytes, a + b * kActBytes, acc0);
+    acc1 = DotBlock<K>(w + (b + 1) * K::kBytes, a + (b + 1) * kActBytes, acc1);
   }
-  return HorizontalSum(_mm256_add_ps(acc[0], acc[1]));
+  if (b < nb) acc0 = DotBlock<K>(w + b * K::kBytes, a + b * kActBytes, acc0);
+  return HorizontalSum(_mm256_add_ps(acc0, acc1));
 }
 
+#include "cpu_kernels/gemv/gemv_legacy_rows.inc"
+
 // kR rows x kT tokens: each weight block is unpacked once and used for kT tokens, each activation
-// block once for kR rows. rows: [kR] row starts (tails repeat the last row; only rows_valid are
-// stored). Per (row, token, block): y += d_w * d_a * Dot, the float scale applied per block.
+// block once for kR rows. Per (row, token, block): y += d_w * d_a * Dot, the float scale applied
+// per block. Not inlined: each tile shape gets its own register allocation.
 template <class K, int kR, int kT>
-void Tile(const uint8_t* const* rows, const uint8_t* a, size_t a_stride, int64_t nb, float* y,
-          int64_t ldy, int rows_valid) {
+[[gnu::noinline]] void Tile(const TileRows<kR>& tr, const uint8_t* a, size_t a_stride, int64_t nb,
+                            float* y, int64_t ldy) {
   __m256 acc[kR][kT];  // [kR][kT] of [8] f32 partial sums
   for (int r = 0; r < kR; ++r) {
     for (int t = 0; t < kT; ++t) acc[r][t] = _mm256_setzero_ps();
   }
-  for (int64_t b = 0; b < nb; ++b) {
+  const int64_t row_bytes = nb * static_cast<int64_t>(K::kBytes);
+  if (tr.first) PrefetchStart(tr, row_bytes);
+  for (int64_t b = 0, off = 0, ao = 0; b < nb; ++b, off += K::kBytes, ao += kActBytes) {
+    if (b % PrefetchEvery(K::kBytes) == 0) PrefetchAhead(tr, off, row_bytes);
     typename K::W w[kR];
     __m256 dw[kR];  // [kR] broadcast weight scales
     for (int r = 0; r < kR; ++r) {
-      const uint8_t* wb = rows[r] + b * K::kBytes;
-      w[r] = K::Unpack(wb);
-      dw[r] = _mm256_set1_ps(LoadHalf(wb));
+      w[r] = K::Unpack(tr.rows[r] + off);
+      dw[r] = _mm256_set1_ps(LoadHalf(tr.rows[r] + off));
     }
     for (int t = 0; t < kT; ++t) {
-      const uint8_t* ab = a + t * a_stride + b * kActBytes;
+      const uint8_t* ab = a + t * a_stride + ao;
       const typename K::Act act = K::MakeAct(Load256(ab + 2));
       const __m256 da = _mm256_set1_ps(LoadHalf(ab));
       for (int r = 0; r < kR; ++r) {
@@ -173,9 +189,16 @@ void Tile(const uint8_t* const* rows, const uint8_t* a, size_t a_stride, int64_t
     }
   }
   for (int t = 0; t < kT; ++t) {
-    for (int r = 0; r < rows_valid; ++r) y[t * ldy + r] = HorizontalSum(acc[r][t]);
+    for (int r = 0; r < tr.valid; ++r) y[t * ldy + r] = HorizontalSum(acc[r][t]);
   }
 }
+
+// The prefill tiles of 2 rows x kT tokens, indexed by kT - 1.
+using PrefillTileFn = void (*)(const TileRows<2>&, const uint8_t*, size_t, int64_t, float*,
+                               int64_t);
+template <class K>
+constexpr PrefillTileFn kPrefillTiles[4] = {Tile<K, 2, 1>, Tile<K, 2, 2>, Tile<K, 2, 3>,
+                                            Tile<K, 2, 4>};
 
 // Decode (n_tok == 1): 4 rows at a time, four weight streams in flight. Prefill: 2 rows x up to
 // 4 tokens (8 accumulators + the unpacked blocks fit the 16 ymm registers).
@@ -185,32 +208,18 @@ void GemmImpl(const void* w, size_t w_stride, int64_t n_rows, const void* a, siz
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
   const int64_t nb = n / kQk;
-  const int kR = n_tok == 1 ? 4 : 2;
-  for (int64_t r0 = 0; r0 < n_rows; r0 += kR) {
-    const int valid = static_cast<int>(n_rows - r0 < kR ? n_rows - r0 : kR);
-    const uint8_t* rows[4];
-    for (int r = 0; r < kR; ++r) rows[r] = wb + (r0 + (r < valid ? r : valid - 1)) * w_stride;
-    if (n_tok == 1) {
-      Tile<K, 4, 1>(rows, ab, a_stride, nb, y + r0, ldy, valid);
-      continue;
+  if (n_tok == 1) {
+    for (int64_t r0 = 0; r0 < n_rows; r0 += 4) {
+      Tile<K, 4, 1>(MakeTileRows<4>(wb, w_stride, n_rows, r0), ab, a_stride, nb, y + r0, ldy);
     }
+    return;
+  }
+  for (int64_t r0 = 0; r0 < n_rows; r0 += 2) {
+    const TileRows<2> tr = MakeTileRows<2>(wb, w_stride, n_rows, r0);
     for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
       const uint8_t* at = ab + t0 * a_stride;
       float* yt = y + t0 * ldy + r0;
-      switch (n_tok - t0 < 4 ? n_tok - t0 : 4) {
-        case 1:
-          Tile<K, 2, 1>(rows, at, a_stride, nb, yt, ldy, valid);
-          break;
-        case 2:
-          Tile<K, 2, 2>(rows, at, a_stride, nb, yt, ldy, valid);
-          break;
-        case 3:
-          Tile<K, 2, 3>(rows, at, a_stride, nb, yt, ldy, valid);
-          break;
-        default:
-          Tile<K, 2, 4>(rows, at, a_stride, nb, yt, ldy, valid);
-          break;
-      }
+      kPrefillTiles<K>[(n_tok - t0 < 4 ? n_tok - t0 : 4) - 1](tr, at, a_stride, nb, yt, ldy);
     }
   }
 }

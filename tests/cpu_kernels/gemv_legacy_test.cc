@@ -38,9 +38,9 @@ struct Matrix {
   GgmlType type = GgmlType::kQ8_0;
   int64_t rows = 0;
   int64_t n = 0;
-  size_t stride = 0;             // bytes between rows (>= RowBytes(type, n), even)
-  std::vector<uint32_t> bytes;   // [rows * stride / 4 + 1] blocks (u32 storage: 4-byte aligned)
-  std::vector<float> values;     // [rows, n] dequantized
+  size_t stride = 0;            // bytes between rows (>= RowBytes(type, n), even)
+  std::vector<uint32_t> bytes;  // [rows * stride / 4 + 1] blocks (u32 storage: 4-byte aligned)
+  std::vector<float> values;    // [rows, n] dequantized
 
   const uint8_t* Row(int64_t r) const {
     return reinterpret_cast<const uint8_t*>(bytes.data()) + r * stride;
@@ -106,7 +106,7 @@ Matrix ExtremeMatrix(GgmlType type, int64_t rows, int64_t n, int pattern, bool i
         auto* blk = reinterpret_cast<quant::BlockQ8_0*>(row) + b;
         blk->d = kHalfOne;
         for (int8_t& q : blk->qs) {
-          q = is_act ? static_cast<int8_t>(pick(127, 0x81))                      // +-127
+          q = is_act ? static_cast<int8_t>(pick(127, 0x81))                        // +-127
                      : static_cast<int8_t>(pick(127, (rng() & 1) ? 0x80 : 0x81));  // -128/-127
         }
       } else if (type == GgmlType::kQ4_0) {
@@ -182,12 +182,11 @@ std::string DotParamName(const ::testing::TestParamInfo<DotParam>& info) {
 
 // 1 block, odd block counts (3, 9, 44: the AVX-512 dot's odd last block) and the real widths
 // 1408 (DeepSeek-V2-Lite expert), 2048 (V3 expert), 7168 (V3 hidden).
-INSTANTIATE_TEST_SUITE_P(Legacy, LegacyDotTest,
-                         ::testing::Combine(::testing::ValuesIn(kTiers),
-                                            ::testing::ValuesIn(kTypes),
-                                            ::testing::Values<int64_t>(32, 96, 288, 1408, 2048,
-                                                                       7168)),
-                         DotParamName);
+INSTANTIATE_TEST_SUITE_P(
+    Legacy, LegacyDotTest,
+    ::testing::Combine(::testing::ValuesIn(kTiers), ::testing::ValuesIn(kTypes),
+                       ::testing::Values<int64_t>(32, 96, 288, 1408, 2048, 7168)),
+    DotParamName);
 
 TEST(LegacyScalarTest, MatchesDequantizedFloat64Dot) {
   for (GgmlType wtype : kTypes) {
@@ -224,8 +223,8 @@ TEST_P(LegacyGemmTest, MatchesScalarDotOddShapes) {
   const DotFn ref = KernelsFor(IsaTier::kScalar).For(wtype)->dot;
   for (int64_t n : {32, 96, 1408}) {
     const Matrix w = RandomMatrix(wtype, 17, n, 6, static_cast<uint32_t>(n), 0.02f);
-    const Matrix a_all = RandomMatrix(GgmlType::kQ8_0, 17, n, 10, static_cast<uint32_t>(n) + 3,
-                                      3.0f);
+    const Matrix a_all =
+        RandomMatrix(GgmlType::kQ8_0, 17, n, 10, static_cast<uint32_t>(n) + 3, 3.0f);
     for (int64_t rows : {1, 3, 4, 5, 8, 9, 13, 17}) {
       for (int64_t n_tok : {1, 2, 3, 7, 8, 9, 17}) {
         Matrix w_part = w;
@@ -297,8 +296,7 @@ TEST(LegacyExtremeTest, AllTiersDotAndGemmMatchFloat64) {
             for (int64_t r = 0; r < rows; ++r) {
               const Exact e = ExactDot(w, r, a, t);
               const std::string where = TierName(tier) + " " + TypeName(wtype) + " pattern " +
-                                        std::to_string(pattern) + "/" +
-                                        std::to_string(act_pattern);
+                                        std::to_string(pattern) + "/" + std::to_string(act_pattern);
               EXPECT_NEAR(tk.dot(w.Row(r), a.Row(t), n), e.dot, 1e-6 * e.norm) << where;
               EXPECT_NEAR(y[t * rows + r], e.dot, 1e-6 * e.norm) << where << " gemm";
             }
