@@ -32,8 +32,8 @@ constexpr size_t kActBytes = sizeof(BlockQ8_0);  // 34: f16 d, then [32] i8
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
-[[gnu::always_inline]] inline float LoadHalf(
-    const uint8_t* p) {  // f16 at p (2-byte aligned) -> f32
+// The f16 at p (2-byte aligned) as f32.
+[[gnu::always_inline]] inline float LoadHalf(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return _cvtsh_ss(h);
