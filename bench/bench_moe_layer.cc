@@ -175,8 +175,9 @@ RouteSet MakeRoutes(int64_t experts, int k, int64_t n_tok, uint32_t seed) {
   std::iota(rank_to_expert.begin(), rank_to_expert.end(), 0);
   std::shuffle(rank_to_expert.begin(), rank_to_expert.end(), rng);
   std::vector<double> zipf(static_cast<size_t>(experts));
-  for (int64_t r = 0; r < experts; ++r)
-    zipf[r] = n_tok == 1 ? 1.0 : 1.0 / static_cast<double>(r + 1);
+  for (int64_t r = 0; r < experts; ++r) {
+    zipf[static_cast<size_t>(r)] = n_tok == 1 ? 1.0 : 1.0 / static_cast<double>(r + 1);
+  }
   std::discrete_distribution<int64_t> pick(zipf.begin(), zipf.end());
   std::uniform_real_distribution<float> gate(0.05f, 1.0f);
   RouteSet s;
@@ -210,8 +211,9 @@ void BM_MoeLayer(benchmark::State& state, Context* ctx, const Variant* v, int64_
   const ExpertLayer& layer = ctx->layers.Get(*v);
   const int n_sets = n_tok == 1 ? 64 : 4;
   std::vector<RouteSet> routes;  // [n_sets]
-  for (int i = 0; i < n_sets; ++i)
+  for (int i = 0; i < n_sets; ++i) {
     routes.push_back(MakeRoutes(layer.experts, v->k, n_tok, 100 + i));
+  }
   const std::vector<float> hidden = RandomValues(n_tok * v->d, 7, 1.0f);  // [n_tok x D]
   std::vector<float> out(static_cast<size_t>(n_tok * v->d));              // [n_tok x D]
   numa::ThreadPool pool(threads);
