@@ -1,94 +1,227 @@
-// Single-thread GEMV throughput per ISA tier and weight type, on the DeepSeek-V3 routed-expert
-// down-projection shape: W is [7168 rows, 2048 values] (hidden 7168 x expert width 2048), times
-// one activation row of 2048 values quantized once.
+// Single-thread GEMV and GEMM throughput for every weight type of the kernel table
+// (gemv::KernelsFor(tier).For(type) != nullptr) at every ISA tier this CPU runs.
 //
-//   /rows:256   one row-block (256 x 2048): Q4_K 288 KiB, Q8_0 544 KiB; stays in L2, so this is
-//               the kernel's compute rate
-//   /rows:7168  the whole matrix: Q4_K 7.9 MiB, Q8_0 14.9 MiB; streams from L3 / DRAM
+// GEMV, one token, at the routed-expert shapes (rows x K, skipped when the type's block size does
+// not divide K, e.g. K-quants at K = 1408 = 5.5 x 256):
+//   2048 x 7168  DeepSeek-V3 gate/up     7168 x 2048  V3 down
+//   1408 x 2048  V2-Lite gate/up         2048 x 1408  V2-Lite down
+// each in two memory modes:
+//   cold  the matrix is one of `copies` identical copies spanning >= 256 MiB (8x the 32 MiB L3)
+//         and each iteration takes the next, so the weights stream from DRAM as in decode
+//         (V3 gate at Q4_K: 2048 x 7168 x 4.5 / 8 = 8.26 MB, 33 copies);
+//   hot   the same matrix every iteration: L2/L3-resident when it fits, the kernel's compute rate.
+// GEMM, n_tok = 8, 64, 256 tokens, on 256 x 7168 (one 256-row block of a V3 gate; hot):
+// the prefill tile, compute-bound.
 //
-// Reported: bytes/s = weight bytes read per second (the number that matters for decode), plus
-// items/s = rows per second. Tiers this CPU lacks are reported as skipped.
+// Counters: GB/s = weight bytes read / s (1e9), GFLOP/s = 2 * rows * K * n_tok / s, bw_frac =
+// (weight bytes / s) / (1-thread read bandwidth of the probe, measured once at start-up and shown
+// in the context header as read_bw_1t). Real time. Default MinTime 0.5 s
+// (--benchmark_min_time overrides).
 #include <benchmark/benchmark.h>
 
-#include <cstdint>
-#include <random>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "bench/bandwidth.h"
+#include "bench/bench_common.h"
 #include "core/base/dtype.h"
 #include "cpu_kernels/cpu_features.h"
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/quant/quant.h"
 
-namespace moesplit::gemv {
+namespace moesplit::bench {
 namespace {
 
-constexpr int64_t kN = 2048;        // values per row (expert width)
-constexpr int64_t kMaxRows = 7168;  // rows of the full matrix (hidden size)
+struct Shape {
+  int64_t rows;  // M: weight rows (outputs)
+  int64_t k;     // K: values per row
+};
+constexpr Shape kGemvShapes[] = {{2048, 7168}, {7168, 2048}, {1408, 2048}, {2048, 1408}};
+constexpr Shape kGemmShape = {256, 7168};
+constexpr int64_t kGemmTokens[] = {8, 64, 256};
+constexpr int64_t kColdBytes = int64_t{256} << 20;  // cold copies span at least this
+constexpr int64_t kPatternRows = 64;                // distinct quantized rows; the rest are copies
 
-std::vector<float> RandomValues(int64_t count, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(count);  // [count]
-  for (float& x : v) x = dist(rng);
-  return v;
+// One weight matrix of `type`, [copies x rows x row_bytes] bytes: copy c starts at
+// data + c * matrix_bytes.
+struct WeightSet {
+  GgmlType type = GgmlType::kF32;
+  Shape shape{};
+  int64_t copies = 0;
+  int64_t row_bytes = 0;
+  int64_t matrix_bytes = 0;  // rows * row_bytes
+  LargeBuffer data;
+};
+
+// Google Benchmark calls a benchmark function several times (growing iteration counts), so the
+// weights are built once per (type, shape, copies) and kept until another set is asked for.
+class WeightCache {
+ public:
+  const WeightSet& Get(GgmlType type, Shape shape, int64_t copies);
+
+ private:
+  std::unique_ptr<WeightSet> set_;
+};
+
+const WeightSet& WeightCache::Get(GgmlType type, Shape shape, int64_t copies) {
+  if (set_ && set_->type == type && set_->shape.rows == shape.rows && set_->shape.k == shape.k &&
+      set_->copies == copies) {
+    return *set_;
+  }
+  set_.reset();  // free the old set before allocating the new one
+  auto s = std::make_unique<WeightSet>();
+  s->type = type;
+  s->shape = shape;
+  s->copies = copies;
+  s->row_bytes = RowBytes(type, shape.k);
+  s->matrix_bytes = s->row_bytes * shape.rows;
+  s->data = LargeBuffer(static_cast<size_t>(s->matrix_bytes * copies));
+  // Quantize kPatternRows random rows, repeat them down the matrix, then copy the matrix: the
+  // kernels' speed does not depend on the values, and this keeps set-up to a memcpy.
+  const std::vector<float> wf = RandomValues(kPatternRows * shape.k, 1, 0.02f);  // [64 x K]
+  std::vector<uint8_t> pattern(static_cast<size_t>(kPatternRows * s->row_bytes));
+  for (int64_t r = 0; r < kPatternRows; ++r) {
+    quant::QuantizeRow(type, wf.data() + r * shape.k, pattern.data() + r * s->row_bytes, shape.k);
+  }
+  for (int64_t r = 0; r < shape.rows; ++r) {
+    std::memcpy(s->data.data() + r * s->row_bytes,
+                pattern.data() + (r % kPatternRows) * s->row_bytes,
+                static_cast<size_t>(s->row_bytes));
+  }
+  for (int64_t c = 1; c < copies; ++c) {
+    std::memcpy(s->data.data() + c * s->matrix_bytes, s->data.data(),
+                static_cast<size_t>(s->matrix_bytes));
+  }
+  set_ = std::move(s);
+  return *set_;
 }
 
-void BM_Gemv(benchmark::State& state, cpu::IsaTier tier, GgmlType wtype) {
-  const cpu::IsaTier best = cpu::BestTier(cpu::DetectCpuFeatures());
-  if (static_cast<int>(tier) > static_cast<int>(best)) {
-    state.SkipWithError("this CPU lacks the ISA tier");
-    return;
+struct Context {
+  double read_bw_1t = 0;  // bytes/s, 1 thread, probe median
+  WeightCache weights;
+};
+
+// n_tok activation rows of K values in the type's activation format, rows a_stride bytes apart
+// (the row bytes rounded up to 64): [n_tok x a_stride] bytes, 8-byte aligned.
+struct Activations {
+  std::vector<uint64_t> data;
+  size_t stride = 0;
+};
+
+Activations MakeActivations(const gemv::GemvKernels& kernels, GgmlType act_type, int64_t n_tok,
+                            int64_t k) {
+  Activations a;
+  a.stride = static_cast<size_t>((RowBytes(act_type, k) + 63) / 64 * 64);
+  a.data.resize(a.stride * static_cast<size_t>(n_tok) / 8);
+  const std::vector<float> x = RandomValues(n_tok * k, 2, 1.0f);  // [n_tok x K]
+  auto* base = reinterpret_cast<uint8_t*>(a.data.data());
+  const gemv::QuantizeFn quantize = kernels.Quantizer(act_type);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    if (quantize == nullptr) {  // F32 activations: plain rows
+      std::memcpy(base + t * a.stride, x.data() + t * k, static_cast<size_t>(k) * sizeof(float));
+    } else {
+      quantize(x.data() + t * k, base + t * a.stride, k);
+    }
   }
-  const int64_t rows = state.range(0);
-  const GemvKernels& k = KernelsFor(tier);
-  const int64_t row_bytes = RowBytes(wtype, kN);
-  // Weights: [rows, row_bytes] bytes. Rows are quantized from one random pattern per 64 rows to
-  // keep set-up fast; the data do not change the kernel's speed.
-  std::vector<uint8_t> w(row_bytes * rows);
-  const std::vector<float> wf = RandomValues(kN * 64, 1, 0.02f);  // [64, kN]
-  for (int64_t r = 0; r < rows; ++r) {
-    quant::QuantizeRow(wtype, wf.data() + (r % 64) * kN, w.data() + r * row_bytes, kN);
-  }
-  GgmlType atype;
-  if (!ActivationTypeFor(wtype, &atype)) {
-    state.SkipWithError("no kernel for the weight type");
-    return;
-  }
-  std::vector<uint32_t> a(RowBytes(atype, kN) / 4 + 1);  // activation blocks, 4-byte aligned
-  const std::vector<float> af = RandomValues(kN, 2, 1.0f);
-  k.Quantizer(atype)(af.data(), a.data(), kN);
-  std::vector<float> y(rows);  // [rows]
+  return a;
+}
+
+struct Case {
+  cpu::IsaTier tier;
+  GgmlType type;
+  Shape shape;
+  int64_t n_tok;
+  bool cold;
+};
+
+void BM_Gemm(benchmark::State& state, Context* ctx, Case c) {
+  const gemv::GemvKernels& kernels = gemv::KernelsFor(c.tier);
+  const gemv::TypeKernels* tk = kernels.For(c.type);
+  const int64_t matrix_bytes = RowBytes(c.type, c.shape.k) * c.shape.rows;
+  const int64_t copies =
+      c.cold ? std::max<int64_t>(2, (kColdBytes + matrix_bytes - 1) / matrix_bytes) : 1;
+  const WeightSet& w = ctx->weights.Get(c.type, c.shape, copies);
+  const Activations a = MakeActivations(kernels, tk->act_type, c.n_tok, c.shape.k);
+  std::vector<float> y(static_cast<size_t>(c.n_tok * c.shape.rows));  // [n_tok x rows]
+  int64_t copy = 0;
+  const auto t0 = std::chrono::steady_clock::now();  // the loop's wall time, as UseRealTime
   for (auto _ : state) {
-    Gemv(k, wtype, w.data(), row_bytes, rows, kN, a.data(), y.data());
+    tk->gemm(w.data.data() + copy * w.matrix_bytes, static_cast<size_t>(w.row_bytes), c.shape.rows,
+             a.data.data(), a.stride, c.n_tok, c.shape.k, y.data(), c.shape.rows);
+    if (++copy == copies) copy = 0;
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  const int64_t iters = static_cast<int64_t>(state.iterations());
-  state.SetBytesProcessed(iters * row_bytes * rows);
-  state.SetItemsProcessed(iters * rows);
+  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+  const double iters = static_cast<double>(state.iterations());
+  const double bytes_per_s = iters * static_cast<double>(matrix_bytes) / dt.count();
+  state.counters["GB/s"] = bytes_per_s * 1e-9;
+  state.counters["GFLOP/s"] = iters * 2.0 * c.shape.rows * c.shape.k * c.n_tok / dt.count() * 1e-9;
+  state.counters["bw_frac"] = bytes_per_s / ctx->read_bw_1t;
 }
 
-void RegisterAll() {
-  for (GgmlType wtype : {GgmlType::kQ4_K, GgmlType::kQ8_0}) {
-    for (int t = 0; t < cpu::kNumIsaTiers; ++t) {
-      const auto tier = static_cast<cpu::IsaTier>(t);
-      const std::string name =
-          std::string("BM_Gemv/") + TypeName(wtype) + "/" + std::string(cpu::IsaTierName(tier));
-      benchmark::RegisterBenchmark(name.c_str(), BM_Gemv, tier, wtype)
-          ->ArgName("rows")
-          ->Arg(256)
-          ->Arg(kMaxRows);
+void Register(Context* ctx, const Case& c) {
+  const std::string shape = std::to_string(c.shape.rows) + "x" + std::to_string(c.shape.k);
+  std::string name = std::string(c.n_tok == 1 ? "gemv/" : "gemm/") + TypeName(c.type) + "/" +
+                     std::string(cpu::IsaTierName(c.tier)) + "/" + shape + "/";
+  name += c.n_tok == 1 ? (c.cold ? "cold" : "hot") : "tok:" + std::to_string(c.n_tok);
+  benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, ctx, c)->UseRealTime();
+}
+
+// Every (tier, type) the table has: GEMV at each shape whose K the block size divides (cold and
+// hot), then GEMM at each token count.
+void RegisterAll(Context* ctx) {
+  for (cpu::IsaTier tier : RunnableTiers()) {
+    const gemv::GemvKernels& kernels = gemv::KernelsFor(tier);
+    std::string listed;
+    for (uint32_t id = 0; id < kGgmlTypeIdLimit; ++id) {
+      if (FindTypeTraits(id) == nullptr) continue;
+      const auto type = static_cast<GgmlType>(id);
+      if (kernels.For(type) == nullptr) continue;
+      if (!quant::CanQuantize(type)) {
+        std::fprintf(stderr, "skipping %s: no reference quantizer to build weights\n",
+                     TypeName(type));
+        continue;
+      }
+      listed += std::string(" ") + TypeName(type);
+      const int64_t block = GetTypeTraits(type).block_size;
+      for (const Shape& s : kGemvShapes) {
+        if (s.k % block != 0) continue;
+        for (bool cold : {true, false}) Register(ctx, {tier, type, s, 1, cold});
+      }
+      for (int64_t n_tok : kGemmTokens) Register(ctx, {tier, type, kGemmShape, n_tok, false});
     }
+    std::fprintf(stderr, "tier %s: kernels for%s\n", std::string(cpu::IsaTierName(tier)).c_str(),
+                 listed.c_str());
   }
 }
 
 }  // namespace
-}  // namespace moesplit::gemv
+}  // namespace moesplit::bench
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  moesplit::gemv::RegisterAll();
+  std::vector<std::vector<char>> storage;
+  std::vector<char*> args = moesplit::bench::WithDefaultMinTime(&argc, argv, 0.5, &storage);
+  benchmark::Initialize(&argc, args.data());
+  if (benchmark::ReportUnrecognizedArguments(argc, args.data())) return 1;
+
+  moesplit::bench::Context ctx;
+  const moesplit::bench::ReadBandwidth bw =
+      moesplit::bench::MeasureReadBandwidth(1, moesplit::bench::ProbeOptionsFromEnv());
+  ctx.read_bw_1t = bw.gbps * 1e9;
+  char line[128];
+  std::snprintf(line, sizeof(line),
+                "%.1f GB/s (probe, 1 thread, %lld MiB, median; min %.1f max %.1f)", bw.gbps,
+                static_cast<long long>(bw.bytes_per_pass >> 20), bw.min_gbps, bw.max_gbps);
+  std::fprintf(stderr, "read bandwidth, 1 thread: %s\n", line);
+  benchmark::AddCustomContext("read_bw_1t", line);
+
+  moesplit::bench::RegisterAll(&ctx);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

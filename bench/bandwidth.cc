@@ -1,0 +1,116 @@
+#include "bench/bandwidth.h"
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "bench/bench_common.h"
+#include "core/base/status.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace moesplit::bench {
+namespace {
+
+constexpr int64_t kLine = 64;  // bytes per cache line; slices are whole lines
+
+// Reads [p, p + bytes) once: 4 x 16-byte loads per 64-byte line into four independent 64-bit
+// add chains (one vector add per load: the adds keep pace with the loads at any DRAM speed).
+uint64_t ProbeRead(const uint8_t* p, int64_t bytes) {
+#if defined(__SSE2__)
+  __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = 0; i < bytes; i += kLine) {
+    const auto* v = reinterpret_cast<const __m128i*>(p + i);
+    a0 = _mm_add_epi64(a0, _mm_load_si128(v + 0));
+    a1 = _mm_add_epi64(a1, _mm_load_si128(v + 1));
+    a2 = _mm_add_epi64(a2, _mm_load_si128(v + 2));
+    a3 = _mm_add_epi64(a3, _mm_load_si128(v + 3));
+  }
+  const __m128i s = _mm_add_epi64(_mm_add_epi64(a0, a1), _mm_add_epi64(a2, a3));
+  alignas(16) uint64_t lanes[2];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), s);
+  return lanes[0] + lanes[1];
+#else
+  const auto* w = reinterpret_cast<const uint64_t*>(p);
+  uint64_t s[8] = {};
+  for (int64_t i = 0; i < bytes / 8; i += 8) {
+    for (int j = 0; j < 8; ++j) s[j] += w[i + j];
+  }
+  return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+#endif
+}
+
+// STREAM-style sum reduction over doubles: 8 partial sums (a single accumulator would be bound
+// by the 3-4 cycle FP add latency, ~8 bytes / 3 cycles ~ 10 GB/s, below one core's DRAM rate).
+double SumReduction(const uint8_t* p, int64_t bytes) {
+  const auto* a = reinterpret_cast<const double*>(p);
+  double s[8] = {};
+  for (int64_t i = 0; i < bytes / 8; i += 8) {
+    for (int j = 0; j < 8; ++j) s[j] += a[i + j];
+  }
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+double ReadOnce(ReadKernel kernel, const uint8_t* p, int64_t bytes) {
+  if (kernel == ReadKernel::kSumReduction) return SumReduction(p, bytes);
+  return static_cast<double>(ProbeRead(p, bytes));
+}
+
+}  // namespace
+
+ReadBandwidth MeasureReadBandwidth(int n_threads, const ReadBandwidthOptions& options) {
+  MOESPLIT_CHECK(n_threads >= 1 && options.passes >= 1);
+  // Slice = bytes / n_threads rounded down to whole lines: [n_threads x slice] bytes.
+  const int64_t slice = options.bytes / n_threads / kLine * kLine;
+  MOESPLIT_CHECK(slice > 0, "buffer of ", options.bytes, " bytes too small");
+  LargeBuffer buffer(static_cast<size_t>(slice * n_threads));
+  const int total_passes = options.passes + 1;                    // pass 0: warm-up, untimed
+  std::vector<double> sums(static_cast<size_t>(n_threads), 0.0);  // [n_threads] last pass
+  // Per pass and thread: when its read began and ended, [total_passes x n_threads] seconds on
+  // one steady clock. A pass lasts from the first start to the last end, so a late-starting or
+  // slow thread lengthens it (a conservative figure, never an optimistic one).
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point origin = Clock::now();
+  std::vector<double> begin_s(static_cast<size_t>(total_passes * n_threads));
+  std::vector<double> end_s(begin_s.size());
+  std::barrier sync(n_threads);
+  std::vector<std::thread> readers;
+  readers.reserve(static_cast<size_t>(n_threads));
+  for (int t = 0; t < n_threads; ++t) {
+    readers.emplace_back([&, t] {
+      uint8_t* mine = buffer.data() + t * slice;
+      std::fill(reinterpret_cast<double*>(mine), reinterpret_cast<double*>(mine + slice), 1.0);
+      for (int pass = 0; pass < total_passes; ++pass) {
+        sync.arrive_and_wait();  // everyone has finished the previous pass (or the first touch)
+        const size_t i = static_cast<size_t>(pass * n_threads + t);
+        begin_s[i] = std::chrono::duration<double>(Clock::now() - origin).count();
+        sums[static_cast<size_t>(t)] = ReadOnce(options.kernel, mine, slice);
+        end_s[i] = std::chrono::duration<double>(Clock::now() - origin).count();
+      }
+    });
+  }
+  for (std::thread& r : readers) r.join();
+
+  std::vector<double> gbps;  // [passes], GB/s = bytes of all slices / pass time / 1e9
+  for (int pass = 1; pass < total_passes; ++pass) {
+    const auto b = begin_s.begin() + pass * n_threads;
+    const auto e = end_s.begin() + pass * n_threads;
+    const double dt = *std::max_element(e, e + n_threads) - *std::min_element(b, b + n_threads);
+    gbps.push_back(static_cast<double>(slice * n_threads) / dt * 1e-9);
+  }
+  std::sort(gbps.begin(), gbps.end());
+  ReadBandwidth result;
+  result.threads = n_threads;
+  result.bytes_per_pass = slice * n_threads;
+  result.gbps = gbps[gbps.size() / 2];
+  result.min_gbps = gbps.front();
+  result.max_gbps = gbps.back();
+  for (double s : sums) result.checksum += s;
+  return result;
+}
+
+}  // namespace moesplit::bench

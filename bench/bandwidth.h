@@ -1,0 +1,47 @@
+// In-program DRAM read-bandwidth probe, the yardstick for every "fraction of bandwidth" counter:
+// a decode kernel is as good as the share of this number it streams weights at.
+//
+// Method (bandwidth.cc):
+//   - one LargeBuffer of `bytes` (default 1 GiB = 32x Zen 4's 32 MiB L3, so no pass is served
+//     from cache), cut into n_threads private slices of bytes / n_threads (64-byte aligned);
+//   - n_threads std::threads, each first-touches (writes) its own slice, so pages sit on its node;
+//   - per pass: all threads start together at a barrier, each reads every byte of its slice
+//     once and stamps its start and end; the pass lasts from the first start to the last end
+//     (the slowest thread counts): GB/s = bytes read by all threads / time / 1e9 (decimal GB);
+//   - one untimed warm-up pass, then `passes` timed ones; the median is reported with min/max.
+//
+// Two read kernels:
+//   kProbe         SSE2 128-bit loads, four 64-bit integer add chains per 64-byte line (every
+//                  byte read once; the adds are never the bottleneck: ~4 loads/line at 2/cycle);
+//   kSumReduction  the STREAM-style check: s += a[i] over doubles in plain C++ with 8
+//                  independent partial sums (what a compiler makes of a sum reduction).
+// bench_bandwidth prints both; they agree within a few % on Zen 4 (README.md), which is the
+// evidence that the probe measures memory, not its own instruction stream.
+#pragma once
+
+#include <cstdint>
+
+namespace moesplit::bench {
+
+enum class ReadKernel { kProbe, kSumReduction };
+
+struct ReadBandwidthOptions {
+  int64_t bytes = int64_t{1} << 30;  // total buffer (all threads together)
+  int passes = 7;                    // timed passes; the median is reported
+  ReadKernel kernel = ReadKernel::kProbe;
+};
+
+struct ReadBandwidth {
+  int threads = 0;
+  int64_t bytes_per_pass = 0;  // bytes read per pass by all threads together
+  double gbps = 0;             // median over passes, 1e9 bytes/s
+  double min_gbps = 0;
+  double max_gbps = 0;
+  double checksum = 0;  // of the last pass (keeps the reads alive; the buffer holds 1s)
+};
+
+// Runs the probe with n_threads (>= 1) threads. Allocates and frees its buffer (so call it
+// before building large benchmark inputs). Takes ~0.3 s per GiB of buffer at 30 GB/s.
+ReadBandwidth MeasureReadBandwidth(int n_threads, const ReadBandwidthOptions& options = {});
+
+}  // namespace moesplit::bench
