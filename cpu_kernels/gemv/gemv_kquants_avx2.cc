@@ -2,13 +2,14 @@
 // Compiled with MOESPLIT_FLAGS_AVX2 (gemv/kquants.cmake); reached only through
 // KernelsFor(IsaTier::kAvx2).
 //
-// The AVX-512 kernels (gemv_kquants_avx512.inc) at half width: a weight block is unpacked into
-// 8 ymm "pieces" p of 32 u8 quants, values 32p .. 32p + 31 (the Q8_K byte order), once per
-// block and reused for the tile's tokens. Per (row, token, block):
-//   8 x  I += madd(maddubs(W_p, A_p), S_p)  S_p: [16] i16 scale of each pair lane
+// A weight block is unpacked into 8 ymm "pieces" p of 32 u8 quants, values 32p .. 32p + 31
+// (the Q8_K byte order, so activations are plain loads), once per block and reused for the
+// tile's tokens. Per (row, token, block):
+//   8 x  I += madd(maddubs(W_p, A_p), S_p)  S_p: [16] i16 scale of each pair lane (one vpshufb)
 //        acc = fma(cvt(I), d * d_a, acc)   [8] f32
-//   2 x  acc = fma(off, bsf, acc)          mins / Q6_K's -32 via the bsums (16 f32 = 2 ymm)
-// with off and bsf as in gemv_kquants_avx512.inc.
+// and the offsets through the Q8_K bsums: Q4_K / Q5_K acc = fma(-dmin m_j, d_a bsum32_j, acc)
+// (bsum32_j: activation sum of sub-block j); Q6_K starts I at -32 sum_k sc_k bsum_k (one madd),
+// so its quants stay unsigned 0..63 for maddubs.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -34,33 +35,48 @@ MOESPLIT_KQ_INLINE __m256i Load256(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
 
-// [8] f32 each: -scale * (the 8 u8 / i8 at p, widened).
-MOESPLIT_KQ_INLINE __m256 ScaledU8(__m128i v8, float scale) {
-  return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v8)), _mm256_set1_ps(scale));
-}
-MOESPLIT_KQ_INLINE __m256 ScaledI8(__m128i v8, float scale) {
-  return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v8)), _mm256_set1_ps(scale));
+// [32] u8 shuffle control repeating bytes (i, i + 1): with a vector of i16 lanes (both 128-bit
+// halves alike), vpshufb broadcasts i16 lane i / 2 to all 16 lanes.
+MOESPLIT_KQ_INLINE __m256i PickWord(int i) {
+  return _mm256_set1_epi16(static_cast<int16_t>(i | (i + 1) << 8));
 }
 
 // ---------------------------------------------------------------------------------------------
 // Weight formats: Prepare once per (row, block); Values / Scales per piece p (32 values).
 // ---------------------------------------------------------------------------------------------
 
+// [16] u8: s_0..s_7, m_0..m_7 of Q4_K's 12 packed scale bytes b (blocks.h), vectorized:
+//   s_j = b[j] & 63,  m_j = b[j + 4] & 63                      (j < 4)
+//   s_j = b[j + 4] & 15 | (b[j - 4] >> 6) << 4                 (j >= 4)
+//   m_j = b[j + 4] >> 4 | (b[j] >> 6) << 4
+// Reads 16 bytes at b (the 4 after the scales are the block's first quants; unused).
+MOESPLIT_KQ_INLINE __m128i UnpackQ4KScalesVec(const uint8_t* b) {
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+  // low = [b0..3 & 63, b8..11 & 15, b4..7 & 63, b8..11 >> 4]
+  const __m128i lo_src =
+      _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i lo_shift = _mm_blend_epi16(lo_src, _mm_srli_epi16(lo_src, 4), 0xC0);
+  const __m128i low = _mm_and_si128(
+      lo_shift, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15));
+  // high = [0, (b0..3 >> 6) << 4, 0, (b4..7 >> 6) << 4]  ((x >> 2) & 0x30 == (x >> 6) << 4)
+  const __m128i hi_src = _mm_shuffle_epi8(
+      x, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i high = _mm_and_si128(_mm_srli_epi16(hi_src, 2), _mm_set1_epi8(0x30));
+  return _mm_or_si128(low, high);
+}
+
 struct Q4KPrep {
-  Q4KScales s;    // 8 x (s_j, m_j)
-  __m256 d;       // [8] f32: d
-  __m256 off[2];  // [16] f32: lane k = -dmin * m_{k/2}
+  __m256i sc;    // [16] i16: s_0..s_7 in both 128-bit halves (for PickWord)
+  __m256 d;      // [8] f32: d
+  __m256 mins;   // [8] f32: -dmin * m_j
 };
 
 MOESPLIT_KQ_INLINE void PrepareQ4K(const uint8_t* scales12, uint16_t d, uint16_t dmin, Q4KPrep* p) {
-  p->s = UnpackQ4KScales(scales12);
-  const __m128i mins2 =
-      _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p->s.min)),
-                        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p->s.min)));
-  const float neg_dmin = -_cvtsh_ss(dmin);
+  const __m128i raw = UnpackQ4KScalesVec(scales12);  // scale[8] min[8]
+  p->sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(raw));
   p->d = _mm256_set1_ps(_cvtsh_ss(d));
-  p->off[0] = ScaledU8(mins2, neg_dmin);                     // m0 m0 m1 m1 .. m3 m3
-  p->off[1] = ScaledU8(_mm_srli_si128(mins2, 8), neg_dmin);  // m4 m4 .. m7 m7
+  p->mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(raw, 8))),
+                          _mm256_set1_ps(-_cvtsh_ss(dmin)));
 }
 
 // Piece p of Q4_K / Q5_K: chunk p / 2, low nibbles (p even) or high nibbles (p odd).
@@ -73,6 +89,7 @@ MOESPLIT_KQ_INLINE __m256i Nibbles(const uint8_t* qs, int p) {
 struct Q4KFmt {
   using Block = BlockQ4_K;
   using Prep = Q4KPrep;
+  static constexpr bool kMins = true;
   static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
     const auto& b = *reinterpret_cast<const Block*>(blk);
     PrepareQ4K(b.scales, b.d, b.dmin, p);
@@ -80,9 +97,9 @@ struct Q4KFmt {
   static MOESPLIT_KQ_INLINE __m256i Values(const uint8_t* blk, const Prep&, int p) {
     return Nibbles(reinterpret_cast<const Block*>(blk)->qs, p);
   }
-  // Piece p is sub-block p: one scale for all 16 pair lanes.
+  // Piece p is sub-block p: s_p in all 16 pair lanes.
   static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int p) {
-    return _mm256_set1_epi16(pr.s.scale[p]);
+    return _mm256_shuffle_epi8(pr.sc, PickWord(2 * p));
   }
 };
 
@@ -93,6 +110,7 @@ struct Q5KPrep : Q4KPrep {
 struct Q5KFmt {
   using Block = BlockQ5_K;
   using Prep = Q5KPrep;
+  static constexpr bool kMins = true;
   static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
     const auto& b = *reinterpret_cast<const Block*>(blk);
     PrepareQ4K(b.scales, b.d, b.dmin, p);
@@ -106,26 +124,29 @@ struct Q5KFmt {
     return _mm256_or_si256(nib, _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
   }
   static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int p) {
-    return _mm256_set1_epi16(pr.s.scale[p]);
+    return _mm256_shuffle_epi8(pr.sc, PickWord(2 * p));
   }
 };
 
 struct Q6KPrep {
-  __m128i sc8;    // [16] i8 sub-block scales
-  __m256 d;       // [8] f32: d
-  __m256 off[2];  // [16] f32: lane k = -32 * d * sc_k
+  __m256i sc_lo;   // [16] i16: sc_0..sc_7 in both 128-bit halves
+  __m256i sc_hi;   // [16] i16: sc_8..sc_15 in both halves
+  __m256i neg32;   // [16] i16: -32 * sc_k (|.| <= 4096)
+  __m256 d;        // [8] f32: d
 };
 
 struct Q6KFmt {
   using Block = BlockQ6_K;
   using Prep = Q6KPrep;
+  static constexpr bool kMins = false;
   static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
     const auto& b = *reinterpret_cast<const Block*>(blk);
-    const float d = _cvtsh_ss(b.d);
-    p->sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-    p->d = _mm256_set1_ps(d);
-    p->off[0] = ScaledI8(p->sc8, -32.0f * d);  // exact: 11-bit d x 8-bit sc x 2^5
-    p->off[1] = ScaledI8(_mm_srli_si128(p->sc8, 8), -32.0f * d);
+    const __m256i sc16 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    p->sc_lo = _mm256_permute2x128_si256(sc16, sc16, 0x00);
+    p->sc_hi = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+    p->neg32 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5));
+    p->d = _mm256_set1_ps(_cvtsh_ss(b.d));
   }
   // Piece p = 4h + k (values 128h + 32k + l): ql[64h + 32 (k % 2) + l], nibble k / 2, with qh
   // bits 2k, 2k + 1 of qh[32h + l] moved to bits 4-5.
@@ -135,8 +156,8 @@ struct Q6KFmt {
     const __m256i ql = Load256(b.ql + 64 * h + 32 * (k % 2));
     const __m256i qh = Load256(b.qh + 32 * h);
     const __m256i m0f = _mm256_set1_epi8(0x0F);
-    const __m256i lo =
-        k < 2 ? _mm256_and_si256(ql, m0f) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), m0f);
+    const __m256i lo = k < 2 ? _mm256_and_si256(ql, m0f)
+                             : _mm256_and_si256(_mm256_srli_epi16(ql, 4), m0f);
     const __m256i hs = k == 0   ? _mm256_slli_epi16(qh, 4)
                        : k == 1 ? _mm256_slli_epi16(qh, 2)
                        : k == 2 ? qh
@@ -145,10 +166,13 @@ struct Q6KFmt {
   }
   // Piece p = sub-blocks 2p (pair lanes 0..7) and 2p + 1 (lanes 8..15).
   static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int p) {
-    const __m128i idx =
-        _mm_setr_epi8(2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1, 2 * p + 1,
-                      2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1);
-    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(pr.sc8, idx));
+    const int j = 2 * p % 8;  // word of sc_2p in sc_lo / sc_hi
+    const __m256i pick = _mm256_setr_epi8(
+        2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,
+        2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j + 2, 2 * j + 3, 2 * j + 2,
+        2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2,
+        2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2, 2 * j + 3);
+    return _mm256_shuffle_epi8(p < 4 ? pr.sc_lo : pr.sc_hi, pick);
   }
 };
 
@@ -156,13 +180,10 @@ struct Q6KFmt {
 // The register tile.
 // ---------------------------------------------------------------------------------------------
 
-// [16] f32 as 2 ymm: bsf_k = d_a * bsum_k.
-MOESPLIT_KQ_INLINE void ScaledBsums(const BlockQ8_K& a, __m256* lo, __m256* hi) {
-  const __m256 da = _mm256_set1_ps(a.d);
-  const __m128i b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.bsums));
-  const __m128i b1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.bsums + 8));
-  *lo = _mm256_mul_ps(da, _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(b0)));
-  *hi = _mm256_mul_ps(da, _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(b1)));
+// Q4_K / Q5_K: [8] f32 = d_a * (bsum_2j + bsum_2j+1), the activation sum of sub-block j.
+MOESPLIT_KQ_INLINE __m256 ScaledBsums32(const BlockQ8_K& a) {
+  const __m256i s32 = _mm256_madd_epi16(Load256(a.bsums), _mm256_set1_epi16(1));
+  return _mm256_mul_ps(_mm256_set1_ps(a.d), _mm256_cvtepi32_ps(s32));
 }
 
 // The sum of the 8 lanes, pairing lane i with i + 4, then i + 2, i + 1 (fixed order).
@@ -173,21 +194,35 @@ MOESPLIT_KQ_INLINE float ReduceLanes(__m256 v) {
 }
 
 struct Avx2Core {
-  static constexpr int kTileTokens = 4;  // 1 row x 4 tokens: 16 ymm registers
+  static constexpr int64_t kChunkBlocks = 8;  // 2048 values per partial sum
+  static constexpr int kTileTokens = 4;       // 1 row x 4 tokens: 16 ymm registers
   static constexpr int kDecodeRows = 2;
 
-  static void StoreBsf(const BlockQ8_K& a, float* dst) {
-    __m256 lo, hi;
-    ScaledBsums(a, &lo, &hi);
-    _mm256_store_ps(dst, lo);
-    _mm256_store_ps(dst + 8, hi);
+  // One chunk of T tokens: Q4_K / Q5_K's scaled sub-block sums (the activations and Q6_K's
+  // bsums are read in place).
+  template <class Fmt, int T>
+  struct Tokens {
+    alignas(32) float bs[T][kChunkBlocks][8];  // [T][block][8] ScaledBsums32
+  };
+
+  template <class Fmt, int T>
+  static void PrepareTokens(const uint8_t* const* a, int64_t b0, int64_t b1, Tokens<Fmt, T>* tok) {
+    if constexpr (Fmt::kMins) {
+      for (int t = 0; t < T; ++t) {
+        const auto* ab = reinterpret_cast<const BlockQ8_K*>(a[t]);
+        for (int64_t b = b0; b < b1; ++b) _mm256_store_ps(tok->bs[t][b - b0], ScaledBsums32(ab[b]));
+      }
+    }
   }
 
-  template <class Fmt, int R, int T>
-  static MOESPLIT_KQ_INLINE void ChunkSums(const uint8_t* const* w, const TokenRows& a, int64_t b0,
-                                           int64_t b1, float (&out)[R][T]) {
+  // out[r][t] over blocks [b0, b1): per block, I = init + sum_p madd(maddubs(W_p, A_p), S_p)
+  // ([8] i32; Q6_K's init = -32 * sum_k sc_k bsum_k as one madd), then
+  // acc = fma(cvt(I), d * d_a, acc) and, for Q4_K / Q5_K, acc = fma(mins, bs, acc).
+  template <class Fmt, int R, int T, bool kTile>
+  static MOESPLIT_KQ_INLINE void ChunkSums(const uint8_t* const* w, const uint8_t* const* a,
+                                           const Tokens<Fmt, T>* tok, int64_t b0, int64_t b1,
+                                           float (&out)[R][T]) {
     constexpr size_t kWb = sizeof(typename Fmt::Block);
-    constexpr size_t kAb = sizeof(BlockQ8_K);
     __m256 acc[R][T];  // [R][T] x [8] f32
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
@@ -198,12 +233,21 @@ struct Avx2Core {
       const uint8_t* wb[R];
       typename Fmt::Prep p[R];
       __m256i isum[R][T];  // [R][T] x [8] i32
+      const BlockQ8_K* ab[T];
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) ab[t] = reinterpret_cast<const BlockQ8_K*>(a[t]) + b;
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         wb[r] = w[r] + b * kWb;
         Fmt::Prepare(wb[r], &p[r]);
 #pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) isum[r][t] = _mm256_setzero_si256();
+        for (int t = 0; t < T; ++t) {
+          if constexpr (Fmt::kMins) {
+            isum[r][t] = _mm256_setzero_si256();
+          } else {
+            isum[r][t] = _mm256_madd_epi16(Load256(ab[t]->bsums), p[r].neg32);
+          }
+        }
       }
 #pragma GCC unroll 8
       for (int pc = 0; pc < 8; ++pc) {
@@ -215,8 +259,7 @@ struct Avx2Core {
         }
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
-          const auto* q8 = reinterpret_cast<const BlockQ8_K*>(a.row[t] + b * kAb)->qs;
-          const __m256i av = Load256(q8 + 32 * pc);
+          const __m256i av = Load256(ab[t]->qs + 32 * pc);
 #pragma GCC unroll 8
           for (int r = 0; r < R; ++r) {
             // |pair| <= 2 * 63 * 128 < 2^15: maddubs never saturates.
@@ -227,22 +270,14 @@ struct Avx2Core {
       }
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        const auto& ab = *reinterpret_cast<const BlockQ8_K*>(a.row[t] + b * kAb);
-        __m256 bsf_lo, bsf_hi;
-        if (a.bsf != nullptr) {
-          const float* f = a.bsf + (t * kChunkBlocks + (b - b0)) * 16;
-          bsf_lo = _mm256_load_ps(f);
-          bsf_hi = _mm256_load_ps(f + 8);
-        } else {
-          ScaledBsums(ab, &bsf_lo, &bsf_hi);
-        }
-        const __m256 da = _mm256_set1_ps(ab.d);
+        const __m256 da = _mm256_set1_ps(ab[t]->d);
+        __m256 bs = _mm256_setzero_ps();
+        if constexpr (Fmt::kMins) bs = kTile ? _mm256_load_ps(tok->bs[t][b - b0]) : ScaledBsums32(*ab[t]);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const __m256 dd = _mm256_mul_ps(p[r].d, da);
           acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][t]), dd, acc[r][t]);
-          acc[r][t] = _mm256_fmadd_ps(p[r].off[0], bsf_lo, acc[r][t]);
-          acc[r][t] = _mm256_fmadd_ps(p[r].off[1], bsf_hi, acc[r][t]);
+          if constexpr (Fmt::kMins) acc[r][t] = _mm256_fmadd_ps(p[r].mins, bs, acc[r][t]);
         }
       }
     }
