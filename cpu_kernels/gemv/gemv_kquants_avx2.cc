@@ -59,16 +59,16 @@ MOESPLIT_KQ_INLINE __m128i UnpackQ4KScalesVec(const uint8_t* b) {
   const __m128i low = _mm_and_si128(
       lo_shift, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15));
   // high = [0, (b0..3 >> 6) << 4, 0, (b4..7 >> 6) << 4]  ((x >> 2) & 0x30 == (x >> 6) << 4)
-  const __m128i hi_src = _mm_shuffle_epi8(
-      x, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i hi_src =
+      _mm_shuffle_epi8(x, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
   const __m128i high = _mm_and_si128(_mm_srli_epi16(hi_src, 2), _mm_set1_epi8(0x30));
   return _mm_or_si128(low, high);
 }
 
 struct Q4KPrep {
-  __m256i sc;    // [16] i16: s_0..s_7 in both 128-bit halves (for PickWord)
-  __m256 d;      // [8] f32: d
-  __m256 mins;   // [8] f32: -dmin * m_j
+  __m256i sc;   // [16] i16: s_0..s_7 in both 128-bit halves (for PickWord)
+  __m256 d;     // [8] f32: d
+  __m256 mins;  // [8] f32: -dmin * m_j
 };
 
 MOESPLIT_KQ_INLINE void PrepareQ4K(const uint8_t* scales12, uint16_t d, uint16_t dmin, Q4KPrep* p) {
@@ -129,10 +129,10 @@ struct Q5KFmt {
 };
 
 struct Q6KPrep {
-  __m256i sc_lo;   // [16] i16: sc_0..sc_7 in both 128-bit halves
-  __m256i sc_hi;   // [16] i16: sc_8..sc_15 in both halves
-  __m256i neg32;   // [16] i16: -32 * sc_k (|.| <= 4096)
-  __m256 d;        // [8] f32: d
+  __m256i sc_lo;  // [16] i16: sc_0..sc_7 in both 128-bit halves
+  __m256i sc_hi;  // [16] i16: sc_8..sc_15 in both halves
+  __m256i neg32;  // [16] i16: -32 * sc_k (|.| <= 4096)
+  __m256 d;       // [8] f32: d
 };
 
 struct Q6KFmt {
@@ -156,8 +156,8 @@ struct Q6KFmt {
     const __m256i ql = Load256(b.ql + 64 * h + 32 * (k % 2));
     const __m256i qh = Load256(b.qh + 32 * h);
     const __m256i m0f = _mm256_set1_epi8(0x0F);
-    const __m256i lo = k < 2 ? _mm256_and_si256(ql, m0f)
-                             : _mm256_and_si256(_mm256_srli_epi16(ql, 4), m0f);
+    const __m256i lo =
+        k < 2 ? _mm256_and_si256(ql, m0f) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), m0f);
     const __m256i hs = k == 0   ? _mm256_slli_epi16(qh, 4)
                        : k == 1 ? _mm256_slli_epi16(qh, 2)
                        : k == 2 ? qh
@@ -202,7 +202,8 @@ struct Avx2Core {
   // bsums are read in place).
   template <class Fmt, int T>
   struct Tokens {
-    alignas(32) float bs[T][kChunkBlocks][8];  // [T][block][8] ScaledBsums32
+    static constexpr int kT4 = Fmt::kMins ? T : 1;
+    alignas(32) float bs[kT4][kChunkBlocks][8];  // [T][block][8] ScaledBsums32 (Q4_K, Q5_K)
   };
 
   template <class Fmt, int T>
@@ -272,7 +273,8 @@ struct Avx2Core {
       for (int t = 0; t < T; ++t) {
         const __m256 da = _mm256_set1_ps(ab[t]->d);
         __m256 bs = _mm256_setzero_ps();
-        if constexpr (Fmt::kMins) bs = kTile ? _mm256_load_ps(tok->bs[t][b - b0]) : ScaledBsums32(*ab[t]);
+        if constexpr (Fmt::kMins)
+          bs = kTile ? _mm256_load_ps(tok->bs[t][b - b0]) : ScaledBsums32(*ab[t]);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const __m256 dd = _mm256_mul_ps(p[r].d, da);

@@ -272,20 +272,21 @@ TEST(KQuantExtremeTest, MaxQuantsAllTiers) {
 using TierType = std::tuple<IsaTier, GgmlType>;
 class KQuantGemmTest : public ::testing::TestWithParam<TierType> {};
 
-// Rows 1..13 (not multiples of the 4-row decode tile), tokens 1..17 (every remainder of the
-// 8-token tile), padded strides for weights, activations and y; y poisoned with NaN inside the
-// tile and a sentinel in the ldy padding (which must stay untouched).
+// Rows 1..13 (not multiples of the decode row tile), tokens 1..33 (two full 16-token tiles and
+// every smaller tile), 1 to 28 blocks (partial chunks, a lone last block), padded strides for
+// weights, activations and y; y poisoned with NaN inside the tile and a sentinel in the ldy
+// padding (which must stay untouched).
 TEST_P(KQuantGemmTest, EqualsDotPerRowAndToken) {
   const auto [tier, type] = GetParam();
   if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
   const TypeKernels& k = Kernels(tier, type);
   const TypeKernels& ref = Kernels(IsaTier::kScalar, type);
   constexpr float kSentinel = -12345.0f;
-  for (int64_t n : {256, 2304}) {
+  for (int64_t n : {256, 2304, 7168}) {
     const Matrix w = RandomByteWeights(type, 13, n, 18, static_cast<uint32_t>(n));
-    const Acts a = RandomActs(17, n, 36, 99);
+    const Acts a = RandomActs(33, n, 36, 99);
     for (int64_t rows : {1, 3, 4, 5, 13}) {
-      for (int64_t n_tok : {1, 2, 3, 7, 8, 9, 17}) {
+      for (int64_t n_tok : {1, 2, 3, 7, 8, 9, 17, 33}) {
         const int64_t ldy = rows + 3;
         std::vector<float> y(n_tok * ldy, kSentinel);  // [n_tok, ldy]
         for (int64_t t = 0; t < n_tok; ++t) {
@@ -310,18 +311,23 @@ TEST_P(KQuantGemmTest, EqualsDotPerRowAndToken) {
   }
 }
 
+// One token: rows of up to 80 blocks share the token data prepared once per call; longer rows
+// (20736 = 81 blocks) prepare it per block. Both must give the dot's bits.
 TEST_P(KQuantGemmTest, GemvMatchesDots) {
   const auto [tier, type] = GetParam();
   if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
-  const int64_t n = 7168, rows = 7;
-  const Matrix w = QuantizedWeights(type, rows, n, 2, 3);
-  const Acts a = RandomActs(1, n, 0, 4);
-  std::vector<float> y(rows + 1, kNaN);  // [rows + guard]
-  Gemv(KernelsFor(tier), type, w.Row(0), w.stride, rows, n, a.Row(0), y.data());
-  for (int64_t r = 0; r < rows; ++r) {
-    EXPECT_EQ(y[r], Kernels(tier, type).dot(w.Row(r), a.Row(0), n)) << Name(tier, type);
+  for (int64_t n : {7168, 20736}) {
+    const int64_t rows = 7;
+    const Matrix w = QuantizedWeights(type, rows, n, 2, 3);
+    const Acts a = RandomActs(1, n, 0, 4);
+    std::vector<float> y(rows + 1, kNaN);  // [rows + guard]
+    Gemv(KernelsFor(tier), type, w.Row(0), w.stride, rows, n, a.Row(0), y.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      EXPECT_EQ(y[r], Kernels(tier, type).dot(w.Row(r), a.Row(0), n))
+          << Name(tier, type) << " n=" << n << " r=" << r;
+    }
+    EXPECT_TRUE(std::isnan(y[rows])) << "Gemv wrote past rows";
   }
-  EXPECT_TRUE(std::isnan(y[rows])) << "Gemv wrote past rows";
 }
 
 std::string TierTypeName(const ::testing::TestParamInfo<TierType>& info) {
