@@ -12,10 +12,6 @@ namespace moesplit::gemv::internal {
 
 #include "cpu_kernels/gemv/gemv_avx512_impl.inc"
 
-float DotQ4K_Q8K_Avx512(const void* w_row, const void* a_row, int64_t n) {
-  return DotQ4KImpl<false>(w_row, a_row, n);
-}
-
 float DotQ8_0_Q8_0_Avx512(const void* w_row, const void* a_row, int64_t n) {
   return DotQ8_0Impl<false>(w_row, a_row, n);
 }

@@ -34,21 +34,17 @@ void GemmByDots(const void* w, size_t w_stride, int64_t n_rows, const void* a, s
   const auto* ab = static_cast<const uint8_t*>(a);
   for (int64_t r = 0; r < n_rows; ++r) {
     for (int64_t t = 0; t < n_tok; ++t) {
-      y[t * ldy + r] = kDot(wb + static_cast<size_t>(r) * w_stride,
-                            ab + static_cast<size_t>(t) * a_stride, n);
+      y[t * ldy + r] =
+          kDot(wb + static_cast<size_t>(r) * w_stride, ab + static_cast<size_t>(t) * a_stride, n);
     }
   }
 }
 
-float DotQ4K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
 float DotQ8_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 
 #if defined(MOESPLIT_GEMV_X86)
-float DotQ4K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotQ8_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
-float DotQ4K_Q8K_Avx512(const void* w_row, const void* a_row, int64_t n);
 float DotQ8_0_Q8_0_Avx512(const void* w_row, const void* a_row, int64_t n);
-float DotQ4K_Q8K_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
 float DotQ8_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
 #endif
 
@@ -87,5 +83,31 @@ void GemmQ5_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, co
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #endif
 // ---- end of legacy family ------------------------------------------------------------------
+// ---- K-quant family (Q4_K / Q5_K / Q6_K weights x Q8_K activations) --------------------------
+// Scalar reference dots: gemv_scalar.cc (integer sums per block, exact; one float term per
+// block). SIMD tiers: gemv_kquants_avx2.cc and gemv_kquants_avx512{,vnni}.cc (bodies in
+// gemv_kquants_avx512.inc, loops in gemv_kquants_tiles.inc); per tier, Dot == Gemm with one row
+// and one token bit for bit, and every gemm tile shape gives the same bits per (row, token).
+float DotQ4K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
+float DotQ5K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
+float DotQ6K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
+
+#if defined(MOESPLIT_GEMV_X86)
+#define MOESPLIT_KQUANT_DECLARE(Type, Tier)                                                   \
+  float Dot##Type##_Q8K_##Tier(const void* w_row, const void* a_row, int64_t n);              \
+  void Gemm##Type##_Q8K_##Tier(const void* w, size_t w_stride, int64_t n_rows, const void* a, \
+                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+MOESPLIT_KQUANT_DECLARE(Q4K, Avx2)
+MOESPLIT_KQUANT_DECLARE(Q5K, Avx2)
+MOESPLIT_KQUANT_DECLARE(Q6K, Avx2)
+MOESPLIT_KQUANT_DECLARE(Q4K, Avx512)
+MOESPLIT_KQUANT_DECLARE(Q5K, Avx512)
+MOESPLIT_KQUANT_DECLARE(Q6K, Avx512)
+MOESPLIT_KQUANT_DECLARE(Q4K, Avx512Vnni)
+MOESPLIT_KQUANT_DECLARE(Q5K, Avx512Vnni)
+MOESPLIT_KQUANT_DECLARE(Q6K, Avx512Vnni)
+#undef MOESPLIT_KQUANT_DECLARE
+#endif
+// ---- end of the K-quant family ------------------------------------------------------------
 
 }  // namespace moesplit::gemv::internal

@@ -1,4 +1,5 @@
 // Registration of the K-quant kernels (weights Q4_K/Q5_K/Q6_K, activations Q8_K) per tier.
+// The scalar tier keeps GemmByDots (it is the reference); the SIMD tiers have tiled gemms.
 #include "cpu_kernels/gemv/gemv_internal.h"
 
 namespace moesplit::gemv::internal {
@@ -10,16 +11,24 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
   switch (tier) {
     case cpu::IsaTier::kScalar:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Scalar, GemmByDots<DotQ4K_Q8K_Scalar>);
+      set(GgmlType::kQ5_K, DotQ5K_Q8K_Scalar, GemmByDots<DotQ5K_Q8K_Scalar>);
+      set(GgmlType::kQ6_K, DotQ6K_Q8K_Scalar, GemmByDots<DotQ6K_Q8K_Scalar>);
       return;
 #if defined(MOESPLIT_GEMV_X86)
     case cpu::IsaTier::kAvx2:
-      set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx2, GemmByDots<DotQ4K_Q8K_Avx2>);
+      set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx2, GemmQ4K_Q8K_Avx2);
+      set(GgmlType::kQ5_K, DotQ5K_Q8K_Avx2, GemmQ5K_Q8K_Avx2);
+      set(GgmlType::kQ6_K, DotQ6K_Q8K_Avx2, GemmQ6K_Q8K_Avx2);
       return;
     case cpu::IsaTier::kAvx512:
-      set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512, GemmByDots<DotQ4K_Q8K_Avx512>);
+      set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512, GemmQ4K_Q8K_Avx512);
+      set(GgmlType::kQ5_K, DotQ5K_Q8K_Avx512, GemmQ5K_Q8K_Avx512);
+      set(GgmlType::kQ6_K, DotQ6K_Q8K_Avx512, GemmQ6K_Q8K_Avx512);
       return;
     case cpu::IsaTier::kAvx512Vnni:
-      set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512Vnni, GemmByDots<DotQ4K_Q8K_Avx512Vnni>);
+      set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512Vnni, GemmQ4K_Q8K_Avx512Vnni);
+      set(GgmlType::kQ5_K, DotQ5K_Q8K_Avx512Vnni, GemmQ5K_Q8K_Avx512Vnni);
+      set(GgmlType::kQ6_K, DotQ6K_Q8K_Avx512Vnni, GemmQ6K_Q8K_Avx512Vnni);
       return;
 #endif
     default:

@@ -9,6 +9,8 @@
 namespace moesplit::gemv::internal {
 
 using quant::BlockQ4_K;
+using quant::BlockQ5_K;
+using quant::BlockQ6_K;
 using quant::BlockQ8_0;
 using quant::BlockQ8_K;
 using quant::kQk;
@@ -37,6 +39,61 @@ float DotQ4K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n) {
     const float d = HalfToFloat(w[b].d) * a[b].d;
     const float dmin = HalfToFloat(w[b].dmin) * a[b].d;
     sum += d * static_cast<float>(isum) - dmin * static_cast<float>(Q4KMinDot(s, a[b].bsums));
+  }
+  return sum;
+}
+
+// As Q4_K with 5-bit quants: q = nibble | 16 * (bit 2c of qh[l] for the low nibble of chunk c
+// byte l, bit 2c + 1 for the high nibble). |isum| <= 63 * 31 * 127 * 256 < 2^31.
+float DotQ5K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const BlockQ5_K*>(w_row);  // [n / 256]
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);  // [n / 256]
+  const int64_t nb = n / kQkK;
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    const Q4KScales s = UnpackQ4KScales(w[b].scales);
+    const uint8_t* q4 = w[b].qs;  // [128] low nibbles, as Q4_K
+    const uint8_t* qh = w[b].qh;  // [32] 5th bits: bit k of qh[l] -> value 32k + l
+    const int8_t* q8 = a[b].qs;   // [256]
+    int32_t isum = 0;
+    for (int c = 0; c < 4; ++c) {
+      int32_t lo = 0, hi = 0;
+      for (int l = 0; l < 32; ++l) {
+        const int vlo = (q4[32 * c + l] & 0xF) | (((qh[l] >> (2 * c)) & 1) << 4);
+        const int vhi = (q4[32 * c + l] >> 4) | (((qh[l] >> (2 * c + 1)) & 1) << 4);
+        lo += vlo * q8[64 * c + l];
+        hi += vhi * q8[64 * c + 32 + l];
+      }
+      isum += s.scale[2 * c] * lo + s.scale[2 * c + 1] * hi;
+    }
+    const float d = HalfToFloat(w[b].d) * a[b].d;
+    const float dmin = HalfToFloat(w[b].dmin) * a[b].d;
+    sum += d * static_cast<float>(isum) - dmin * static_cast<float>(Q4KMinDot(s, a[b].bsums));
+  }
+  return sum;
+}
+
+// Per block (w = d * sc_j * (q - 32), 16 sub-blocks j of 16 values, q in [0, 63]):
+//   sum_i w_i a_i = d * d_a * sum_j sc_j * sum_{i in j} (q_i - 32) * q8_i
+// all in integers first: |isum| <= 128 * 32 * 127 * 256 < 2^31.
+float DotQ6K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const BlockQ6_K*>(w_row);  // [n / 256]
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);  // [n / 256]
+  const int64_t nb = n / kQkK;
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    const int8_t* q8 = a[b].qs;  // [256]
+    int32_t sub[16] = {};        // [16] sum_{i in j} (q_i - 32) * q8_i
+    for (int v = 0; v < kQkK; ++v) {
+      // v = 128h + 32k + l: low nibble k / 2 of ql[64h + 32 (k % 2) + l], bits 2k of qh[32h + l].
+      const int h = v / 128, k = (v % 128) / 32, l = v % 32;
+      const int low = (w[b].ql[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0xF;
+      const int high = (w[b].qh[32 * h + l] >> (2 * k)) & 3;
+      sub[v / 16] += ((low | (high << 4)) - 32) * q8[v];
+    }
+    int32_t isum = 0;
+    for (int j = 0; j < 16; ++j) isum += w[b].scales[j] * sub[j];
+    sum += HalfToFloat(w[b].d) * a[b].d * static_cast<float>(isum);
   }
   return sum;
 }

@@ -1,2 +1,11 @@
 # kquants kernel family: per-ISA sources of moesplit_cpu_gemv and their flags (included by
 # cpu_kernels/CMakeLists.txt inside the x86 block; see gemv/gemv_internal.h for file ownership).
+# The scalar reference dots are in gemv/gemv_scalar.cc (listed there: built on every platform).
+target_sources(moesplit_cpu_gemv PRIVATE
+  gemv/gemv_kquants_avx2.cc gemv/gemv_kquants_avx512.cc gemv/gemv_kquants_avx512vnni.cc)
+set_source_files_properties(gemv/gemv_kquants_avx2.cc PROPERTIES
+  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX2}")
+set_source_files_properties(gemv/gemv_kquants_avx512.cc PROPERTIES
+  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512}")
+set_source_files_properties(gemv/gemv_kquants_avx512vnni.cc PROPERTIES
+  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI}")

@@ -1,0 +1,321 @@
+// AVX2 + FMA tier of the K-quant kernels (weights Q4_K / Q5_K / Q6_K, activations Q8_K).
+// Compiled with MOESPLIT_FLAGS_AVX2 (gemv/kquants.cmake); reached only through
+// KernelsFor(IsaTier::kAvx2).
+//
+// A weight block is unpacked into 8 ymm "pieces" p of 32 u8 quants, values 32p .. 32p + 31
+// (the Q8_K byte order, so activations are plain loads), once per block and reused for the
+// tile's tokens. Per (row, token, block):
+//   8 x  I += madd(maddubs(W_p, A_p), S_p)  S_p: [16] i16 scale of each pair lane (one vpshufb)
+//        acc = fma(cvt(I), d * d_a, acc)   [8] f32
+// and the offsets through the Q8_K bsums: Q4_K / Q5_K acc = fma(-dmin m_j, d_a bsum32_j, acc)
+// (bsum32_j: activation sum of sub-block j); Q6_K starts I at -32 sum_k sc_k bsum_k (one madd),
+// so its quants stay unsigned 0..63 for maddubs.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu_kernels/gemv/gemv_internal.h"
+#include "cpu_kernels/gemv/gemv_isa_common.h"
+#include "cpu_kernels/quant/blocks.h"
+
+namespace moesplit::gemv::internal {
+namespace {
+
+#include "cpu_kernels/gemv/gemv_kquants_tiles.inc"
+
+using quant::BlockQ4_K;
+using quant::BlockQ5_K;
+using quant::BlockQ6_K;
+using quant::BlockQ8_K;
+
+#define MOESPLIT_KQ_INLINE inline __attribute__((always_inline))
+
+MOESPLIT_KQ_INLINE __m256i Load256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+// [32] u8 shuffle control repeating bytes (i, i + 1): with a vector of i16 lanes (both 128-bit
+// halves alike), vpshufb broadcasts i16 lane i / 2 to all 16 lanes.
+MOESPLIT_KQ_INLINE __m256i PickWord(int i) {
+  return _mm256_set1_epi16(static_cast<int16_t>(i | (i + 1) << 8));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Weight formats: Prepare once per (row, block); Values / Scales per piece p (32 values).
+// ---------------------------------------------------------------------------------------------
+
+// [16] u8: s_0..s_7, m_0..m_7 of Q4_K's 12 packed scale bytes b (blocks.h), vectorized:
+//   s_j = b[j] & 63,  m_j = b[j + 4] & 63                      (j < 4)
+//   s_j = b[j + 4] & 15 | (b[j - 4] >> 6) << 4                 (j >= 4)
+//   m_j = b[j + 4] >> 4 | (b[j] >> 6) << 4
+// Reads 16 bytes at b (the 4 after the scales are the block's first quants; unused).
+MOESPLIT_KQ_INLINE __m128i UnpackQ4KScalesVec(const uint8_t* b) {
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+  // low = [b0..3 & 63, b8..11 & 15, b4..7 & 63, b8..11 >> 4]
+  const __m128i lo_src =
+      _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i lo_shift = _mm_blend_epi16(lo_src, _mm_srli_epi16(lo_src, 4), 0xC0);
+  const __m128i low = _mm_and_si128(
+      lo_shift, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15));
+  // high = [0, (b0..3 >> 6) << 4, 0, (b4..7 >> 6) << 4]  ((x >> 2) & 0x30 == (x >> 6) << 4)
+  const __m128i hi_src =
+      _mm_shuffle_epi8(x, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i high = _mm_and_si128(_mm_srli_epi16(hi_src, 2), _mm_set1_epi8(0x30));
+  return _mm_or_si128(low, high);
+}
+
+struct Q4KPrep {
+  __m256i sc;   // [16] i16: s_0..s_7 in both 128-bit halves (for PickWord)
+  __m256 d;     // [8] f32: d
+  __m256 mins;  // [8] f32: -dmin * m_j
+};
+
+MOESPLIT_KQ_INLINE void PrepareQ4K(const uint8_t* scales12, uint16_t d, uint16_t dmin, Q4KPrep* p) {
+  const __m128i raw = UnpackQ4KScalesVec(scales12);  // scale[8] min[8]
+  p->sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(raw));
+  p->d = _mm256_set1_ps(_cvtsh_ss(d));
+  p->mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(raw, 8))),
+                          _mm256_set1_ps(-_cvtsh_ss(dmin)));
+}
+
+// Piece p of Q4_K / Q5_K: chunk p / 2, low nibbles (p even) or high nibbles (p odd).
+MOESPLIT_KQ_INLINE __m256i Nibbles(const uint8_t* qs, int p) {
+  const __m256i x = Load256(qs + 32 * (p / 2));
+  const __m256i m = _mm256_set1_epi8(0x0F);
+  return p % 2 == 0 ? _mm256_and_si256(x, m) : _mm256_and_si256(_mm256_srli_epi16(x, 4), m);
+}
+
+struct Q4KFmt {
+  using Block = BlockQ4_K;
+  using Prep = Q4KPrep;
+  static constexpr bool kMins = true;
+  static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
+    const auto& b = *reinterpret_cast<const Block*>(blk);
+    PrepareQ4K(b.scales, b.d, b.dmin, p);
+  }
+  static MOESPLIT_KQ_INLINE __m256i Values(const uint8_t* blk, const Prep&, int p) {
+    return Nibbles(reinterpret_cast<const Block*>(blk)->qs, p);
+  }
+  // Piece p is sub-block p: s_p in all 16 pair lanes.
+  static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int p) {
+    return _mm256_shuffle_epi8(pr.sc, PickWord(2 * p));
+  }
+};
+
+struct Q5KPrep : Q4KPrep {
+  __m256i qh;  // [32] u8: bit p of byte l = 5th bit of value 32p + l
+};
+
+struct Q5KFmt {
+  using Block = BlockQ5_K;
+  using Prep = Q5KPrep;
+  static constexpr bool kMins = true;
+  static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
+    const auto& b = *reinterpret_cast<const Block*>(blk);
+    PrepareQ4K(b.scales, b.d, b.dmin, p);
+    p->qh = Load256(b.qh);
+  }
+  // Nibbles | (bit p of qh) << 4: qh shifted per 16-bit lane so that bit p lands on bit 4
+  // (bits crossing the byte boundary land outside bit 4 and are masked off).
+  static MOESPLIT_KQ_INLINE __m256i Values(const uint8_t* blk, const Prep& pr, int p) {
+    const __m256i nib = Nibbles(reinterpret_cast<const Block*>(blk)->qs, p);
+    const __m256i h = p <= 4 ? _mm256_slli_epi16(pr.qh, 4 - p) : _mm256_srli_epi16(pr.qh, p - 4);
+    return _mm256_or_si256(nib, _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
+  }
+  static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int p) {
+    return _mm256_shuffle_epi8(pr.sc, PickWord(2 * p));
+  }
+};
+
+struct Q6KPrep {
+  __m256i sc_lo;  // [16] i16: sc_0..sc_7 in both 128-bit halves
+  __m256i sc_hi;  // [16] i16: sc_8..sc_15 in both halves
+  __m256i neg32;  // [16] i16: -32 * sc_k (|.| <= 4096)
+  __m256 d;       // [8] f32: d
+};
+
+struct Q6KFmt {
+  using Block = BlockQ6_K;
+  using Prep = Q6KPrep;
+  static constexpr bool kMins = false;
+  static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
+    const auto& b = *reinterpret_cast<const Block*>(blk);
+    const __m256i sc16 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    p->sc_lo = _mm256_permute2x128_si256(sc16, sc16, 0x00);
+    p->sc_hi = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+    p->neg32 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5));
+    p->d = _mm256_set1_ps(_cvtsh_ss(b.d));
+  }
+  // Piece p = 4h + k (values 128h + 32k + l): ql[64h + 32 (k % 2) + l], nibble k / 2, with qh
+  // bits 2k, 2k + 1 of qh[32h + l] moved to bits 4-5.
+  static MOESPLIT_KQ_INLINE __m256i Values(const uint8_t* blk, const Prep&, int p) {
+    const auto& b = *reinterpret_cast<const Block*>(blk);
+    const int h = p / 4, k = p % 4;
+    const __m256i ql = Load256(b.ql + 64 * h + 32 * (k % 2));
+    const __m256i qh = Load256(b.qh + 32 * h);
+    const __m256i m0f = _mm256_set1_epi8(0x0F);
+    const __m256i lo =
+        k < 2 ? _mm256_and_si256(ql, m0f) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), m0f);
+    const __m256i hs = k == 0   ? _mm256_slli_epi16(qh, 4)
+                       : k == 1 ? _mm256_slli_epi16(qh, 2)
+                       : k == 2 ? qh
+                                : _mm256_srli_epi16(qh, 2);
+    return _mm256_or_si256(lo, _mm256_and_si256(hs, _mm256_set1_epi8(0x30)));
+  }
+  // Piece p = sub-blocks 2p (pair lanes 0..7) and 2p + 1 (lanes 8..15).
+  static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int p) {
+    const int j = 2 * p % 8;  // word of sc_2p in sc_lo / sc_hi
+    const __m256i pick = _mm256_setr_epi8(
+        2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,
+        2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j + 2, 2 * j + 3, 2 * j + 2,
+        2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2,
+        2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2, 2 * j + 3);
+    return _mm256_shuffle_epi8(p < 4 ? pr.sc_lo : pr.sc_hi, pick);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// The register tile.
+// ---------------------------------------------------------------------------------------------
+
+// Q4_K / Q5_K: [8] f32 = d_a * (bsum_2j + bsum_2j+1), the activation sum of sub-block j.
+MOESPLIT_KQ_INLINE __m256 ScaledBsums32(const BlockQ8_K& a) {
+  const __m256i s32 = _mm256_madd_epi16(Load256(a.bsums), _mm256_set1_epi16(1));
+  return _mm256_mul_ps(_mm256_set1_ps(a.d), _mm256_cvtepi32_ps(s32));
+}
+
+// The sum of the 8 lanes, pairing lane i with i + 4, then i + 2, i + 1 (fixed order).
+MOESPLIT_KQ_INLINE float ReduceLanes(__m256 v) {
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+struct Avx2Core {
+  static constexpr int64_t kChunkBlocks = 8;  // 2048 values per partial sum
+  static constexpr int kTileTokens = 4;       // 1 row x 4 tokens: 16 ymm registers
+  static constexpr int kDecodeRows = 2;
+
+  // One chunk of T tokens: Q4_K / Q5_K's scaled sub-block sums (the activations and Q6_K's
+  // bsums are read in place).
+  template <class Fmt, int T>
+  struct Tokens {
+    static constexpr int kT4 = Fmt::kMins ? T : 1;
+    alignas(32) float bs[kT4][kChunkBlocks][8];  // [T][block][8] ScaledBsums32 (Q4_K, Q5_K)
+  };
+
+  template <class Fmt, int T>
+  static void PrepareTokens(const uint8_t* const* a, int64_t b0, int64_t b1, Tokens<Fmt, T>* tok) {
+    if constexpr (Fmt::kMins) {
+      for (int t = 0; t < T; ++t) {
+        const auto* ab = reinterpret_cast<const BlockQ8_K*>(a[t]);
+        for (int64_t b = b0; b < b1; ++b) _mm256_store_ps(tok->bs[t][b - b0], ScaledBsums32(ab[b]));
+      }
+    }
+  }
+
+  // out[r][t] over blocks [b0, b1): per block, I = init + sum_p madd(maddubs(W_p, A_p), S_p)
+  // ([8] i32; Q6_K's init = -32 * sum_k sc_k bsum_k as one madd), then
+  // acc = fma(cvt(I), d * d_a, acc) and, for Q4_K / Q5_K, acc = fma(mins, bs, acc).
+  template <class Fmt, int R, int T, bool kTile>
+  static MOESPLIT_KQ_INLINE void ChunkSums(const uint8_t* const* w, const uint8_t* const* a,
+                                           const Tokens<Fmt, T>* tok, int64_t b0, int64_t b1,
+                                           float (&out)[R][T]) {
+    constexpr size_t kWb = sizeof(typename Fmt::Block);
+    __m256 acc[R][T];  // [R][T] x [8] f32
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    }
+    for (int64_t b = b0; b < b1; ++b) {
+      const uint8_t* wb[R];
+      typename Fmt::Prep p[R];
+      __m256i isum[R][T];  // [R][T] x [8] i32
+      const BlockQ8_K* ab[T];
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) ab[t] = reinterpret_cast<const BlockQ8_K*>(a[t]) + b;
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        wb[r] = w[r] + b * kWb;
+        Fmt::Prepare(wb[r], &p[r]);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          if constexpr (Fmt::kMins) {
+            isum[r][t] = _mm256_setzero_si256();
+          } else {
+            isum[r][t] = _mm256_madd_epi16(Load256(ab[t]->bsums), p[r].neg32);
+          }
+        }
+      }
+#pragma GCC unroll 8
+      for (int pc = 0; pc < 8; ++pc) {
+        __m256i wv[R], sv[R];  // [32] u8 quants, [16] i16 pair scales of values 32pc ..
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          wv[r] = Fmt::Values(wb[r], p[r], pc);
+          sv[r] = Fmt::Scales(p[r], pc);
+        }
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          const __m256i av = Load256(ab[t]->qs + 32 * pc);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) {
+            // |pair| <= 2 * 63 * 128 < 2^15: maddubs never saturates.
+            const __m256i pr = _mm256_maddubs_epi16(wv[r], av);
+            isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(pr, sv[r]));
+          }
+        }
+      }
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const __m256 da = _mm256_set1_ps(ab[t]->d);
+        __m256 bs = _mm256_setzero_ps();
+        if constexpr (Fmt::kMins)
+          bs = kTile ? _mm256_load_ps(tok->bs[t][b - b0]) : ScaledBsums32(*ab[t]);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m256 dd = _mm256_mul_ps(p[r].d, da);
+          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][t]), dd, acc[r][t]);
+          if constexpr (Fmt::kMins) acc[r][t] = _mm256_fmadd_ps(p[r].mins, bs, acc[r][t]);
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) out[r][t] = ReduceLanes(acc[r][t]);
+    }
+  }
+};
+
+#undef MOESPLIT_KQ_INLINE
+
+}  // namespace
+
+float DotQ4K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
+  return KQuantDot<Avx2Core, Q4KFmt>(w_row, a_row, n);
+}
+float DotQ5K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
+  return KQuantDot<Avx2Core, Q5KFmt>(w_row, a_row, n);
+}
+float DotQ6K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
+  return KQuantDot<Avx2Core, Q6KFmt>(w_row, a_row, n);
+}
+
+void GemmQ4K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                      size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  KQuantGemm<Avx2Core, Q4KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmQ5K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                      size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  KQuantGemm<Avx2Core, Q5KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmQ6K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                      size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  KQuantGemm<Avx2Core, Q6KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+
+}  // namespace moesplit::gemv::internal
