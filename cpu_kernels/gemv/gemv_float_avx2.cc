@@ -2,17 +2,19 @@
 // MOESPLIT_FLAGS_AVX2 (AVX2 + FMA + F16C).
 //
 // Same structure as gemv_float_avx512.cc with 8-lane ymm vectors and 16 registers:
-//   n_tok <= kMaxDotTok (decode):  dot form, R rows x T tokens of accumulators straight from the
-//       weights (R = 8, 4, 3, 2 for T = 1 .. 4), one horizontal sum per (row, token) at the end;
-//   n_tok > kMaxDotTok (prefill):  packed form, 16 rows x 256 values widened and transposed once
-//       into an f32 panel [256][16], then y[t][r0 .. r0 + 16) += panel[k][.] * a[t][k] for up to
-//       6 tokens with broadcast FMAs (12 accumulators + 2 panel vectors + 1 broadcast).
+//   few tokens (decode; W::kMaxDotTok):  dot form, accumulators straight from the weights: one
+//       token: 8 rows x the whole row; more: 3 rows x 3 tokens over blocks of kDotKc values; one
+//       horizontal sum per (row, token) and value block;
+//   many tokens (prefill):  packed form, 16 rows x kKc values widened and transposed once into
+//       an f32 panel [kKc][16], then y[t][r0 .. r0 + 16) += panel[k][.] * a[t][k] for up to 6
+//       tokens with broadcast FMAs (12 accumulators + 2 panel vectors + 1 broadcast).
 // AVX2 has no masked 16-bit loads: partial vectors (n % 8 values, rows % 8) go through a
 // zero-padded stack copy.
 #include <immintrin.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
@@ -20,19 +22,24 @@
 namespace moesplit::gemv::internal {
 namespace {
 
-constexpr int kV = 8;              // f32 lanes per ymm
-constexpr int64_t kMaxDotTok = 4;  // n_tok up to this uses the dot form
-constexpr int kPanelRows = 16;     // rows per packed panel (2 ymm)
-constexpr int64_t kKc = 256;       // values per panel: [kKc][kPanelRows] f32 = 16 KiB
-constexpr int kPackT = 6;          // tokens per micro-kernel call: 12 accumulators
+constexpr int kV = 8;             // f32 lanes per ymm
+constexpr int kDotT = 3;          // dot form tokens per tile (several tokens)
+constexpr int64_t kDotKc = 1024;  // dot form value block: 3 rows x 1024 f32 = 12 KiB
+constexpr int kPanelRows = 16;    // rows per packed panel (2 ymm)
+constexpr int64_t kKc = 2048;     // values per panel: [kKc][kPanelRows] f32 = 128 KiB
+constexpr int kPackT = 6;         // tokens per micro-kernel call: 12 accumulators
 
 struct WF32 {
   static constexpr int kBytes = 4;
-  static __m256 Load(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
+  static constexpr int64_t kMaxDotTok = 12;  // more tokens: packed form
+  static __m256 Load(const uint8_t* p) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+  }
 };
 
 struct WF16 {
   static constexpr int kBytes = 2;
+  static constexpr int64_t kMaxDotTok = 16;
   static __m256 Load(const uint8_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
@@ -41,6 +48,7 @@ struct WF16 {
 // bf16 is the high half of an f32: f32 bits = u16 << 16.
 struct WBF16 {
   static constexpr int kBytes = 2;
+  static constexpr int64_t kMaxDotTok = 16;
   static __m256 Load(const uint8_t* p) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
@@ -88,11 +96,12 @@ float DotRow(const void* w_row, const void* a_row, int64_t n) {
   return HorizontalSum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
 }
 
-// Dot form: y[t * ldy + r] = sum_i w[r][i] * a[t][i] for r < R, t < T over the whole row.
-// w: R rows w_stride bytes apart; a: T f32 rows a_stride bytes apart.
+// Dot form: y[t * ldy + r] (+)= sum_{i < n} w[r][i] * a[t][i] for r < R, t < T.
+// w: R rows w_stride bytes apart; a: T f32 rows a_stride bytes apart (both already offset to
+// the first value). accumulate: add to y (later value blocks) instead of overwriting.
 template <class W, int R, int T>
 void DotTile(const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, int64_t n,
-             float* y, int64_t ldy) {
+             float* y, int64_t ldy, bool accumulate) {
   __m256 acc[R][T];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
@@ -121,20 +130,65 @@ void DotTile(const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_strid
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) y[t * ldy + r] = HorizontalSum(acc[r][t]);
+    for (int t = 0; t < T; ++t) {
+      const float sum = HorizontalSum(acc[r][t]);
+      y[t * ldy + r] = accumulate ? y[t * ldy + r] + sum : sum;
+    }
   }
 }
 
-// Dot form over all rows: R-row tiles sized to the 16 registers, then leftover rows one by one.
-template <class W, int T>
-void GemmDotForm(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
-                 size_t a_stride, int64_t n, float* y, int64_t ldy) {
-  constexpr int R = T == 1 ? 8 : T == 2 ? 4 : T == 3 ? 3 : 2;  // R * T + R + 1 <= 16
-  int64_t r = 0;
-  for (; r + R <= n_rows; r += R) {
-    DotTile<W, R, T>(w + r * w_stride, w_stride, a, a_stride, n, y + r, ldy);
+// R rows x all tokens over one value block, kDotT tokens per tile: the R weight rows (R x
+// kDotKc values) stay in L1 while the tokens go by.
+template <class W, int R>
+void DotRowTiles(const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride,
+                 int64_t n_tok, int64_t n, float* y, int64_t ldy, bool accumulate) {
+  static_assert(kDotT == 3);
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kDotT) {
+    const uint8_t* at = a + t0 * a_stride;
+    float* yt = y + t0 * ldy;
+    switch (n_tok - t0) {
+      case 1:
+        DotTile<W, R, 1>(w, w_stride, at, a_stride, n, yt, ldy, accumulate);
+        break;
+      case 2:
+        DotTile<W, R, 2>(w, w_stride, at, a_stride, n, yt, ldy, accumulate);
+        break;
+      default:
+        DotTile<W, R, 3>(w, w_stride, at, a_stride, n, yt, ldy, accumulate);
+        break;
+    }
   }
-  for (; r < n_rows; ++r) DotTile<W, 1, T>(w + r * w_stride, w_stride, a, a_stride, n, y + r, ldy);
+}
+
+// Dot form over all rows and tokens. Decode (one token): 8-row tiles over the whole row (8
+// independent FMA chains; every weight read once, in order). Several tokens: value blocks of
+// kDotKc (when there is more than one token tile to reuse the rows for), 3-row x 3-token tiles
+// (9 accumulators + 3 weight vectors + 1 activation of the 16 registers); y accumulates over the
+// blocks. Leftover rows one at a time.
+template <class W>
+void GemmDotForm(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
+                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  if (n_tok == 1) {
+    int64_t r = 0;
+    for (; r + 8 <= n_rows; r += 8) {
+      DotTile<W, 8, 1>(w + r * w_stride, w_stride, a, 0, n, y + r, 0, false);
+    }
+    for (; r < n_rows; ++r) DotTile<W, 1, 1>(w + r * w_stride, w_stride, a, 0, n, y + r, 0, false);
+    return;
+  }
+  const int64_t block = n_tok <= kDotT ? n : kDotKc;  // one token tile: no reuse to block for
+  for (int64_t k0 = 0; k0 < n; k0 += block) {
+    const int64_t kc = n - k0 < block ? n - k0 : block;
+    const uint8_t* wk = w + W::kBytes * k0;
+    const uint8_t* ak = a + 4 * k0;
+    int64_t r = 0;
+    for (; r + 3 <= n_rows; r += 3) {
+      DotRowTiles<W, 3>(wk + r * w_stride, w_stride, ak, a_stride, n_tok, kc, y + r, ldy, k0 > 0);
+    }
+    for (; r < n_rows; ++r) {
+      DotRowTiles<W, 1>(wk + r * w_stride, w_stride, ak, a_stride, n_tok, kc, y + r, ldy, k0 > 0);
+    }
+  }
 }
 
 // In-register transpose of an 8 x 8 f32 block: v[j][c] -> v[c][j]. After unpack{lo,hi}_ps and
@@ -234,12 +288,16 @@ MicroFn PickMicro(int64_t nt) {
   }
 }
 
-// Packed form: per 16-row block and 256-value block, pack the panel once and run it against all
-// tokens, 6 at a time; y accumulates over the value blocks.
+// Packed form: per 16-row block and kKc-value block, pack the panel once and run it against all
+// tokens, 6 at a time; y accumulates over the value blocks. Returns false (nothing written) when
+// the panel cannot be allocated.
 template <class W>
-void GemmPacked(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
+bool GemmPacked(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  alignas(32) float panel[kKc * kPanelRows];  // [kKc][<= 16 rows] f32, 16 KiB
+  const int64_t kc_max = n < kKc ? n : kKc;
+  // [kc_max][16 rows] f32 (<= 128 KiB). Heap, not stack: worker threads may have small stacks.
+  auto* panel = static_cast<float*>(std::aligned_alloc(32, kc_max * kPanelRows * sizeof(float)));
+  if (panel == nullptr) return false;
   for (int64_t r0 = 0; r0 < n_rows; r0 += kPanelRows) {
     const int64_t nr = n_rows - r0 < kPanelRows ? n_rows - r0 : kPanelRows;
     const __m256i m[2] = {RowMask(nr), RowMask(nr - kV)};  // rows of y to touch
@@ -254,11 +312,12 @@ void GemmPacked(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t
       for (int64_t t0 = 0; t0 < n_tok; t0 += kPackT) {
         const int64_t nt = n_tok - t0 < kPackT ? n_tok - t0 : kPackT;
         const MicroFn micro = nr > kV ? PickMicro<2>(nt) : PickMicro<1>(nt);
-        micro(panel, a + t0 * a_stride + 4 * k0, a_stride, kc, y + t0 * ldy + r0, ldy, m,
-              k0 > 0);
+        micro(panel, a + t0 * a_stride + 4 * k0, a_stride, kc, y + t0 * ldy + r0, ldy, m, k0 > 0);
       }
     }
   }
+  std::free(panel);
+  return true;
 }
 
 template <class W>
@@ -266,18 +325,11 @@ void Gemm(const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t 
           int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   const auto* wb = static_cast<const uint8_t*>(w);  // [n_rows] rows w_stride bytes apart
   const auto* ab = static_cast<const uint8_t*>(a);  // [n_tok] f32 rows a_stride bytes apart
-  switch (n_tok) {
-    case 1:
-      return GemmDotForm<W, 1>(wb, w_stride, n_rows, ab, a_stride, n, y, ldy);
-    case 2:
-      return GemmDotForm<W, 2>(wb, w_stride, n_rows, ab, a_stride, n, y, ldy);
-    case 3:
-      return GemmDotForm<W, 3>(wb, w_stride, n_rows, ab, a_stride, n, y, ldy);
-    case 4:
-      return GemmDotForm<W, 4>(wb, w_stride, n_rows, ab, a_stride, n, y, ldy);
-    default:
-      static_assert(kMaxDotTok == 4);
-      return GemmPacked<W>(wb, w_stride, n_rows, ab, a_stride, n_tok, n, y, ldy);
+  if (n_tok <= W::kMaxDotTok) {
+    return GemmDotForm<W>(wb, w_stride, n_rows, ab, a_stride, n_tok, n, y, ldy);
+  }
+  if (!GemmPacked<W>(wb, w_stride, n_rows, ab, a_stride, n_tok, n, y, ldy)) {
+    GemmDotForm<W>(wb, w_stride, n_rows, ab, a_stride, n_tok, n, y, ldy);
   }
 }
 

@@ -3,29 +3,34 @@
 // functions (float FMA has no VNNI form).
 //
 // Weights are widened exactly to f32 (F16: vcvtph2ps; BF16: zero-extend to 32 bits, shift left
-// by 16), then multiplied with vfmadd231ps. Two GEMM forms:
-//   n_tok <= kMaxDotTok (decode):  "dot form": R rows x T tokens of vector accumulators over the
-//       whole row, straight from the weights; every weight vector is widened once and used for
-//       all T tokens; one horizontal sum per (row, token) at the end.
-//   n_tok > kMaxDotTok (prefill):  "packed form": 32 rows x 256 values of weights are widened and
-//       transposed once into an f32 panel [256][32] (L1), then a micro-kernel computes
+// by 16), then multiplied with vfmadd231ps. Two GEMM forms, by token count (W::kMaxDotTok, from
+// single-core timings on Zen: the crossover lies at 8-24 tokens depending on cache residency):
+//   few tokens (decode):  "dot form": R rows x T tokens of vector accumulators, straight from the
+//       weights; every weight vector is widened once and used for all T tokens; one horizontal
+//       sum per (row, token) and value block. One token: 8 rows x the whole row (weights streamed
+//       once, in order). More: 4 rows x 4 tokens over blocks of kDotKc values, so the 4 weight
+//       rows of a block stay in L1 while the tokens go by.
+//   many tokens (prefill):  "packed form": 32 rows x kKc values of weights are widened and
+//       transposed once into an f32 panel [kKc][32] (L2; long sequential row reads, which DRAM
+//       prefetching needs), then a micro-kernel computes
 //       y[t][r0 .. r0 + 32) += panel[k][.] * a[t][k] for up to 12 tokens with broadcast FMAs: no
 //       horizontal sums at all, 24 FMAs per 2 panel loads + 12 broadcasts.
 #include <immintrin.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
 
 namespace moesplit::gemv::internal {
 namespace {
 
-constexpr int kV = 16;             // f32 lanes per zmm
-constexpr int64_t kMaxDotTok = 4;  // n_tok up to this uses the dot form
-constexpr int kPanelRows = 32;     // rows per packed panel (2 zmm)
-constexpr int64_t kKc = 256;       // values per panel: [kKc][kPanelRows] f32 = 32 KiB
-constexpr int kPackT = 12;         // tokens per micro-kernel call: 24 accumulators
+constexpr int kV = 16;            // f32 lanes per zmm
+constexpr int64_t kDotKc = 1024;  // dot form value block: 4 rows x 1024 f32 = 16 KiB
+constexpr int kPanelRows = 32;    // rows per packed panel (2 zmm)
+constexpr int64_t kKc = 2048;     // values per panel: [kKc][kPanelRows] f32 = 256 KiB
+constexpr int kPackT = 12;        // tokens per micro-kernel call: 24 accumulators
 
 // Lanes [0, count) set, count clamped to [0, 16].
 __mmask16 TailMask(int64_t count) {
@@ -37,12 +42,14 @@ __mmask16 TailMask(int64_t count) {
 // (others are 0 and their memory is not touched).
 struct WF32 {
   static constexpr int kBytes = 4;
+  static constexpr int64_t kMaxDotTok = 12;  // more tokens: packed form
   static __m512 Load(const uint8_t* p) { return _mm512_loadu_ps(p); }
   static __m512 LoadMasked(const uint8_t* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 };
 
 struct WF16 {
   static constexpr int kBytes = 2;
+  static constexpr int64_t kMaxDotTok = 16;
   static __m512 Load(const uint8_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
@@ -54,6 +61,7 @@ struct WF16 {
 // bf16 is the high half of an f32: f32 bits = u16 << 16.
 struct WBF16 {
   static constexpr int kBytes = 2;
+  static constexpr int64_t kMaxDotTok = 16;
   static __m512 Widen(__m256i h) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   }
@@ -84,17 +92,18 @@ float DotRow(const void* w_row, const void* a_row, int64_t n) {
   }
   if (i < n) {
     const __mmask16 m = TailMask(n - i);
-    acc1 = _mm512_fmadd_ps(W::LoadMasked(w + W::kBytes * i, m), _mm512_maskz_loadu_ps(m, a + i),
-                           acc1);
+    acc1 =
+        _mm512_fmadd_ps(W::LoadMasked(w + W::kBytes * i, m), _mm512_maskz_loadu_ps(m, a + i), acc1);
   }
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
 }
 
-// Dot form: y[t * ldy + r] = sum_i w[r][i] * a[t][i] for r < R, t < T over the whole row.
-// w: R rows w_stride bytes apart; a: T f32 rows a_stride bytes apart.
+// Dot form: y[t * ldy + r] (+)= sum_{i < n} w[r][i] * a[t][i] for r < R, t < T.
+// w: R rows w_stride bytes apart; a: T f32 rows a_stride bytes apart (both already offset to
+// the first value). accumulate: add to y (later value blocks) instead of overwriting.
 template <class W, int R, int T>
 void DotTile(const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, int64_t n,
-             float* y, int64_t ldy) {
+             float* y, int64_t ldy, bool accumulate) {
   __m512 acc[R][T];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
@@ -122,28 +131,72 @@ void DotTile(const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_strid
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) y[t * ldy + r] = _mm512_reduce_add_ps(acc[r][t]);
+    for (int t = 0; t < T; ++t) {
+      const float sum = _mm512_reduce_add_ps(acc[r][t]);
+      y[t * ldy + r] = accumulate ? y[t * ldy + r] + sum : sum;
+    }
   }
 }
 
-// Dot form over all rows: R-row tiles (8 rows for decode: 8 independent FMA chains), then the
-// leftover rows one at a time.
-template <class W, int T>
-void GemmDotForm(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
-                 size_t a_stride, int64_t n, float* y, int64_t ldy) {
-  constexpr int R = T == 1 ? 8 : 4;
-  int64_t r = 0;
-  for (; r + R <= n_rows; r += R) {
-    DotTile<W, R, T>(w + r * w_stride, w_stride, a, a_stride, n, y + r, ldy);
+// R rows x all tokens over one value block, 4 tokens per tile: the R weight rows (R x kDotKc
+// values) stay in L1 while the tokens go by.
+template <class W, int R>
+void DotRowTiles(const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride,
+                 int64_t n_tok, int64_t n, float* y, int64_t ldy, bool accumulate) {
+  for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
+    const uint8_t* at = a + t0 * a_stride;
+    float* yt = y + t0 * ldy;
+    switch (n_tok - t0) {
+      case 1:
+        DotTile<W, R, 1>(w, w_stride, at, a_stride, n, yt, ldy, accumulate);
+        break;
+      case 2:
+        DotTile<W, R, 2>(w, w_stride, at, a_stride, n, yt, ldy, accumulate);
+        break;
+      case 3:
+        DotTile<W, R, 3>(w, w_stride, at, a_stride, n, yt, ldy, accumulate);
+        break;
+      default:
+        DotTile<W, R, 4>(w, w_stride, at, a_stride, n, yt, ldy, accumulate);
+        break;
+    }
   }
-  for (; r < n_rows; ++r) DotTile<W, 1, T>(w + r * w_stride, w_stride, a, a_stride, n, y + r, ldy);
+}
+
+// Dot form over all rows and tokens. Decode (one token): 8-row tiles over the whole row (8
+// independent FMA chains; every weight read once, in order). Several tokens: value blocks of
+// kDotKc, 4-row x 4-token tiles; y accumulates over the blocks. Leftover rows one at a time.
+template <class W>
+void GemmDotForm(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
+                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  if (n_tok == 1) {
+    int64_t r = 0;
+    for (; r + 8 <= n_rows; r += 8) {
+      DotTile<W, 8, 1>(w + r * w_stride, w_stride, a, 0, n, y + r, 0, false);
+    }
+    for (; r < n_rows; ++r) DotTile<W, 1, 1>(w + r * w_stride, w_stride, a, 0, n, y + r, 0, false);
+    return;
+  }
+  const int64_t block = n_tok <= 4 ? n : kDotKc;  // one token tile: no reuse to block for
+  for (int64_t k0 = 0; k0 < n; k0 += block) {
+    const int64_t kc = n - k0 < block ? n - k0 : block;
+    const uint8_t* wk = w + W::kBytes * k0;
+    const uint8_t* ak = a + 4 * k0;
+    int64_t r = 0;
+    for (; r + 4 <= n_rows; r += 4) {
+      DotRowTiles<W, 4>(wk + r * w_stride, w_stride, ak, a_stride, n_tok, kc, y + r, ldy, k0 > 0);
+    }
+    for (; r < n_rows; ++r) {
+      DotRowTiles<W, 1>(wk + r * w_stride, w_stride, ak, a_stride, n_tok, kc, y + r, ldy, k0 > 0);
+    }
+  }
 }
 
 // In-register transpose of a 16 x 16 f32 block: v[j][c] -> v[c][j].
 //   1. unpack{lo,hi}_ps of row pairs, 2. unpack{lo,hi}_pd of those: u[4q + c'] holds, in
 //   128-bit lane L, column 4L + c' of rows 4q .. 4q + 3;  3. two shuffle_f32x4 rounds move lane L
 //   of u[c'], u[4 + c'], u[8 + c'], u[12 + c'] into v[4L + c'].
-void Transpose16(__m512* v) {  // v: [16]
+__attribute__((always_inline)) inline void Transpose16(__m512* v) {  // v: [16]
   __m512 t[16], u[16];
   for (int p = 0; p < 8; ++p) {
     t[2 * p] = _mm512_unpacklo_ps(v[2 * p], v[2 * p + 1]);
@@ -203,8 +256,8 @@ void MicroKernel(const float* panel, const uint8_t* a, size_t a_stride, int64_t 
     at[t] = reinterpret_cast<const float*>(a + t * a_stride);
 #pragma GCC unroll 4
     for (int v = 0; v < RV; ++v) {
-      acc[t][v] = accumulate ? _mm512_maskz_loadu_ps(m[v], y + t * ldy + 16 * v)
-                             : _mm512_setzero_ps();
+      acc[t][v] =
+          accumulate ? _mm512_maskz_loadu_ps(m[v], y + t * ldy + 16 * v) : _mm512_setzero_ps();
     }
   }
   for (int64_t k = 0; k < kc; ++k) {
@@ -238,12 +291,16 @@ MicroFn PickMicro(int64_t nt) {
   }
 }
 
-// Packed form: per 32-row block and 256-value block, pack the panel once and run it against all
-// tokens, 12 at a time; y accumulates over the value blocks.
+// Packed form: per 32-row block and kKc-value block, pack the panel once and run it against all
+// tokens, 12 at a time; y accumulates over the value blocks. Returns false (nothing written)
+// when the panel cannot be allocated.
 template <class W>
-void GemmPacked(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
+bool GemmPacked(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  alignas(64) float panel[kKc * kPanelRows];  // [kKc][<= 32 rows] f32, 32 KiB
+  const int64_t kc_max = n < kKc ? n : kKc;
+  // [kc_max][32 rows] f32 (<= 256 KiB: L2). Heap, not stack: worker threads may have small stacks.
+  auto* panel = static_cast<float*>(std::aligned_alloc(64, kc_max * kPanelRows * sizeof(float)));
+  if (panel == nullptr) return false;
   for (int64_t r0 = 0; r0 < n_rows; r0 += kPanelRows) {
     const int64_t nr = n_rows - r0 < kPanelRows ? n_rows - r0 : kPanelRows;
     const __mmask16 m[2] = {TailMask(nr), TailMask(nr - kV)};  // rows of y to touch
@@ -258,11 +315,12 @@ void GemmPacked(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t
       for (int64_t t0 = 0; t0 < n_tok; t0 += kPackT) {
         const int64_t nt = n_tok - t0 < kPackT ? n_tok - t0 : kPackT;
         const MicroFn micro = nr > kV ? PickMicro<2>(nt) : PickMicro<1>(nt);
-        micro(panel, a + t0 * a_stride + 4 * k0, a_stride, kc, y + t0 * ldy + r0, ldy, m,
-              k0 > 0);
+        micro(panel, a + t0 * a_stride + 4 * k0, a_stride, kc, y + t0 * ldy + r0, ldy, m, k0 > 0);
       }
     }
   }
+  std::free(panel);
+  return true;
 }
 
 template <class W>
@@ -270,18 +328,11 @@ void Gemm(const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t 
           int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   const auto* wb = static_cast<const uint8_t*>(w);  // [n_rows] rows w_stride bytes apart
   const auto* ab = static_cast<const uint8_t*>(a);  // [n_tok] f32 rows a_stride bytes apart
-  switch (n_tok) {
-    case 1:
-      return GemmDotForm<W, 1>(wb, w_stride, n_rows, ab, a_stride, n, y, ldy);
-    case 2:
-      return GemmDotForm<W, 2>(wb, w_stride, n_rows, ab, a_stride, n, y, ldy);
-    case 3:
-      return GemmDotForm<W, 3>(wb, w_stride, n_rows, ab, a_stride, n, y, ldy);
-    case 4:
-      return GemmDotForm<W, 4>(wb, w_stride, n_rows, ab, a_stride, n, y, ldy);
-    default:
-      static_assert(kMaxDotTok == 4);
-      return GemmPacked<W>(wb, w_stride, n_rows, ab, a_stride, n_tok, n, y, ldy);
+  if (n_tok <= W::kMaxDotTok) {
+    return GemmDotForm<W>(wb, w_stride, n_rows, ab, a_stride, n_tok, n, y, ldy);
+  }
+  if (!GemmPacked<W>(wb, w_stride, n_rows, ab, a_stride, n_tok, n, y, ldy)) {
+    GemmDotForm<W>(wb, w_stride, n_rows, ab, a_stride, n_tok, n, y, ldy);
   }
 }
 

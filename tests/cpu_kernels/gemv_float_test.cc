@@ -33,12 +33,12 @@ bool TierAvailable(IsaTier tier) {
 struct FloatMats {
   GgmlType wtype = GgmlType::kF32;
   int64_t n = 0, rows = 0, toks = 0;
-  size_t w_stride = 0;      // bytes: RowBytes + 12 (F32) or + 6 (F16/BF16: only 2-byte aligned)
-  size_t a_stride = 0;      // bytes: 4 n + 20
-  std::vector<uint8_t> w;   // [rows, w_stride] bytes
-  std::vector<uint8_t> a;   // [toks, a_stride] bytes of f32 rows
-  std::vector<float> wd;    // [rows, n] DequantizeRow of each weight row
-  std::vector<float> ad;    // [toks, n] activations
+  size_t w_stride = 0;     // bytes: RowBytes + 12 (F32) or + 6 (F16/BF16: only 2-byte aligned)
+  size_t a_stride = 0;     // bytes: 4 n + 20
+  std::vector<uint8_t> w;  // [rows, w_stride] bytes (the last row unpadded)
+  std::vector<uint8_t> a;  // [toks, a_stride] bytes of f32 rows (the last row unpadded)
+  std::vector<float> wd;   // [rows, n] DequantizeRow of each weight row
+  std::vector<float> ad;   // [toks, n] activations
 
   const uint8_t* WRow(int64_t r) const { return w.data() + r * w_stride; }
   const uint8_t* ARow(int64_t t) const { return a.data() + t * a_stride; }
@@ -66,8 +66,10 @@ FloatMats MakeMats(GgmlType wtype, int64_t n, int64_t rows, int64_t toks,
   const int64_t row_bytes = RowBytes(wtype, n);
   m.w_stride = row_bytes + (wtype == GgmlType::kF32 ? 12 : 6);
   m.a_stride = 4 * n + 20;
-  m.w.assign(m.w_stride * rows, 0xFF);  // padding bytes: NaN patterns
-  m.a.assign(m.a_stride * toks, 0xFF);
+  // Padding bytes are NaN patterns; the last rows end exactly at the buffers' ends, so that a
+  // kernel reading past a row shows up under AddressSanitizer.
+  m.w.assign(m.w_stride * (rows - 1) + row_bytes, 0xFF);
+  m.a.assign(m.a_stride * (toks - 1) + 4 * n, 0xFF);
   m.wd.resize(n * rows);
   m.ad = af;
   std::vector<uint32_t> packed(row_bytes / 4 + 1);  // one row, 4-byte aligned for DequantizeRow
@@ -137,12 +139,13 @@ INSTANTIATE_TEST_SUITE_P(
 struct Shape {
   int64_t rows, toks, n;
 };
-// Covers n_tok 1..4 (dot form) and > 4 (packed form: 6 / 12-token tiles, 256-value blocks),
-// rows not a multiple of 2..32, n below / across one value block and not a multiple of 8 / 16.
+// Covers both GEMM forms of the SIMD tiers: dot form (n_tok <= 12 for F32, <= 16 for F16/BF16;
+// above 4 tokens in 1024-value blocks) and packed form (6 / 12-token tiles, 2048-value blocks);
+// rows not a multiple of 2..32, n below / across a value block and not a multiple of 8 / 16.
 constexpr Shape kShapes[] = {
-    {1, 1, 1},   {5, 1, 7},     {17, 1, 2048}, {9, 2, 33},    {7, 3, 1408},
-    {13, 4, 65}, {5, 5, 7},     {40, 7, 300},  {33, 13, 2048}, {17, 17, 1},
-    {64, 25, 520}, {3, 6, 7168}, {31, 12, 256}, {16, 24, 257},
+    {1, 1, 1},     {5, 1, 7},     {17, 1, 2048},  {9, 2, 33},     {7, 3, 1408},  {13, 4, 65},
+    {5, 5, 7},     {40, 7, 300},  {33, 13, 2048}, {17, 17, 1},    {64, 25, 520}, {3, 6, 7168},
+    {31, 12, 256}, {16, 24, 257}, {9, 7, 2100},   {35, 20, 4100}, {6, 16, 1500},
 };
 
 using GemmParam = std::tuple<IsaTier, GgmlType>;
@@ -158,8 +161,8 @@ TEST_P(FloatGemmTest, TilesMatchScalarDots) {
     const int64_t ldy = s.rows + 3;            // 3 poisoned guard values after each token's rows
     std::vector<float> y(s.toks * ldy, kNaN);  // [toks, ldy]
     gemm(m.w.data(), m.w_stride, s.rows, m.a.data(), m.a_stride, s.toks, s.n, y.data(), ldy);
-    const std::string where = "rows " + std::to_string(s.rows) + " toks " +
-                              std::to_string(s.toks) + " n " + std::to_string(s.n);
+    const std::string where = "rows " + std::to_string(s.rows) + " toks " + std::to_string(s.toks) +
+                              " n " + std::to_string(s.n);
     for (int64_t t = 0; t < s.toks; ++t) {
       for (int64_t r = 0; r < s.rows; ++r) {
         double norm;
