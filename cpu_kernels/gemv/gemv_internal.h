@@ -109,5 +109,35 @@ MOESPLIT_KQUANT_DECLARE(Q6K, Avx512Vnni)
 #undef MOESPLIT_KQUANT_DECLARE
 #endif
 // ---- end of the K-quant family ------------------------------------------------------------
+// ---- float family (F32 / F16 / BF16 weights x F32 activations): gemv_float*.cc ----------------
+// Weights are n values of 4 (F32) or 2 (F16 / BF16) bytes per row, activations n f32 (a_row,
+// 4-byte aligned); block size 1, so any n >= 1. Each is widened exactly to f32 and multiplied in
+// f32; tiers differ only in summation order (and FMA's single rounding).
+float DotF32_F32_Scalar(const void* w_row, const void* a_row, int64_t n);
+float DotF16_F32_Scalar(const void* w_row, const void* a_row, int64_t n);
+float DotBF16_F32_Scalar(const void* w_row, const void* a_row, int64_t n);
+
+#if defined(MOESPLIT_GEMV_X86)
+float DotF32_F32_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotF16_F32_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotBF16_F32_Avx2(const void* w_row, const void* a_row, int64_t n);
+void GemmF32_F32_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                      size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmF16_F32_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                      size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmBF16_F32_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// The AVX-512 VNNI tier reuses these (float FMA has no VNNI form).
+float DotF32_F32_Avx512(const void* w_row, const void* a_row, int64_t n);
+float DotF16_F32_Avx512(const void* w_row, const void* a_row, int64_t n);
+float DotBF16_F32_Avx512(const void* w_row, const void* a_row, int64_t n);
+void GemmF32_F32_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmF16_F32_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmBF16_F32_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+#endif
+// ---- end of the float family ------------------------------------------------------------------
 
 }  // namespace moesplit::gemv::internal

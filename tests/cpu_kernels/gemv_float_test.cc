@@ -1,0 +1,271 @@
+// Float-weight kernels (F32 / F16 / BF16 weights x F32 activations) of every ISA tier: dot and
+// gemm against the scalar dot, and every tier against a float64 dot of the dequantized weights
+// (quant::DequantizeRow) and the activations.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/base/dtype.h"
+#include "cpu_kernels/cpu_features.h"
+#include "cpu_kernels/gemv/gemv.h"
+#include "cpu_kernels/quant/quant.h"
+
+namespace moesplit::gemv {
+namespace {
+
+using cpu::IsaTier;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+bool TierAvailable(IsaTier tier) {
+  return static_cast<int>(tier) <= static_cast<int>(cpu::BestTier(cpu::DetectCpuFeatures()));
+}
+
+// rows weight rows and toks activation rows of n values, in padded (odd) strides, plus their
+// float values for the float64 reference.
+struct FloatMats {
+  GgmlType wtype = GgmlType::kF32;
+  int64_t n = 0, rows = 0, toks = 0;
+  size_t w_stride = 0;     // bytes: RowBytes + 12 (F32) or + 6 (F16/BF16: only 2-byte aligned)
+  size_t a_stride = 0;     // bytes: 4 n + 20
+  std::vector<uint8_t> w;  // [rows, w_stride] bytes (the last row unpadded)
+  std::vector<uint8_t> a;  // [toks, a_stride] bytes of f32 rows (the last row unpadded)
+  std::vector<float> wd;   // [rows, n] DequantizeRow of each weight row
+  std::vector<float> ad;   // [toks, n] activations
+
+  const uint8_t* WRow(int64_t r) const { return w.data() + r * w_stride; }
+  const uint8_t* ARow(int64_t t) const { return a.data() + t * a_stride; }
+  // sum_i w_i a_i in float64, and sum_i |w_i a_i| (the scale errors are measured against).
+  double Exact(int64_t r, int64_t t, double* norm) const {
+    double s = 0;
+    *norm = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double p = static_cast<double>(wd[r * n + i]) * ad[t * n + i];
+      s += p;
+      *norm += std::fabs(p);
+    }
+    return s;
+  }
+};
+
+// wf: [rows, n] weights (rounded to wtype), af: [toks, n] activations.
+FloatMats MakeMats(GgmlType wtype, int64_t n, int64_t rows, int64_t toks,
+                   const std::vector<float>& wf, const std::vector<float>& af) {
+  FloatMats m;
+  m.wtype = wtype;
+  m.n = n;
+  m.rows = rows;
+  m.toks = toks;
+  const int64_t row_bytes = RowBytes(wtype, n);
+  m.w_stride = row_bytes + (wtype == GgmlType::kF32 ? 12 : 6);
+  m.a_stride = 4 * n + 20;
+  // Padding bytes are NaN patterns; the last rows end exactly at the buffers' ends, so that a
+  // kernel reading past a row shows up under AddressSanitizer.
+  m.w.assign(m.w_stride * (rows - 1) + row_bytes, 0xFF);
+  m.a.assign(m.a_stride * (toks - 1) + 4 * n, 0xFF);
+  m.wd.resize(n * rows);
+  m.ad = af;
+  std::vector<uint32_t> packed(row_bytes / 4 + 1);  // one row, 4-byte aligned for DequantizeRow
+  for (int64_t r = 0; r < rows; ++r) {
+    quant::QuantizeRow(wtype, wf.data() + r * n, packed.data(), n);
+    quant::DequantizeRow(wtype, packed.data(), m.wd.data() + r * n, n);
+    std::memcpy(m.w.data() + r * m.w_stride, packed.data(), row_bytes);
+  }
+  for (int64_t t = 0; t < toks; ++t) std::memcpy(m.a.data() + t * m.a_stride, &af[t * n], 4 * n);
+  return m;
+}
+
+// Normal weights (sigma 0.02, every 13th value tiny: an F16 subnormal) and activations (sigma 1).
+FloatMats RandomMats(GgmlType wtype, int64_t n, int64_t rows, int64_t toks, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> wf(rows * n), af(toks * n);  // [rows, n], [toks, n]
+  for (size_t i = 0; i < wf.size(); ++i) wf[i] = dist(rng) * (i % 13 == 5 ? 3e-6f : 0.02f);
+  for (float& v : af) v = dist(rng);
+  return MakeMats(wtype, n, rows, toks, wf, af);
+}
+
+std::string Tag(IsaTier tier, GgmlType wtype) {
+  return std::string(cpu::IsaTierName(tier)) + "_" + TypeName(wtype);
+}
+
+// ---- dot: every tier vs the scalar dot and vs float64 --------------------------------------
+
+using DotParam = std::tuple<IsaTier, GgmlType, int64_t>;
+class FloatDotTest : public ::testing::TestWithParam<DotParam> {};
+
+TEST_P(FloatDotTest, MatchesScalarAndFloat64) {
+  const auto [tier, wtype, n] = GetParam();
+  if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
+  const GemvKernels& k = KernelsFor(tier);
+  const TypeKernels* tk = k.For(wtype);
+  ASSERT_NE(tk, nullptr);
+  const DotFn scalar = KernelsFor(IsaTier::kScalar).For(wtype)->dot;
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    const FloatMats m = RandomMats(wtype, n, 1, 1, seed * 7919 + static_cast<uint32_t>(n));
+    double norm;
+    const double exact = m.Exact(0, 0, &norm);
+    float got = kNaN;
+    got = tk->dot(m.WRow(0), m.ARow(0), n);
+    ASSERT_TRUE(std::isfinite(got)) << "seed " << seed;
+    EXPECT_NEAR(got, scalar(m.WRow(0), m.ARow(0), n), 1e-5 * norm) << "seed " << seed;
+    // f32 products and sums: ~6e-8 relative each, a few of them per term.
+    EXPECT_NEAR(got, exact, 2e-6 * norm) << "seed " << seed;
+  }
+}
+
+std::string DotName(const ::testing::TestParamInfo<DotParam>& info) {
+  const auto [tier, wtype, n] = info.param;
+  return Tag(tier, wtype) + "_" + std::to_string(n);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTiers, FloatDotTest,
+    ::testing::Combine(::testing::Values(IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
+                                         IsaTier::kAvx512Vnni),
+                       ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16),
+                       ::testing::Values<int64_t>(1, 7, 33, 1408, 2048, 7168)),
+    DotName);
+
+// ---- gemm tiles: odd shapes, padded strides, poisoned output -------------------------------
+
+struct Shape {
+  int64_t rows, toks, n;
+};
+// Covers both GEMM forms of the SIMD tiers: dot form (n_tok <= 12 for F32, <= 16 for F16/BF16;
+// above 4 tokens in 1024-value blocks) and packed form (6 / 12-token tiles, 2048-value blocks);
+// rows not a multiple of 2..32, n below / across a value block and not a multiple of 8 / 16.
+constexpr Shape kShapes[] = {
+    {1, 1, 1},     {5, 1, 7},     {17, 1, 2048},  {9, 2, 33},     {7, 3, 1408},  {13, 4, 65},
+    {5, 5, 7},     {40, 7, 300},  {33, 13, 2048}, {17, 17, 1},    {64, 25, 520}, {3, 6, 7168},
+    {31, 12, 256}, {16, 24, 257}, {9, 7, 2100},   {35, 20, 4100}, {6, 16, 1500},
+};
+
+using GemmParam = std::tuple<IsaTier, GgmlType>;
+class FloatGemmTest : public ::testing::TestWithParam<GemmParam> {};
+
+TEST_P(FloatGemmTest, TilesMatchScalarDots) {
+  const auto [tier, wtype] = GetParam();
+  if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
+  const GemmFn gemm = KernelsFor(tier).For(wtype)->gemm;
+  const DotFn scalar = KernelsFor(IsaTier::kScalar).For(wtype)->dot;
+  for (const Shape& s : kShapes) {
+    const FloatMats m = RandomMats(wtype, s.n, s.rows, s.toks, static_cast<uint32_t>(s.rows * s.n));
+    const int64_t ldy = s.rows + 3;            // 3 poisoned guard values after each token's rows
+    std::vector<float> y(s.toks * ldy, kNaN);  // [toks, ldy]
+    gemm(m.w.data(), m.w_stride, s.rows, m.a.data(), m.a_stride, s.toks, s.n, y.data(), ldy);
+    const std::string where = "rows " + std::to_string(s.rows) + " toks " + std::to_string(s.toks) +
+                              " n " + std::to_string(s.n);
+    for (int64_t t = 0; t < s.toks; ++t) {
+      for (int64_t r = 0; r < s.rows; ++r) {
+        double norm;
+        const double exact = m.Exact(r, t, &norm);
+        const float got = y[t * ldy + r];
+        ASSERT_TRUE(std::isfinite(got)) << where << " r " << r << " t " << t;
+        ASSERT_NEAR(got, scalar(m.WRow(r), m.ARow(t), s.n), 1e-5 * norm)
+            << where << " r " << r << " t " << t;
+        ASSERT_NEAR(got, exact, 2e-6 * norm) << where << " r " << r << " t " << t;
+      }
+      for (int64_t r = s.rows; r < ldy; ++r) {
+        ASSERT_TRUE(std::isnan(y[t * ldy + r])) << where << ": wrote past rows at t " << t;
+      }
+    }
+  }
+}
+
+// Gemv (n_tok = 1 with a_stride = ldy = 0, as the engine calls it) against the dot.
+TEST_P(FloatGemmTest, GemvMatchesDots) {
+  const auto [tier, wtype] = GetParam();
+  if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
+  const GemvKernels& k = KernelsFor(tier);
+  const int64_t n = 2048, rows = 21;
+  const FloatMats m = RandomMats(wtype, n, rows, 1, 99);
+  std::vector<float> y(rows + 1, kNaN);  // [rows + guard]
+  Gemv(k, wtype, m.w.data(), m.w_stride, rows, n, m.a.data(), y.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    // Decode runs the dot row after row on every tier: equal bit for bit.
+    EXPECT_EQ(y[r], k.For(wtype)->dot(m.WRow(r), m.ARow(0), n)) << "row " << r;
+  }
+  EXPECT_TRUE(std::isnan(y[rows])) << "Gemv wrote past rows";
+}
+
+std::string GemmName(const ::testing::TestParamInfo<GemmParam>& info) {
+  const auto [tier, wtype] = info.param;
+  return Tag(tier, wtype);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTiers, FloatGemmTest,
+    ::testing::Combine(::testing::Values(IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
+                                         IsaTier::kAvx512Vnni),
+                       ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16)),
+    GemmName);
+
+// ---- extreme values: the largest finite weights, F16 subnormals, +/-127 activations ---------
+
+// Weights alternate +max, -max, (F16) the smallest subnormal 2^-24; activations alternate
+// +/-127 (F16) or +/-1e-30 (F32 / BF16, whose max ~3.4e38 would overflow the sum otherwise).
+FloatMats ExtremeMats(GgmlType wtype, int64_t n, int64_t rows, int64_t toks) {
+  const bool f16 = wtype == GgmlType::kF16;
+  const float wmax = f16 ? 65504.0f : wtype == GgmlType::kBF16 ? 3.3895314e38f : 3.4028235e38f;
+  const float amax = f16 ? 127.0f : 1e-30f;
+  std::vector<float> wf(rows * n), af(toks * n);  // [rows, n], [toks, n]
+  for (size_t i = 0; i < wf.size(); ++i) {
+    wf[i] = i % 3 == 0 ? wmax : i % 3 == 1 ? -wmax : (f16 ? 5.9604645e-8f : wmax);
+  }
+  for (size_t i = 0; i < af.size(); ++i) af[i] = i % 2 == 0 ? amax : -amax;
+  return MakeMats(wtype, n, rows, toks, wf, af);
+}
+
+TEST(FloatExtremeTest, AllTiersMatchFloat64) {
+  for (GgmlType wtype : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16}) {
+    for (int64_t n : {33, 2048}) {
+      const FloatMats m = ExtremeMats(wtype, n, 6, 5);
+      ASSERT_TRUE(std::isfinite(m.wd[0])) << "max weight rounded to inf";
+      for (int t = 0; t < cpu::kNumIsaTiers; ++t) {
+        const auto tier = static_cast<IsaTier>(t);
+        if (!TierAvailable(tier)) continue;
+        const TypeKernels* tk = KernelsFor(tier).For(wtype);
+        std::vector<float> y(5 * 6, kNaN);  // [5 tokens, 6 rows]
+        tk->gemm(m.w.data(), m.w_stride, 6, m.a.data(), m.a_stride, 5, n, y.data(), 6);
+        for (int64_t tok = 0; tok < 5; ++tok) {
+          for (int64_t r = 0; r < 6; ++r) {
+            double norm;
+            const double exact = m.Exact(r, tok, &norm);
+            EXPECT_NEAR(y[tok * 6 + r], exact, 1e-5 * norm) << Tag(tier, wtype) << " n " << n;
+            EXPECT_NEAR(tk->dot(m.WRow(r), m.ARow(tok), n), exact, 1e-5 * norm)
+                << Tag(tier, wtype) << " n " << n;
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---- the table ------------------------------------------------------------------------------
+
+TEST(FloatTableTest, EveryTierHasFloatKernelsWithF32Activations) {
+  for (int t = 0; t < cpu::kNumIsaTiers; ++t) {
+    const GemvKernels& k = KernelsFor(static_cast<IsaTier>(t));
+    for (GgmlType wtype : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16}) {
+      const TypeKernels* tk = k.For(wtype);
+      ASSERT_NE(tk, nullptr) << Tag(static_cast<IsaTier>(t), wtype);
+      EXPECT_EQ(tk->act_type, GgmlType::kF32);
+      EXPECT_NE(tk->gemm, nullptr);
+      GgmlType act;
+      ASSERT_TRUE(ActivationTypeFor(wtype, &act));
+      EXPECT_EQ(act, GgmlType::kF32);
+    }
+    EXPECT_EQ(k.Quantizer(GgmlType::kF32), nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace moesplit::gemv
