@@ -24,9 +24,9 @@ namespace moesplit::engine {
 
 // Per-thread scratch of the attention tasks.
 struct WorkerScratch {
-  std::vector<float> a;         // [block x L] q_abs rows (MLA) / unused (GQA)
-  std::vector<float> b;         // [block x L] o_lat rows (MLA)
-  std::vector<float> scores;    // [n_ctx] attention probabilities
+  std::vector<float> a;         // MLA: [rows x (L+R)] absorbed queries of a (token, head) block
+  std::vector<float> b;         // MLA: [rows x L] latent outputs of the block
+  std::vector<float> scores;    // [rows x n_ctx] attention scores / probabilities
   std::vector<float> deq;       // [max row width] reference dequantization of one row
   qmatmul::QuantizedRows rows;  // a head's activation slice, quantized
 };
@@ -41,7 +41,7 @@ struct Workspace {
   std::vector<float> o;            // [T x H*hv] attention output before attn_output
   std::vector<float> cs;           // [T x R] RoPE cos/sin rows
   std::vector<float> cache_f32;    // [ctx x width] f16 K / latent cache rows as f32
-  std::vector<float> cache_f32_v;  // [ctx x width] f16 V cache rows as f32 (GQA)
+  std::vector<float> cache_f32_v;  // f16 V cache rows (GQA) / transposed latents (MLA) as f32
   std::vector<float> router;       // [T x E] router logits
   std::vector<int32_t> ids;        // [T x k] routed experts
   std::vector<float> weights;      // [T x k] their weights

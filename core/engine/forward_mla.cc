@@ -7,7 +7,8 @@
 //   o_h = W_vb[h] o_lat                        (L -> v)
 // which equals attention over the expanded k_s = [W_kb c_s, k_pe_s], v_s = W_vb c_s.
 // Per layer: one ParallelFor for the projections of h (q or q_a, kv_a_mqa), [q_b], one over
-// (head, token block) tasks doing q_abs, the attention and o_h together, and attn_output.
+// (token block, head group) tasks doing q_abs, the attention (two matrix products over the
+// latent cache, kernel table's f32 form) and o_h together, and attn_output.
 #include <algorithm>
 #include <vector>
 
@@ -82,17 +83,85 @@ void RopeAndCache(const ForwardContext& ctx, const LayerWeights& l, int64_t il, 
   });
 }
 
-// q_abs[nt x L] = W_kb[h]^T q_nope for tokens t0 .. t0+nt of head h.
+// q_abs[nt x L] (row i at q_abs + i * ldy) = W_kb[h]^T q_nope for nt tokens of head h.
 void AbsorbQ(const ForwardContext& ctx, const HeadMaps& m, const float* q_nope, int64_t ldq,
-             int64_t nt, WorkerScratch& s, float* q_abs) {
+             int64_t nt, WorkerScratch& s, float* q_abs, int64_t ldy) {
   const int64_t L = ctx.cfg.kv_lora_rank;
   if (m.transposed_k) {  // legacy attn_kv_b: the transposed product stays on the reference
-    matmul::MatMulTransposed(m.k, q_nope, ldq, nt, q_abs, L, Grow(s.deq, m.k.cols));
+    matmul::MatMulTransposed(m.k, q_nope, ldq, nt, q_abs, ldy, Grow(s.deq, m.k.cols));
     return;
   }
   qmatmul::Quantize(ctx.kernels, qmatmul::ActTypeFor(ctx.kernels, m.k.type), q_nope, ldq, nt,
                     m.k.cols, &s.rows);
-  qmatmul::MatMulRows(ctx.kernels, m.k, s.rows, q_abs, L, 0, L);
+  qmatmul::MatMulRows(ctx.kernels, m.k, s.rows, q_abs, ldy, 0, L);
+}
+
+// n f32 rows of `cols` values, `stride` floats apart, as activation rows for qmatmul.
+qmatmul::QuantizedRows F32Rows(const float* x, int64_t n, int64_t cols, int64_t stride) {
+  qmatmul::QuantizedRows r;
+  r.n_tok = n;
+  r.cols = cols;
+  r.stride = static_cast<size_t>(stride) * sizeof(float);
+  r.data = x;
+  return r;
+}
+
+// rows x cols f32 values, row r at data + r * stride floats, as a weight matrix.
+matmul::WeightMatrix F32Matrix(const float* data, int64_t rows, int64_t cols, int64_t stride) {
+  return {GgmlType::kF32, data, cols, rows, stride * static_cast<int64_t>(sizeof(float))};
+}
+
+// Latent cache of one layer for positions [0, n_ctx): rows [n_ctx x (L+R)] and c transposed.
+struct LatentCache {
+  const float* rows;  // [n_ctx x W]
+  const float* c_t;   // [L x n_ctx], row i at c_t + i * t_stride
+  int64_t t_stride;
+  int64_t n_ctx;
+};
+
+// Attention of tokens [t0, t0+nt) (positions pos0 + t) x heads [h0, h0+nh), all as matrix
+// products over the cache so that a task reads the cache once for all its (token, head) rows:
+//   qc[(i, j)]  = [W_kb[h]^T q_nope, q_pe]                      [nt*nh x (L+R)]
+//   s           = qc rows^T: scores against positions < the block's end  [nt*nh x n]
+//   p           = softmax(kq_scale * s) over positions <= the token's (causal)
+//   o_lat       = p C = p (C^T)^T                                [nt*nh x L]
+//   o[t, h]     = W_vb[h] o_lat                                   [v]
+void AttendBlock(const ForwardContext& ctx, const LayerWeights& l, const LatentCache& cache,
+                 int64_t pos0, int64_t t0, int64_t nt, int64_t h0, int64_t nh, WorkerScratch& s,
+                 float* o) {
+  const ModelConfig& c = ctx.cfg;
+  const int64_t H = c.n_head, L = c.kv_lora_rank, R = c.qk_rope, nope = c.qk_nope;
+  const int64_t hk = c.head_dim_k, hv = c.head_dim_v, W = L + R;
+  const int64_t n = pos0 + t0 + nt;  // positions any token of the block sees
+  const int64_t rows = nt * nh;
+  float* qc = Grow(s.a, rows * W);           // [(i, j) x W]
+  float* scores = Grow(s.scores, rows * n);  // [(i, j) x n]
+  float* o_lat = Grow(s.b, rows * L);        // [(i, j) x L]
+  const float* q = ctx.ws.q.data();
+  for (int64_t j = 0; j < nh; ++j) {
+    const float* qh = q + (t0 * H + h0 + j) * hk;  // token t0, head h0 + j
+    AbsorbQ(ctx, MapsForHead(c, l, h0 + j), qh, H * hk, nt, s, qc + j * W, nh * W);
+    for (int64_t i = 0; i < nt; ++i) {
+      std::copy(qh + i * H * hk + nope, qh + i * H * hk + hk, qc + (i * nh + j) * W + L);
+    }
+  }
+  qmatmul::MatMulRows(ctx.kernels, F32Matrix(cache.rows, n, W, W), F32Rows(qc, rows, W, W), scores,
+                      n, 0, n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t valid = pos0 + t0 + r / nh + 1;  // causal: positions 0 .. own
+    float* sr = scores + r * n;
+    for (int64_t k = 0; k < valid; ++k) sr[k] *= c.kq_scale;
+    ops::Softmax(sr, valid);
+    std::fill(sr + valid, sr + n, 0.0f);
+  }
+  qmatmul::MatMulRows(ctx.kernels, F32Matrix(cache.c_t, L, n, cache.t_stride),
+                      F32Rows(scores, rows, n, n), o_lat, L, 0, L);
+  for (int64_t j = 0; j < nh; ++j) {
+    const matmul::WeightMatrix vb = MapsForHead(c, l, h0 + j).v;
+    qmatmul::Quantize(ctx.kernels, qmatmul::ActTypeFor(ctx.kernels, vb.type), o_lat + j * L, nh * L,
+                      nt, L, &s.rows);
+    qmatmul::MatMulRows(ctx.kernels, vb, s.rows, o + t0 * H * hv + (h0 + j) * hv, H * hv, 0, hv);
+  }
 }
 
 }  // namespace
@@ -101,39 +170,30 @@ void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
                   int64_t pos0, float* out) {
   const ModelConfig& c = ctx.cfg;
   const LayerWeights& l = ctx.w.layers[static_cast<size_t>(il)];
-  const int64_t H = c.n_head, L = c.kv_lora_rank, R = c.qk_rope, nope = c.qk_nope;
-  const int64_t hk = c.head_dim_k, hv = c.head_dim_v, W = L + R;
+  const int64_t H = c.n_head, hv = c.head_dim_v;
   Project(ctx, l, h, n_tok);
   RopeAndCache(ctx, l, il, n_tok, pos0);
 
-  // Tasks: (head, block of tokens): q_abs, causal attention over the latent cache, o_h.
+  // Tasks: (block of <= 16 tokens, group of heads), >= 4 per thread where the heads allow;
+  // the latest token blocks (longest causal rows) are handed out first.
   const int n_threads = ctx.pool.size();
-  const int64_t blocks_wanted = std::max<int64_t>(1, (8 * n_threads + H - 1) / H);
-  const int64_t tb = std::clamp<int64_t>((n_tok + blocks_wanted - 1) / blocks_wanted, 1, 64);
+  const int64_t tb = std::min<int64_t>(n_tok, 16);
   const int64_t n_blocks = (n_tok + tb - 1) / tb;
+  const int64_t groups_wanted =
+      std::clamp<int64_t>((4 * n_threads + n_blocks - 1) / n_blocks, 1, H);
+  const int64_t hg = (H + groups_wanted - 1) / groups_wanted;  // heads per task
+  const int64_t n_groups = (H + hg - 1) / hg;
   const int64_t n_ctx_max = pos0 + n_tok;
   if (ctx.ws.workers.size() < static_cast<size_t>(n_threads)) ctx.ws.workers.resize(n_threads);
-  for (WorkerScratch& s : ctx.ws.workers) {
-    Grow(s.a, tb * L), Grow(s.b, tb * L), Grow(s.scores, n_ctx_max), Grow(s.deq, L);
-  }
-  const float* q = ctx.ws.q.data();
-  float* o = Grow(ctx.ws.o, n_tok * H * hv);                                        // [T x H*v]
-  const float* cache = ctx.kv.Rows(KvCache::kK, il, n_ctx_max, &ctx.ws.cache_f32);  // [ctx x W]
-  ctx.pool.ParallelFor(H * n_blocks, [&](int64_t task, int worker) {
-    const int64_t hh = task % H, t0 = (task / H) * tb, nt = std::min(tb, n_tok - t0);
-    WorkerScratch& s = ctx.ws.workers[static_cast<size_t>(worker)];
-    const HeadMaps m = MapsForHead(c, l, hh);
-    float* q_abs = s.a.data();  // [nt x L]
-    float* o_lat = s.b.data();  // [nt x L]
-    AbsorbQ(ctx, m, q + (t0 * H + hh) * hk, H * hk, nt, s, q_abs);
-    for (int64_t i = 0; i < nt; ++i) {
-      AttendOne(q_abs + i * L, L, q + ((t0 + i) * H + hh) * hk + nope, R, cache, W, L, cache, W, L,
-                pos0 + t0 + i + 1, c.kq_scale, s.scores.data(), o_lat + i * L);
-    }
-    // o_h[nt x v] = W_vb[h] o_lat, written into o[t, h*v ..].
-    qmatmul::Quantize(ctx.kernels, qmatmul::ActTypeFor(ctx.kernels, m.v.type), o_lat, L, nt, L,
-                      &s.rows);
-    qmatmul::MatMulRows(ctx.kernels, m.v, s.rows, o + t0 * H * hv + hh * hv, H * hv, 0, hv);
+  LatentCache cache;
+  cache.rows = ctx.kv.Rows(KvCache::kK, il, n_ctx_max, &ctx.ws.cache_f32);  // [ctx x W]
+  cache.c_t = ctx.kv.LatentTransposed(il, n_ctx_max, &ctx.ws.cache_f32_v, &cache.t_stride);
+  cache.n_ctx = n_ctx_max;
+  float* o = Grow(ctx.ws.o, n_tok * H * hv);  // [T x H*v]
+  ctx.pool.ParallelFor(n_blocks * n_groups, [&](int64_t task, int worker) {
+    const int64_t t0 = (n_blocks - 1 - task / n_groups) * tb, h0 = (task % n_groups) * hg;
+    AttendBlock(ctx, l, cache, pos0, t0, std::min(tb, n_tok - t0), h0, std::min(hg, H - h0),
+                ctx.ws.workers[static_cast<size_t>(worker)], o);
   });
   const qmatmul::Product p{matmul::FromTensor(l.attn_output), out, c.n_embd};
   engine::Project(ctx, o, H * hv, n_tok, {&p, 1});
