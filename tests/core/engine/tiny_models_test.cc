@@ -38,8 +38,11 @@ struct Case {
   // Largest |ours - llama.cpp| allowed per logit. 1e-3 for the 4-layer models (measured <= 2e-5).
   // The 27-layer sharp V2-Lite case measures 5e-7 at position 0 growing to 1.5e-3 at position
   // 11: rounding differences (summation order) amplified by very peaked softmaxes through 27
-  // layers; its Pearson (> 0.99999) and argmax checks stay as strict as everywhere.
+  // layers. With the AVX-512 f32 kernels (FMA, another summation order) the same growth
+  // reaches 5e-3 (batch) and 1e-2 (decode) at position 12, Pearson 0.99996: it gets 2e-2 and
+  // 0.9999; the argmax check stays as strict as everywhere.
   double max_abs_diff = 1e-3;
+  double min_pearson = 0.99999;
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -71,7 +74,8 @@ std::vector<Case> Cases() {
        "ds-v2-lite-tiny",
        MlaLayout::kSplit,
        {{"attn_q", 16}, {"attn_kv_a_mqa", 16}, {"attn_k_b", 16}},
-       5e-3},
+       2e-2,
+       0.9999},
   };
 }
 
@@ -146,12 +150,12 @@ std::string WriteCaseModel(const Case& c) {
 }
 
 void Compare(const std::string& what, const std::vector<float>& ours, const std::vector<float>& ref,
-             int64_t n_vocab, double max_abs_diff) {
+             int64_t n_vocab, double max_abs_diff, double min_pearson) {
   ASSERT_EQ(ours.size(), ref.size()) << what;
   for (size_t row = 0; row * n_vocab < ref.size(); ++row) {
     const float* o = &ours[row * n_vocab];
     const float* r = &ref[row * n_vocab];
-    EXPECT_GT(Pearson(o, r, n_vocab), 0.99999) << what << " position " << row;
+    EXPECT_GT(Pearson(o, r, n_vocab), min_pearson) << what << " position " << row;
     double max_diff = 0;
     for (int64_t i = 0; i < n_vocab; ++i)
       max_diff = std::max<double>(max_diff, std::fabs(o[i] - r[i]));
@@ -182,8 +186,9 @@ TEST_P(TinyModelsTest, MatchesLlamaCpp) {
   }
   const std::string data = std::string(MOESPLIT_SOURCE_DIR) + "/tests/core/engine/data/" + c.name;
   Compare(std::string(c.name) + " batch", ours_batch, ReadF32(data + ".batch.f32"), V,
-          c.max_abs_diff);
-  Compare(std::string(c.name) + " decode", ours_seq, ReadF32(data + ".seq.f32"), V, c.max_abs_diff);
+          c.max_abs_diff, c.min_pearson);
+  Compare(std::string(c.name) + " decode", ours_seq, ReadF32(data + ".seq.f32"), V, c.max_abs_diff,
+          c.min_pearson);
 }
 
 INSTANTIATE_TEST_SUITE_P(
