@@ -175,15 +175,18 @@ void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
   RopeAndCache(ctx, l, il, n_tok, pos0);
 
   // Tasks: (block of <= 16 tokens, group of heads), >= 4 per thread where the heads allow;
-  // the latest token blocks (longest causal rows) are handed out first.
+  // the latest token blocks (longest causal rows) are handed out first. Every task reads the
+  // layer's cache ((L+R) + L floats per position): past ~2 MB (decode at long context) one
+  // head group per thread, so that the cache streams from DRAM/L3 once per thread, not 4x.
   const int n_threads = ctx.pool.size();
   const int64_t tb = std::min<int64_t>(n_tok, 16);
   const int64_t n_blocks = (n_tok + tb - 1) / tb;
-  const int64_t groups_wanted =
-      std::clamp<int64_t>((4 * n_threads + n_blocks - 1) / n_blocks, 1, H);
+  const int64_t n_ctx_max = pos0 + n_tok;
+  const bool big_cache = n_ctx_max * (2 * c.kv_lora_rank + c.qk_rope) * 4 > (int64_t{2} << 20);
+  const int64_t tasks_wanted = (big_cache ? 1 : 4) * static_cast<int64_t>(n_threads);
+  const int64_t groups_wanted = std::clamp<int64_t>((tasks_wanted + n_blocks - 1) / n_blocks, 1, H);
   const int64_t hg = (H + groups_wanted - 1) / groups_wanted;  // heads per task
   const int64_t n_groups = (H + hg - 1) / hg;
-  const int64_t n_ctx_max = pos0 + n_tok;
   if (ctx.ws.workers.size() < static_cast<size_t>(n_threads)) ctx.ws.workers.resize(n_threads);
   LatentCache cache;
   cache.rows = ctx.kv.Rows(KvCache::kK, il, n_ctx_max, &ctx.ws.cache_f32);  // [ctx x W]
