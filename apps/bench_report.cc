@@ -38,8 +38,10 @@ struct Column {
   const char* name;
   int width;
 };
-constexpr Column kColumns[] = {{"model", -30}, {"size", 10}, {"params", 10}, {"backend", -10},
-                               {"threads", 7}, {"test", 15}, {"t/s", 20}};
+// "isa" is ours (the CPU kernel tier); llama-bench adds such columns for its non-default
+// parameters in the same place.
+constexpr Column kColumns[] = {{"model", -30}, {"size", 10},   {"params", 10}, {"backend", -10},
+                               {"isa", -10},   {"threads", 7}, {"test", 15},   {"t/s", 20}};
 
 std::string Cell(const std::string& value, int width) {
   char buf[256];
@@ -62,6 +64,7 @@ std::string Markdown(const BenchModelInfo& m, const std::vector<BenchTest>& test
                                   BenchSizeString(m.size_bytes),
                                   BenchParamsString(m.n_params),
                                   m.backend,
+                                  m.isa,
                                   std::to_string(t.n_threads),
                                   t.Name(),
                                   ts};
@@ -80,6 +83,7 @@ nlohmann::json TestJson(const BenchModelInfo& m, const BenchTest& t) {
   return {{"build_commit", m.build},
           {"cpu_info", m.cpu_info},
           {"backends", m.backend},
+          {"isa", m.isa},
           {"model_filename", m.filename},
           {"model_type", m.model_type},
           {"model_size", m.size_bytes},
@@ -106,7 +110,7 @@ std::string Csv(const BenchModelInfo& m, const std::vector<BenchTest>& tests) {
   const char* fields[] = {"build_commit", "cpu_info",   "backends",       "model_filename",
                           "model_type",   "model_size", "model_n_params", "n_threads",
                           "n_prompt",     "n_gen",      "n_depth",        "avg_ns",
-                          "stddev_ns",    "avg_ts",     "stddev_ts"};
+                          "stddev_ns",    "avg_ts",     "stddev_ts",      "isa"};
   std::string out;
   for (size_t i = 0; i < std::size(fields); ++i) out.append(i ? "," : "").append(fields[i]);
   out += "\n";

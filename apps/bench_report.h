@@ -14,6 +14,7 @@ struct BenchModelInfo {
   uint64_t size_bytes = 0;  // bytes of tensor data
   uint64_t n_params = 0;
   std::string backend = "CPU";
+  std::string isa;       // CPU kernel tier that ran ("avx512vnni"): markdown column, json/csv field
   std::string cpu_info;  // CPU model name
   std::string build = "moesplit";
 };

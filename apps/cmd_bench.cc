@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "apps/bench_report.h"
+#include "apps/cpu_tier.h"
 #include "core/engine/engine.h"
 
 namespace moesplit::app {
@@ -130,10 +131,10 @@ Status Validate(const BenchArgs& a) {
 namespace {
 
 // Warm-up, then `repetitions` timed runs of one test in a fresh session sized for it.
-Status MeasureTest(const engine::Model& model, const BenchArgs& a, BenchTest& t,
+Status MeasureTest(const engine::Model& model, const BenchArgs& a, cpu::IsaTier tier, BenchTest& t,
                    std::ostream& err) {
   const int64_t ctx = std::max<int64_t>(t.n_depth + t.n_prompt + t.n_gen, 16);
-  engine::Session s(model, {.ctx_size = ctx, .n_threads = t.n_threads});
+  engine::Session s(model, {.ctx_size = ctx, .n_threads = t.n_threads, .isa_tier = tier});
   std::mt19937 rng(a.seed);
   const int64_t n_vocab = model.config().n_vocab;
   // Warm-up as llama-bench does it: the prompt once, and one generated token.
@@ -154,8 +155,8 @@ Status MeasureTest(const engine::Model& model, const BenchArgs& a, BenchTest& t,
 
 // The table users publish for long prompts: one run per prompt size, prefill then n_gen tokens.
 StatusOr<std::vector<PromptSizeRow>> MeasurePromptSizes(const engine::Model& model,
-                                                        const BenchArgs& a, int n_threads,
-                                                        std::ostream& err) {
+                                                        const BenchArgs& a, cpu::IsaTier tier,
+                                                        int n_threads, std::ostream& err) {
   const int n_gen = a.n_gen.empty() ? 0 : a.n_gen.front();
   std::vector<PromptSizeRow> rows;
   for (int size : a.prompt_sizes) {
@@ -163,7 +164,8 @@ StatusOr<std::vector<PromptSizeRow>> MeasurePromptSizes(const engine::Model& mod
         << " threads\n";
     BenchTest pp{.n_prompt = size, .n_threads = n_threads};
     BenchTest tg{.n_gen = n_gen, .n_depth = size, .n_threads = n_threads};
-    engine::Session s(model, {.ctx_size = size + n_gen + 1, .n_threads = n_threads});
+    engine::Session s(model,
+                      {.ctx_size = size + n_gen + 1, .n_threads = n_threads, .isa_tier = tier});
     std::mt19937 rng(a.seed);
     MOESPLIT_ASSIGN_OR_RETURN(uint64_t pp_ns,
                               RunOnce(s, model.config().n_vocab, pp, a.n_batch, rng));
@@ -180,26 +182,34 @@ StatusOr<std::vector<PromptSizeRow>> MeasurePromptSizes(const engine::Model& mod
 
 Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
   MOESPLIT_RETURN_IF_ERROR(Validate(args));
+  MOESPLIT_ASSIGN_OR_RETURN(cpu::IsaTier tier, KernelTierFromEnv());
   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Model> model, engine::Model::Load(args.model));
   std::vector<int> threads = args.threads;
   if (threads.empty())
     threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
+  std::string thread_list;
+  for (int n : threads) thread_list += (thread_list.empty() ? "" : ",") + std::to_string(n);
+  {
+    const engine::Session probe(*model, {.ctx_size = 1, .n_threads = 1, .isa_tier = tier});
+    LogKernels(err, tier, thread_list, probe.FallbackTypes());
+  }
   std::vector<BenchTest> done;
   for (int n_threads : threads) {
     MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchTest> tests, PlanTests(args, n_threads));
     for (BenchTest& t : tests) {
-      MOESPLIT_RETURN_IF_ERROR(MeasureTest(*model, args, t, err));
+      MOESPLIT_RETURN_IF_ERROR(MeasureTest(*model, args, tier, t, err));
       done.push_back(std::move(t));
     }
   }
   const BenchFormat format = args.output == "json"  ? BenchFormat::kJson
                              : args.output == "csv" ? BenchFormat::kCsv
                                                     : BenchFormat::kMarkdown;
-  const BenchModelInfo info = ModelInfo(*model, args.model);
+  BenchModelInfo info = ModelInfo(*model, args.model);
+  info.isa = std::string(cpu::IsaTierName(tier));
   if (!done.empty()) out << FormatBenchReport(info, done, format);
   if (!args.prompt_sizes.empty()) {
     MOESPLIT_ASSIGN_OR_RETURN(std::vector<PromptSizeRow> rows,
-                              MeasurePromptSizes(*model, args, threads.back(), err));
+                              MeasurePromptSizes(*model, args, tier, threads.back(), err));
     out << "\n"
         << info.model_type << ", " << threads.back() << " threads:\n"
         << FormatPromptSizeTable(rows);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "apps/cpu_tier.h"
 #include "apps/generation.h"
 #include "apps/model_summary.h"
 #include "core/chat/chat_template.h"
@@ -60,15 +61,18 @@ struct Conversation {
 Status RunChat(const ChatArgs& args, std::istream& in, std::ostream& out, std::ostream& err,
                std::atomic<bool>* stop) {
   MOESPLIT_RETURN_IF_ERROR(sampling::ValidateSamplerConfig(args.sampling));
+  MOESPLIT_ASSIGN_OR_RETURN(cpu::IsaTier tier, KernelTierFromEnv());
   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Model> model, engine::Model::Load(args.model));
   MOESPLIT_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok,
                             tokenizer::Tokenizer::FromGguf(model->file()));
   MOESPLIT_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, ChooseTemplate(args, *model, tok));
   MOESPLIT_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::Create(args.sampling));
-  engine::Session session(*model, {.ctx_size = args.ctx_size, .n_threads = args.threads});
+  engine::Session session(*model,
+                          {.ctx_size = args.ctx_size, .n_threads = args.threads, .isa_tier = tier});
   err << "chat: " << args.model << ", template " << chat::ChatFormatName(tmpl.format) << ", "
       << session.ctx_size() << " positions of context, " << session.n_threads() << " threads\n"
       << "      Ctrl-C stops an answer; /reset starts over; /exit or Ctrl-D leaves\n";
+  LogKernels(err, session);
 
   Conversation conv;
   if (!args.system.empty()) conv.messages.push_back({chat::Role::kSystem, args.system});

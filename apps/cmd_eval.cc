@@ -6,6 +6,7 @@
 #include <fstream>
 #include <memory>
 
+#include "apps/cpu_tier.h"
 #include "apps/model_summary.h"
 #include "core/engine/engine.h"
 
@@ -46,12 +47,14 @@ Status WriteLogits(const std::string& path, const std::vector<float>& logits) {
 
 Status RunEval(const EvalArgs& args, std::ostream& out) {
   MOESPLIT_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, ParseTokenList(args.tokens));
+  MOESPLIT_ASSIGN_OR_RETURN(cpu::IsaTier tier, KernelTierFromEnv());
   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Model> model, engine::Model::Load(args.model));
   const ModelConfig& c = model->config();
   const int64_t n = static_cast<int64_t>(tokens.size());
   engine::SessionOptions opts;
   opts.ctx_size = args.ctx_size > 0 ? args.ctx_size : std::max<int64_t>(4096, n);
   opts.n_threads = args.threads;
+  opts.isa_tier = tier;
   if (args.kv_type == "f16") {
     opts.kv_type = engine::KvCacheType::kF16;
   } else if (args.kv_type != "f32") {
@@ -65,6 +68,7 @@ Status RunEval(const EvalArgs& args, std::ostream& out) {
       << "KV cache: " << session.ctx_size() << " positions, " << session.kv_cache_bytes()
       << " bytes (" << HumanBytes(session.kv_cache_bytes()) << ", " << args.kv_type << "), "
       << session.n_threads() << " threads\n";
+  LogKernels(out, session);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<float> logits;
   if (args.decode) {

@@ -10,6 +10,7 @@
 #include <span>
 #include <sstream>
 
+#include "apps/cpu_tier.h"
 #include "apps/text_file.h"
 #include "core/engine/engine.h"
 #include "core/tokenizer/tokenizer.h"
@@ -62,6 +63,7 @@ StatusOr<PerplexityResult> RunPerplexity(const PerplexityArgs& args, std::ostrea
   if (args.n_ctx < 4) return InvalidArgumentError("-c must be >= 4, got ", args.n_ctx);
   if (args.n_batch < 1) return InvalidArgumentError("-b must be >= 1, got ", args.n_batch);
   MOESPLIT_ASSIGN_OR_RETURN(std::string text, ReadText(args.text_file));
+  MOESPLIT_ASSIGN_OR_RETURN(cpu::IsaTier tier, KernelTierFromEnv());
   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Model> model, engine::Model::Load(args.model));
   MOESPLIT_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok,
                             tokenizer::Tokenizer::FromGguf(model->file()));
@@ -75,9 +77,10 @@ StatusOr<PerplexityResult> RunPerplexity(const PerplexityArgs& args, std::ostrea
   }
   int64_t n_chunk = static_cast<int64_t>(tokens.size()) / n_ctx;
   if (args.chunks >= 0) n_chunk = std::min(n_chunk, args.chunks);
-  engine::Session session(*model, {.ctx_size = n_ctx, .n_threads = args.threads});
+  engine::Session session(*model, {.ctx_size = n_ctx, .n_threads = args.threads, .isa_tier = tier});
   err << "perplexity: " << tokens.size() << " tokens, " << n_chunk << " chunks of " << n_ctx << ", "
       << session.n_threads() << " threads\n";
+  LogKernels(err, session);
 
   NllSum sum;
   const auto t0 = std::chrono::steady_clock::now();

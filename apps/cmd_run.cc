@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "apps/cpu_tier.h"
 #include "apps/generation.h"
 #include "apps/model_summary.h"
 #include "apps/text_file.h"
@@ -29,6 +30,7 @@ Status RunRun(const RunArgs& args, std::ostream& out, std::ostream& err) {
   MOESPLIT_RETURN_IF_ERROR(sampling::ValidateSamplerConfig(args.sampling));
   if (args.n_predict < -1) return InvalidArgumentError("-n must be >= -1, got ", args.n_predict);
   MOESPLIT_ASSIGN_OR_RETURN(std::string prompt, PromptText(args));
+  MOESPLIT_ASSIGN_OR_RETURN(cpu::IsaTier tier, KernelTierFromEnv());
 
   const auto t0 = std::chrono::steady_clock::now();
   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Model> model, engine::Model::Load(args.model));
@@ -43,13 +45,15 @@ Status RunRun(const RunArgs& args, std::ostream& out, std::ostream& err) {
     return InvalidArgumentError("the prompt has ", tokens.size(), " tokens; --ctx-size ",
                                 args.ctx_size, " leaves no room to generate (raise --ctx-size)");
   }
-  engine::Session session(*model, {.ctx_size = args.ctx_size, .n_threads = args.threads});
+  engine::Session session(*model,
+                          {.ctx_size = args.ctx_size, .n_threads = args.threads, .isa_tier = tier});
   const double load_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   err << "model: " << args.model << " (" << ModelArchName(model->config().arch) << ", "
       << HumanBytes(model->file().total_file_bytes()) << "), KV cache " << session.ctx_size()
       << " positions (" << HumanBytes(session.kv_cache_bytes()) << "), " << session.n_threads()
       << " threads\n";
+  LogKernels(err, session);
 
   if (args.show_prompt) out << prompt << std::flush;
   GenerationRequest req;

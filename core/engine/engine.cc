@@ -5,6 +5,7 @@
 
 #include "core/engine/forward.h"
 #include "core/engine/kv_cache.h"
+#include "cpu_kernels/qmatmul/qmatmul.h"
 #include "moe/expert_engine.h"
 #include "numa/thread_pool.h"
 
@@ -28,21 +29,47 @@ int64_t ResolveCtx(const ModelConfig& c, int64_t ctx) {
   if (ctx > 0) return ctx;
   return std::clamp<int64_t>(c.n_ctx_train, 1, 32768);
 }
+const gemv::GemvKernels* ResolveKernels(std::optional<cpu::IsaTier> tier) {
+  const cpu::IsaTier best = cpu::BestTier(cpu::DetectCpuFeatures());
+  const cpu::IsaTier t = tier.value_or(best);
+  MOESPLIT_CHECK(static_cast<int>(t) <= static_cast<int>(best), "ISA tier ", cpu::IsaTierName(t),
+                 " is not supported by this CPU (best: ", cpu::IsaTierName(best), ")");
+  return &gemv::KernelsFor(t);
+}
 }  // namespace
 
 Session::Session(const Model& model, const SessionOptions& options)
     : model_(model),
+      kernels_(ResolveKernels(options.isa_tier)),
       pool_(std::make_unique<numa::ThreadPool>(ResolveThreads(options.n_threads))),
       kv_(std::make_unique<KvCache>(model.config(), ResolveCtx(model.config(), options.ctx_size),
                                     options.kv_type)),
-      experts_(std::make_unique<moe::ExpertEngine>(
-          pool_.get(), &gemv::KernelsFor(cpu::IsaTier::kScalar))) {}
+      experts_(std::make_unique<moe::ExpertEngine>(pool_.get(), kernels_)),
+      ws_(std::make_unique<Workspace>()) {
+  ws_->workers.resize(static_cast<size_t>(pool_->size()));
+}
 
 Session::~Session() = default;
 
 int64_t Session::ctx_size() const { return kv_->ctx_size(); }
 uint64_t Session::kv_cache_bytes() const { return kv_->bytes(); }
 int Session::n_threads() const { return pool_->size(); }
+
+std::vector<GgmlType> Session::FallbackTypes() const {
+  const ModelWeights& w = model_.weights();
+  std::vector<GgmlType> types = {w.output.type};
+  for (const LayerWeights& l : w.layers) {
+    for (const TensorView* t :
+         {&l.attn_q_a,      &l.attn_q_b,       &l.attn_q,        &l.attn_kv_a_mqa,
+          &l.attn_k_b,      &l.attn_v_b,       &l.attn_kv_b,     &l.attn_output,
+          &l.attn_k,        &l.attn_v,         &l.ffn_gate,      &l.ffn_up,
+          &l.ffn_down,      &l.ffn_gate_inp,   &l.ffn_gate_exps, &l.ffn_up_exps,
+          &l.ffn_down_exps, &l.ffn_gate_shexp, &l.ffn_up_shexp,  &l.ffn_down_shexp}) {
+      if (Present(*t)) types.push_back(t->type);
+    }
+  }
+  return qmatmul::MissingKernelTypes(*kernels_, types);
+}
 
 StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool all_logits) {
   const ModelConfig& c = model_.config();
@@ -59,34 +86,43 @@ StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool
                            " tokens > context size ", ctx_size(),
                            " (use a larger --ctx-size or start a new session)");
   }
-  ForwardContext ctx{c, model_.weights(), *pool_, *kv_, *experts_, RopeParamsFor(c)};
+  const ForwardContext ctx{c,         model_.weights(), *pool_,    *kv_,
+                           *experts_, RopeParamsFor(c), *kernels_, *ws_};
   const int64_t D = c.n_embd;
-  std::vector<float> x(static_cast<size_t>(n_tok * D));    // [T x D] residual stream
-  std::vector<float> h(static_cast<size_t>(n_tok * D));    // [T x D] normalised input
-  std::vector<float> out(static_cast<size_t>(n_tok * D));  // [T x D] block output
-  Embed(ctx, tokens.data(), n_tok, x.data());
+  float* x = Grow(ws_->x, n_tok * D);      // [T x D] residual stream
+  float* h = Grow(ws_->h, n_tok * D);      // [T x D] normalised input of the next block
+  float* out = Grow(ws_->out, n_tok * D);  // [T x D] block output
+  Embed(ctx, tokens.data(), n_tok, x);
+  auto norm_of = [&](const TensorView& t) { return static_cast<const float*>(t.data); };
+  const float* first_norm = norm_of(ctx.w.layers[0].attn_norm);
+  ForTokens(ctx, n_tok,
+            [&](int64_t t) { ops::RmsNorm(x + t * D, first_norm, D, c.rms_eps, h + t * D); });
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& l = ctx.w.layers[static_cast<size_t>(il)];
-    // x += attention(attn_norm(x))
-    for (int64_t t = 0; t < n_tok; ++t) {
-      ops::RmsNorm(&x[t * D], static_cast<const float*>(l.attn_norm.data), D, c.rms_eps, &h[t * D]);
-    }
     if (c.arch == ModelArch::kDeepseek2) {
-      MlaAttention(ctx, il, h.data(), n_tok, position_, out.data());
+      MlaAttention(ctx, il, h, n_tok, position_, out);
     } else {
-      GqaAttention(ctx, il, h.data(), n_tok, position_, out.data());
+      GqaAttention(ctx, il, h, n_tok, position_, out);
     }
-    for (size_t i = 0; i < x.size(); ++i) x[i] += out[i];
-    // x += ffn(ffn_norm(x))
-    for (int64_t t = 0; t < n_tok; ++t) {
-      ops::RmsNorm(&x[t * D], static_cast<const float*>(l.ffn_norm.data), D, c.rms_eps, &h[t * D]);
-    }
-    FeedForward(ctx, il, h.data(), n_tok, out.data());
-    for (size_t i = 0; i < x.size(); ++i) x[i] += out[i];
+    // x += attention(attn_norm(x)); h = ffn_norm(x): one pass per token.
+    ForTokens(ctx, n_tok, [&](int64_t t) {
+      float* xt = x + t * D;
+      for (int64_t i = 0; i < D; ++i) xt[i] += out[t * D + i];
+      ops::RmsNorm(xt, norm_of(l.ffn_norm), D, c.rms_eps, h + t * D);
+    });
+    FeedForward(ctx, il, h, n_tok, out);
+    // x += ffn(ffn_norm(x)); h = the next layer's attn_norm(x).
+    const bool last = il + 1 == c.n_layer;
+    const float* next_norm = last ? nullptr : norm_of(ctx.w.layers[il + 1].attn_norm);
+    ForTokens(ctx, n_tok, [&](int64_t t) {
+      float* xt = x + t * D;
+      for (int64_t i = 0; i < D; ++i) xt[i] += out[t * D + i];
+      if (!last) ops::RmsNorm(xt, next_norm, D, c.rms_eps, h + t * D);
+    });
   }
   const int64_t n_out = all_logits ? n_tok : 1;
   std::vector<float> logits(static_cast<size_t>(n_out * c.n_vocab));  // [n_out x V]
-  Logits(ctx, x.data(), n_tok, n_out, logits.data());
+  Logits(ctx, x, n_tok, n_out, logits.data());
   position_ += n_tok;
   return logits;
 }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,6 +22,8 @@
 #include "core/gguf/gguf_file.h"
 #include "core/model/model_config.h"
 #include "core/model/model_weights.h"
+#include "cpu_kernels/cpu_features.h"
+#include "cpu_kernels/gemv/gemv.h"
 
 namespace moesplit::numa {
 class ThreadPool;
@@ -30,6 +33,8 @@ class ExpertEngine;
 }
 
 namespace moesplit::engine {
+
+struct Workspace;
 
 class Model {
  public:
@@ -53,6 +58,9 @@ struct SessionOptions {
   int64_t ctx_size = 4096;  // KV cache positions; <= 0: the model's context_length (max 32768)
   int n_threads = 0;        // <= 0: all hardware threads
   KvCacheType kv_type = KvCacheType::kF32;
+  // ISA tier of the CPU kernels (cpu::EffectiveIsaTier: the apps apply MOESPLIT_MAX_ISA);
+  // nullopt: the best tier this CPU supports. A tier above that is a CHECK failure (SIGILL).
+  std::optional<cpu::IsaTier> isa_tier;
 };
 
 class Session {
@@ -73,12 +81,18 @@ class Session {
   int64_t ctx_size() const;
   uint64_t kv_cache_bytes() const;
   int n_threads() const;
+  cpu::IsaTier isa_tier() const { return kernels_->tier; }
+  // Weight types of the model's matrix products without a fast kernel at this tier: they run
+  // the reference matmul (correct, slow). Empty for the usual GGUF quant types.
+  std::vector<GgmlType> FallbackTypes() const;
 
  private:
   const Model& model_;
+  const gemv::GemvKernels* kernels_;
   std::unique_ptr<numa::ThreadPool> pool_;
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<moe::ExpertEngine> experts_;
+  std::unique_ptr<Workspace> ws_;
   int64_t position_ = 0;
 };
 

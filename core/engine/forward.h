@@ -1,18 +1,54 @@
 // Internal to core/engine: the per-layer steps of the forward pass. Every function reads T
 // token rows at positions pos0 .. pos0 + T - 1 and writes T rows; shapes are in the comments
-// (D = n_embd, H = n_head, L = kv_lora, V = n_vocab).
+// (D = n_embd, H = n_head, L = kv_lora, V = n_vocab). All matrix products go through
+// cpu_kernels/qmatmul on the session's kernel table; buffers live in the session's Workspace so
+// that a decode step allocates nothing.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
 
 #include "core/engine/kv_cache.h"
 #include "core/model/model_config.h"
 #include "core/model/model_weights.h"
+#include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/ops/ops.h"
+#include "cpu_kernels/qmatmul/qmatmul.h"
 #include "moe/expert_engine.h"
 #include "numa/thread_pool.h"
 
 namespace moesplit::engine {
+
+// Per-thread scratch of the attention tasks.
+struct WorkerScratch {
+  std::vector<float> a;         // MLA: [rows x (L+R)] absorbed queries of a (token, head) block
+  std::vector<float> b;         // MLA: [rows x L] latent outputs of the block
+  std::vector<float> scores;    // [rows x n_ctx] attention scores / probabilities
+  std::vector<float> deq;       // [max row width] reference dequantization of one row
+  qmatmul::QuantizedRows rows;  // a head's activation slice, quantized
+};
+
+// Buffers reused across Eval calls (they grow to the largest batch seen, never shrink).
+struct Workspace {
+  std::vector<float> x, h, out;    // [T x D] residual stream, normed input, block output
+  std::vector<float> q;            // [T x H*head_dim_k]
+  std::vector<float> qa;           // [T x Q] MLA compressed q
+  std::vector<float> kv;           // [T x (L+R)] MLA kv_a / [T x Hk*hd] GQA k
+  std::vector<float> v;            // [T x Hk*hv] GQA v
+  std::vector<float> o;            // [T x H*hv] attention output before attn_output
+  std::vector<float> cs;           // [T x R] RoPE cos/sin rows
+  std::vector<float> cache_f32;    // [ctx x width] f16 K / latent cache rows as f32
+  std::vector<float> cache_f32_v;  // f16 V cache rows (GQA) / transposed latents (MLA) as f32
+  std::vector<float> router;       // [T x E] router logits
+  std::vector<int32_t> ids;        // [T x k] routed experts
+  std::vector<float> weights;      // [T x k] their weights
+  std::vector<float> xn;           // [n_out x D] output_norm'ed rows for the head
+  std::array<qmatmul::QuantizedRows, 3> rows;  // an input in F32 / Q8_K / Q8_0 (Project)
+  std::vector<WorkerScratch> workers;          // [threads]
+};
 
 struct ForwardContext {
   const ModelConfig& cfg;
@@ -21,9 +57,27 @@ struct ForwardContext {
   KvCache& kv;
   moe::ExpertEngine& experts;
   ops::RopeParams rope;  // from cfg (RopeParamsFor)
+  const gemv::GemvKernels& kernels;
+  Workspace& ws;
 };
 
 ops::RopeParams RopeParamsFor(const ModelConfig& cfg);
+
+// Grows v to at least n elements (never shrinks: no reallocation once warm); returns data().
+template <typename T>
+T* Grow(std::vector<T>& v, int64_t n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
+// fn(t) for every token t < n_tok: inline for a few tokens (decode), else in token blocks over
+// the pool (prefill), for the element-wise steps (norms, RoPE, residual adds).
+void ForTokens(const ForwardContext& ctx, int64_t n_tok, const std::function<void(int64_t)>& fn);
+
+// products[i].y = x W_i^T for x[n_tok x cols] (row stride ldx): x is quantized once per distinct
+// activation type and all products of that type run in one ParallelFor.
+void Project(const ForwardContext& ctx, const float* x, int64_t ldx, int64_t n_tok,
+             std::span<const qmatmul::Product> products);
 
 // x[T x D] = token_embd rows of tokens[T].
 void Embed(const ForwardContext& ctx, const int32_t* tokens, int64_t n_tok, float* x);

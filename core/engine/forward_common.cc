@@ -24,11 +24,43 @@ ops::RopeParams RopeParamsFor(const ModelConfig& c) {
   return p;
 }
 
+void ForTokens(const ForwardContext& ctx, int64_t n_tok, const std::function<void(int64_t)>& fn) {
+  const int64_t n_threads = ctx.pool.size();
+  if (n_threads == 1 || n_tok < 4) {
+    for (int64_t t = 0; t < n_tok; ++t) fn(t);
+    return;
+  }
+  const int64_t per_task = (n_tok + 4 * n_threads - 1) / (4 * n_threads);
+  ctx.pool.ParallelFor((n_tok + per_task - 1) / per_task, [&](int64_t task, int) {
+    const int64_t t1 = std::min(n_tok, (task + 1) * per_task);
+    for (int64_t t = task * per_task; t < t1; ++t) fn(t);
+  });
+}
+
+void Project(const ForwardContext& ctx, const float* x, int64_t ldx, int64_t n_tok,
+             std::span<const qmatmul::Product> products) {
+  // At most three activation types (F32, Q8_K, Q8_0): group the products by type.
+  constexpr GgmlType kActs[3] = {GgmlType::kF32, GgmlType::kQ8_K, GgmlType::kQ8_0};
+  for (int a = 0; a < 3; ++a) {
+    qmatmul::Product group[8];
+    int n = 0;
+    for (const qmatmul::Product& p : products) {
+      if (qmatmul::ActTypeFor(ctx.kernels, p.w.type) != kActs[a]) continue;
+      MOESPLIT_CHECK(n < 8, "Project: too many products");
+      group[n++] = p;
+    }
+    if (n == 0) continue;
+    qmatmul::QuantizedRows& rows = ctx.ws.rows[static_cast<size_t>(a)];
+    qmatmul::Quantize(ctx.pool, ctx.kernels, kActs[a], x, ldx, n_tok, group[0].w.cols, &rows);
+    qmatmul::MatMulMany(ctx.pool, ctx.kernels, {group, static_cast<size_t>(n)}, rows);
+  }
+}
+
 void Embed(const ForwardContext& ctx, const int32_t* tokens, int64_t n_tok, float* x) {
   const matmul::WeightMatrix emb = matmul::FromTensor(ctx.w.token_embd);
-  for (int64_t t = 0; t < n_tok; ++t) {
+  ForTokens(ctx, n_tok, [&](int64_t t) {
     quant::DequantizeRow(emb.type, emb.Row(tokens[t]), x + t * emb.cols, emb.cols);
-  }
+  });
 }
 
 void AttendOne(const float* q_a, int64_t na, const float* q_b, int64_t nb, const float* k_rows,
@@ -51,11 +83,6 @@ void AttendOne(const float* q_a, int64_t na, const float* q_b, int64_t nb, const
 
 namespace {
 
-moe::FfnJob Job(const TensorView& gate, const TensorView& up, const TensorView& down,
-                const float* x, int64_t n_tok, float* y) {
-  return {matmul::FromTensor(gate), matmul::FromTensor(up), matmul::FromTensor(down), x, n_tok, y};
-}
-
 moe::RouterConfig RouterFor(const ModelConfig& c) {
   moe::RouterConfig r;
   r.n_expert = static_cast<int>(c.n_expert);
@@ -73,42 +100,35 @@ moe::RouterConfig RouterFor(const ModelConfig& c) {
 void FeedForward(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok, float* out) {
   const ModelConfig& c = ctx.cfg;
   const LayerWeights& l = ctx.w.layers[static_cast<size_t>(il)];
-  const int64_t D = c.n_embd;
   if (!c.IsMoeLayer(il)) {
-    const moe::FfnJob job = Job(l.ffn_gate, l.ffn_up, l.ffn_down, h, n_tok, out);
-    moe::RunFfnJobs(ctx.pool, {&job, 1});
+    ctx.experts.ForwardDense({l.ffn_gate, l.ffn_up, l.ffn_down}, h, n_tok, out);
     return;
   }
   const int64_t E = c.n_expert, k = c.n_expert_used;
-  std::vector<float> router(static_cast<size_t>(n_tok * E));  // [T x E] router logits
-  matmul::MatMul(ctx.pool, matmul::FromTensor(l.ffn_gate_inp), h, D, n_tok, router.data(), E);
-  std::vector<int32_t> ids(static_cast<size_t>(n_tok * k));    // [T x k]
-  std::vector<float> weights(static_cast<size_t>(n_tok * k));  // [T x k]
+  float* router = Grow(ctx.ws.router, n_tok * E);  // [T x E] router logits
+  const qmatmul::Product p{matmul::FromTensor(l.ffn_gate_inp), router, E};
+  Project(ctx, h, c.n_embd, n_tok, {&p, 1});
+  int32_t* ids = Grow(ctx.ws.ids, n_tok * k);        // [T x k]
+  float* weights = Grow(ctx.ws.weights, n_tok * k);  // [T x k]
   const float* bias =
       Present(l.exp_probs_b) ? static_cast<const float*>(l.exp_probs_b.data) : nullptr;
-  moe::Route(RouterFor(c), router.data(), bias, n_tok, ids.data(), weights.data());
-  ctx.experts.Forward({l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps}, h, n_tok, ids.data(),
-                      weights.data(), static_cast<int>(k), out);
-  if (Present(l.ffn_gate_shexp)) {
-    // Shared expert(s): added unweighted.
-    std::vector<float> shared(static_cast<size_t>(n_tok * D));  // [T x D]
-    const moe::FfnJob job =
-        Job(l.ffn_gate_shexp, l.ffn_up_shexp, l.ffn_down_shexp, h, n_tok, shared.data());
-    moe::RunFfnJobs(ctx.pool, {&job, 1});
-    for (int64_t i = 0; i < n_tok * D; ++i) out[i] += shared[static_cast<size_t>(i)];
-  }
+  moe::Route(RouterFor(c), router, bias, n_tok, ids, weights);
+  // Routed experts and the shared expert(s) (added with weight 1) in one fused pass.
+  ctx.experts.Forward({l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps, l.ffn_gate_shexp,
+                       l.ffn_up_shexp, l.ffn_down_shexp},
+                      h, n_tok, ids, weights, static_cast<int>(k), out);
 }
 
 void Logits(const ForwardContext& ctx, const float* x, int64_t n_tok, int64_t n_out,
             float* logits) {
   const int64_t D = ctx.cfg.n_embd;
-  std::vector<float> xn(static_cast<size_t>(n_out * D));  // [n_out x D]
+  float* xn = Grow(ctx.ws.xn, n_out * D);  // [n_out x D]
   const float* norm = static_cast<const float*>(ctx.w.output_norm.data);
-  for (int64_t i = 0; i < n_out; ++i) {
-    ops::RmsNorm(x + (n_tok - n_out + i) * D, norm, D, ctx.cfg.rms_eps, xn.data() + i * D);
-  }
-  matmul::MatMul(ctx.pool, matmul::FromTensor(ctx.w.output), xn.data(), D, n_out, logits,
-                 ctx.cfg.n_vocab);
+  ForTokens(ctx, n_out, [&](int64_t i) {
+    ops::RmsNorm(x + (n_tok - n_out + i) * D, norm, D, ctx.cfg.rms_eps, xn + i * D);
+  });
+  const qmatmul::Product p{matmul::FromTensor(ctx.w.output), logits, ctx.cfg.n_vocab};
+  Project(ctx, xn, D, n_out, {&p, 1});
 }
 
 }  // namespace moesplit::engine

@@ -1,7 +1,7 @@
 // Grouped-query attention (qwen3moe, llama/Mixtral): H query heads share Hk kv heads
 // (head h reads kv head h / (H / Hk)); qwen3moe RMS-normalises q and k per head before RoPE.
 //   q = Wq h, k = Wk h, v = Wv h;  score_s = kq_scale * q . k_s;  o = sum_s softmax_s v_s
-#include <vector>
+#include <algorithm>
 
 #include "core/engine/forward.h"
 #include "cpu_kernels/matmul/matmul.h"
@@ -31,34 +31,38 @@ void GqaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
   const int64_t D = c.n_embd, H = c.n_head, Hk = c.n_head_kv;
   const int64_t hd = c.head_dim_k, hv = c.head_dim_v;
 
-  std::vector<float> q(static_cast<size_t>(n_tok * H * hd));  // [T x H x hd]
-  matmul::MatMul(ctx.pool, matmul::FromTensor(l.attn_q), h, D, n_tok, q.data(), H * hd);
-  std::vector<float> k(static_cast<size_t>(n_tok * Hk * hd));  // [T x Hk*hd]
-  std::vector<float> v(static_cast<size_t>(n_tok * Hk * hv));  // [T x Hk*hv]
-  matmul::MatMul(ctx.pool, matmul::FromTensor(l.attn_k), h, D, n_tok, k.data(), Hk * hd);
-  matmul::MatMul(ctx.pool, matmul::FromTensor(l.attn_v), h, D, n_tok, v.data(), Hk * hv);
-  std::vector<float> cs(static_cast<size_t>(c.n_rot));
-  for (int64_t t = 0; t < n_tok; ++t) {
-    ops::RopeCosSin(ctx.rope, pos0 + t, cs.data());
-    NormRopeHeads(ctx, l.attn_q_norm, &q[t * H * hd], H, hd, cs.data());
-    NormRopeHeads(ctx, l.attn_k_norm, &k[t * Hk * hd], Hk, hd, cs.data());
-    ctx.kv.Write(KvCache::kK, il, pos0 + t, &k[t * Hk * hd]);
-    ctx.kv.Write(KvCache::kV, il, pos0 + t, &v[t * Hk * hv]);
-  }
+  float* q = Grow(ctx.ws.q, n_tok * H * hd);    // [T x H*hd]
+  float* k = Grow(ctx.ws.kv, n_tok * Hk * hd);  // [T x Hk*hd]
+  float* v = Grow(ctx.ws.v, n_tok * Hk * hv);   // [T x Hk*hv]
+  const qmatmul::Product p[3] = {{matmul::FromTensor(l.attn_q), q, H * hd},
+                                 {matmul::FromTensor(l.attn_k), k, Hk * hd},
+                                 {matmul::FromTensor(l.attn_v), v, Hk * hv}};
+  Project(ctx, h, D, n_tok, p);                      // q, k, v share one quantization of h
+  float* cs_all = Grow(ctx.ws.cs, n_tok * c.n_rot);  // [T x n_rot]
+  ForTokens(ctx, n_tok, [&](int64_t t) {
+    float* cs = cs_all + t * c.n_rot;
+    ops::RopeCosSin(ctx.rope, pos0 + t, cs);
+    NormRopeHeads(ctx, l.attn_q_norm, q + t * H * hd, H, hd, cs);
+    NormRopeHeads(ctx, l.attn_k_norm, k + t * Hk * hd, Hk, hd, cs);
+    ctx.kv.Write(KvCache::kK, il, pos0 + t, k + t * Hk * hd);  // disjoint rows
+    ctx.kv.Write(KvCache::kV, il, pos0 + t, v + t * Hk * hv);
+  });
 
   const int64_t n_ctx_max = pos0 + n_tok, group = H / Hk;
-  std::vector<float> scores(static_cast<size_t>(ctx.pool.size() * n_ctx_max));  // [threads x ctx]
-  std::vector<float> o(static_cast<size_t>(n_tok * H * hv));                    // [T x H x hv]
-  std::vector<float> k_rows, v_rows;  // f32 copies when the cache is f16
-  const float* kc = ctx.kv.Rows(KvCache::kK, il, n_ctx_max, &k_rows);
-  const float* vc = ctx.kv.Rows(KvCache::kV, il, n_ctx_max, &v_rows);
+  const int n_threads = ctx.pool.size();
+  if (ctx.ws.workers.size() < static_cast<size_t>(n_threads)) ctx.ws.workers.resize(n_threads);
+  for (WorkerScratch& s : ctx.ws.workers) Grow(s.scores, n_ctx_max);
+  float* o = Grow(ctx.ws.o, n_tok * H * hv);  // [T x H*hv]
+  const float* kc = ctx.kv.Rows(KvCache::kK, il, n_ctx_max, &ctx.ws.cache_f32);
+  const float* vc = ctx.kv.Rows(KvCache::kV, il, n_ctx_max, &ctx.ws.cache_f32_v);
   ctx.pool.ParallelFor(n_tok * H, [&](int64_t task, int worker) {
     const int64_t t = task / H, hh = task % H, g = hh / group;
-    AttendOne(&q[(t * H + hh) * hd], hd, nullptr, 0, kc + g * hd, Hk * hd, 0, vc + g * hv, Hk * hv,
-              hv, pos0 + t + 1, c.kq_scale, &scores[static_cast<size_t>(worker * n_ctx_max)],
-              &o[(t * H + hh) * hv]);
+    AttendOne(q + (t * H + hh) * hd, hd, nullptr, 0, kc + g * hd, Hk * hd, 0, vc + g * hv, Hk * hv,
+              hv, pos0 + t + 1, c.kq_scale,
+              ctx.ws.workers[static_cast<size_t>(worker)].scores.data(), o + (t * H + hh) * hv);
   });
-  matmul::MatMul(ctx.pool, matmul::FromTensor(l.attn_output), o.data(), H * hv, n_tok, out, D);
+  const qmatmul::Product po{matmul::FromTensor(l.attn_output), out, D};
+  Project(ctx, o, H * hv, n_tok, {&po, 1});
 }
 
 }  // namespace moesplit::engine

@@ -6,6 +6,9 @@
 //   o_lat = sum_s softmax(score)_s c_s        (L)
 //   o_h = W_vb[h] o_lat                        (L -> v)
 // which equals attention over the expanded k_s = [W_kb c_s, k_pe_s], v_s = W_vb c_s.
+// Per layer: one ParallelFor for the projections of h (q or q_a, kv_a_mqa), [q_b], one over
+// (token block, head group) tasks doing q_abs, the attention (two matrix products over the
+// latent cache, kernel table's f32 form) and o_h together, and attn_output.
 #include <algorithm>
 #include <vector>
 
@@ -15,42 +18,6 @@
 namespace moesplit::engine {
 
 namespace {
-
-// q[T x H*(nope+R)] = attn_q_b(rmsnorm(attn_q_a h)) or attn_q h.
-void ProjectQ(const ForwardContext& ctx, const LayerWeights& l, const float* h, int64_t n_tok,
-              float* q) {
-  const ModelConfig& c = ctx.cfg;
-  const int64_t D = c.n_embd, Q = c.q_lora_rank, qw = c.n_head * c.head_dim_k;
-  if (Q == 0) {
-    matmul::MatMul(ctx.pool, matmul::FromTensor(l.attn_q), h, D, n_tok, q, qw);
-    return;
-  }
-  std::vector<float> qa(static_cast<size_t>(n_tok * Q));  // [T x Q]
-  matmul::MatMul(ctx.pool, matmul::FromTensor(l.attn_q_a), h, D, n_tok, qa.data(), Q);
-  const float* norm = static_cast<const float*>(l.attn_q_a_norm.data);
-  for (int64_t t = 0; t < n_tok; ++t) ops::RmsNorm(&qa[t * Q], norm, Q, c.rms_eps, &qa[t * Q]);
-  matmul::MatMul(ctx.pool, matmul::FromTensor(l.attn_q_b), qa.data(), Q, n_tok, q, qw);
-}
-
-// Latent cache rows at pos0..pos0+T-1: [rmsnorm(kv_a[:L]), rope(kv_a[L:])] with
-// kv_a[T x (L+R)] = attn_kv_a_mqa h.
-void WriteLatent(const ForwardContext& ctx, const LayerWeights& l, int64_t il, const float* h,
-                 int64_t n_tok, int64_t pos0) {
-  const ModelConfig& c = ctx.cfg;
-  const int64_t D = c.n_embd, L = c.kv_lora_rank, W = L + c.qk_rope;
-  std::vector<float> kv(static_cast<size_t>(n_tok * W));  // [T x (L+R)]
-  matmul::MatMul(ctx.pool, matmul::FromTensor(l.attn_kv_a_mqa), h, D, n_tok, kv.data(), W);
-  const float* norm = static_cast<const float*>(l.attn_kv_a_norm.data);
-  std::vector<float> cs(static_cast<size_t>(c.n_rot));  // [R] cos/sin table
-  std::vector<float> row(static_cast<size_t>(W));       // [L + R] one cache row
-  for (int64_t t = 0; t < n_tok; ++t) {
-    ops::RmsNorm(&kv[t * W], norm, L, c.rms_eps, row.data());
-    std::copy(&kv[t * W + L], &kv[(t + 1) * W], row.begin() + L);
-    ops::RopeCosSin(ctx.rope, pos0 + t, cs.data());
-    ops::RopeApply(ctx.rope, cs.data(), row.data() + L);
-    ctx.kv.Write(KvCache::kK, il, pos0 + t, row.data());
-  }
-}
 
 // The per-head key (W_kb, L rows of nope) and value (W_vb, v rows of L) maps, for both layouts.
 // Split: attn_k_b [nope, L, H] slice h; attn_v_b [L, v, H] slice h.
@@ -70,63 +37,169 @@ HeadMaps MapsForHead(const ModelConfig& c, const LayerWeights& l, int64_t h) {
   return {true, kvb.Rows(h * stride, c.qk_nope), kvb.Rows(h * stride + c.qk_nope, c.head_dim_v)};
 }
 
+// ws.q[T x H*(nope+R)] = attn_q_b(rmsnorm(attn_q_a h)) or attn_q h, and ws.kv[T x (L+R)] =
+// attn_kv_a_mqa h: the products of h share one quantization of it.
+void Project(const ForwardContext& ctx, const LayerWeights& l, const float* h, int64_t n_tok) {
+  const ModelConfig& c = ctx.cfg;
+  const int64_t D = c.n_embd, Q = c.q_lora_rank, qw = c.n_head * c.head_dim_k;
+  const int64_t W = c.kv_lora_rank + c.qk_rope;
+  float* q = Grow(ctx.ws.q, n_tok * qw);
+  float* kv = Grow(ctx.ws.kv, n_tok * W);
+  const qmatmul::Product kv_a{matmul::FromTensor(l.attn_kv_a_mqa), kv, W};
+  if (Q == 0) {
+    const qmatmul::Product p[2] = {{matmul::FromTensor(l.attn_q), q, qw}, kv_a};
+    engine::Project(ctx, h, D, n_tok, p);
+    return;
+  }
+  float* qa = Grow(ctx.ws.qa, n_tok * Q);  // [T x Q]
+  const qmatmul::Product p[2] = {{matmul::FromTensor(l.attn_q_a), qa, Q}, kv_a};
+  engine::Project(ctx, h, D, n_tok, p);
+  const float* norm = static_cast<const float*>(l.attn_q_a_norm.data);
+  ForTokens(ctx, n_tok,
+            [&](int64_t t) { ops::RmsNorm(qa + t * Q, norm, Q, c.rms_eps, qa + t * Q); });
+  const qmatmul::Product qb{matmul::FromTensor(l.attn_q_b), q, qw};
+  engine::Project(ctx, qa, Q, n_tok, {&qb, 1});
+}
+
+// Latent cache rows at pos0..pos0+T-1: [rmsnorm(kv_a[:L]), rope(kv_a[L:])] (in place in ws.kv),
+// and RoPE of every head's q_pe (in place in ws.q).
+void RopeAndCache(const ForwardContext& ctx, const LayerWeights& l, int64_t il, int64_t n_tok,
+                  int64_t pos0) {
+  const ModelConfig& c = ctx.cfg;
+  const int64_t H = c.n_head, L = c.kv_lora_rank, R = c.qk_rope, W = L + R;
+  const int64_t hk = c.head_dim_k, nope = c.qk_nope;
+  const float* norm = static_cast<const float*>(l.attn_kv_a_norm.data);
+  float* cs_all = Grow(ctx.ws.cs, n_tok * R);  // [T x R] cos/sin per token
+  float* kv = ctx.ws.kv.data();
+  float* q = ctx.ws.q.data();
+  ForTokens(ctx, n_tok, [&](int64_t t) {
+    float* row = kv + t * W;  // [L + R] becomes the cache row
+    float* cs = cs_all + t * R;
+    ops::RmsNorm(row, norm, L, c.rms_eps, row);
+    ops::RopeCosSin(ctx.rope, pos0 + t, cs);
+    ops::RopeApply(ctx.rope, cs, row + L);
+    for (int64_t hh = 0; hh < H; ++hh) ops::RopeApply(ctx.rope, cs, q + (t * H + hh) * hk + nope);
+    ctx.kv.Write(KvCache::kK, il, pos0 + t, row);  // disjoint rows: safe in parallel
+  });
+}
+
+// q_abs[nt x L] (row i at q_abs + i * ldy) = W_kb[h]^T q_nope for nt tokens of head h.
+void AbsorbQ(const ForwardContext& ctx, const HeadMaps& m, const float* q_nope, int64_t ldq,
+             int64_t nt, WorkerScratch& s, float* q_abs, int64_t ldy) {
+  const int64_t L = ctx.cfg.kv_lora_rank;
+  if (m.transposed_k) {  // legacy attn_kv_b: the transposed product stays on the reference
+    matmul::MatMulTransposed(m.k, q_nope, ldq, nt, q_abs, ldy, Grow(s.deq, m.k.cols));
+    return;
+  }
+  qmatmul::Quantize(ctx.kernels, qmatmul::ActTypeFor(ctx.kernels, m.k.type), q_nope, ldq, nt,
+                    m.k.cols, &s.rows);
+  qmatmul::MatMulRows(ctx.kernels, m.k, s.rows, q_abs, ldy, 0, L);
+}
+
+// n f32 rows of `cols` values, `stride` floats apart, as activation rows for qmatmul.
+qmatmul::QuantizedRows F32Rows(const float* x, int64_t n, int64_t cols, int64_t stride) {
+  qmatmul::QuantizedRows r;
+  r.n_tok = n;
+  r.cols = cols;
+  r.stride = static_cast<size_t>(stride) * sizeof(float);
+  r.data = x;
+  return r;
+}
+
+// rows x cols f32 values, row r at data + r * stride floats, as a weight matrix.
+matmul::WeightMatrix F32Matrix(const float* data, int64_t rows, int64_t cols, int64_t stride) {
+  return {GgmlType::kF32, data, cols, rows, stride * static_cast<int64_t>(sizeof(float))};
+}
+
+// Latent cache of one layer for positions [0, n_ctx): rows [n_ctx x (L+R)] and c transposed.
+struct LatentCache {
+  const float* rows;  // [n_ctx x W]
+  const float* c_t;   // [L x n_ctx], row i at c_t + i * t_stride
+  int64_t t_stride;
+  int64_t n_ctx;
+};
+
+// Attention of tokens [t0, t0+nt) (positions pos0 + t) x heads [h0, h0+nh), all as matrix
+// products over the cache so that a task reads the cache once for all its (token, head) rows:
+//   qc[(i, j)]  = [W_kb[h]^T q_nope, q_pe]                      [nt*nh x (L+R)]
+//   s           = qc rows^T: scores against positions < the block's end  [nt*nh x n]
+//   p           = softmax(kq_scale * s) over positions <= the token's (causal)
+//   o_lat       = p C = p (C^T)^T                                [nt*nh x L]
+//   o[t, h]     = W_vb[h] o_lat                                   [v]
+void AttendBlock(const ForwardContext& ctx, const LayerWeights& l, const LatentCache& cache,
+                 int64_t pos0, int64_t t0, int64_t nt, int64_t h0, int64_t nh, WorkerScratch& s,
+                 float* o) {
+  const ModelConfig& c = ctx.cfg;
+  const int64_t H = c.n_head, L = c.kv_lora_rank, R = c.qk_rope, nope = c.qk_nope;
+  const int64_t hk = c.head_dim_k, hv = c.head_dim_v, W = L + R;
+  const int64_t n = pos0 + t0 + nt;  // positions any token of the block sees
+  const int64_t rows = nt * nh;
+  float* qc = Grow(s.a, rows * W);           // [(i, j) x W]
+  float* scores = Grow(s.scores, rows * n);  // [(i, j) x n]
+  float* o_lat = Grow(s.b, rows * L);        // [(i, j) x L]
+  const float* q = ctx.ws.q.data();
+  for (int64_t j = 0; j < nh; ++j) {
+    const float* qh = q + (t0 * H + h0 + j) * hk;  // token t0, head h0 + j
+    AbsorbQ(ctx, MapsForHead(c, l, h0 + j), qh, H * hk, nt, s, qc + j * W, nh * W);
+    for (int64_t i = 0; i < nt; ++i) {
+      std::copy(qh + i * H * hk + nope, qh + i * H * hk + hk, qc + (i * nh + j) * W + L);
+    }
+  }
+  qmatmul::MatMulRows(ctx.kernels, F32Matrix(cache.rows, n, W, W), F32Rows(qc, rows, W, W), scores,
+                      n, 0, n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t valid = pos0 + t0 + r / nh + 1;  // causal: positions 0 .. own
+    float* sr = scores + r * n;
+    for (int64_t k = 0; k < valid; ++k) sr[k] *= c.kq_scale;
+    ops::Softmax(sr, valid);
+    std::fill(sr + valid, sr + n, 0.0f);
+  }
+  qmatmul::MatMulRows(ctx.kernels, F32Matrix(cache.c_t, L, n, cache.t_stride),
+                      F32Rows(scores, rows, n, n), o_lat, L, 0, L);
+  for (int64_t j = 0; j < nh; ++j) {
+    const matmul::WeightMatrix vb = MapsForHead(c, l, h0 + j).v;
+    qmatmul::Quantize(ctx.kernels, qmatmul::ActTypeFor(ctx.kernels, vb.type), o_lat + j * L, nh * L,
+                      nt, L, &s.rows);
+    qmatmul::MatMulRows(ctx.kernels, vb, s.rows, o + t0 * H * hv + (h0 + j) * hv, H * hv, 0, hv);
+  }
+}
+
 }  // namespace
 
 void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok,
                   int64_t pos0, float* out) {
   const ModelConfig& c = ctx.cfg;
   const LayerWeights& l = ctx.w.layers[static_cast<size_t>(il)];
-  const int64_t H = c.n_head, L = c.kv_lora_rank, R = c.qk_rope, nope = c.qk_nope;
-  const int64_t hk = c.head_dim_k, hv = c.head_dim_v, W = L + R;
+  const int64_t H = c.n_head, hv = c.head_dim_v;
+  Project(ctx, l, h, n_tok);
+  RopeAndCache(ctx, l, il, n_tok, pos0);
 
-  std::vector<float> q(static_cast<size_t>(n_tok * H * hk));  // [T x H x (nope+R)]
-  ProjectQ(ctx, l, h, n_tok, q.data());
-  WriteLatent(ctx, l, il, h, n_tok, pos0);
-
-  std::vector<float> cs(static_cast<size_t>(R));  // rope q_pe in place: q[t, h, nope:]
-  for (int64_t t = 0; t < n_tok; ++t) {
-    ops::RopeCosSin(ctx.rope, pos0 + t, cs.data());
-    for (int64_t hh = 0; hh < H; ++hh)
-      ops::RopeApply(ctx.rope, cs.data(), &q[(t * H + hh) * hk + nope]);
-  }
-
-  // q_abs[T x H x L] = per head W_kb[h]^T q_nope.
+  // Tasks: (block of <= 16 tokens, group of heads), >= 4 per thread where the heads allow;
+  // the latest token blocks (longest causal rows) are handed out first. Every task reads the
+  // layer's cache ((L+R) + L floats per position): past ~2 MB (decode at long context) one
+  // head group per thread, so that the cache streams from DRAM/L3 once per thread, not 4x.
   const int n_threads = ctx.pool.size();
-  const int64_t scratch_w = std::max(nope, L);  // widest row a head map dequantizes
-  std::vector<float> scratch(static_cast<size_t>(n_threads * scratch_w));  // [threads x ...]
-  std::vector<float> q_abs(static_cast<size_t>(n_tok * H * L));
-  ctx.pool.ParallelFor(H, [&](int64_t hh, int worker) {
-    const HeadMaps m = MapsForHead(c, l, hh);
-    float* s = &scratch[static_cast<size_t>(worker * scratch_w)];
-    if (m.transposed_k) {
-      matmul::MatMulTransposed(m.k, &q[hh * hk], H * hk, n_tok, &q_abs[hh * L], H * L, s);
-    } else {
-      matmul::MatMulRowRange(m.k, &q[hh * hk], H * hk, n_tok, &q_abs[hh * L], H * L, 0, L, s);
-    }
-  });
-
-  // o_lat[T x H x L]: causal attention over the latent cache, one task per (token, head).
+  const int64_t tb = std::min<int64_t>(n_tok, 16);
+  const int64_t n_blocks = (n_tok + tb - 1) / tb;
   const int64_t n_ctx_max = pos0 + n_tok;
-  std::vector<float> scores(static_cast<size_t>(n_threads * n_ctx_max));  // [threads x ctx]
-  std::vector<float> o_lat(static_cast<size_t>(n_tok * H * L));
-  std::vector<float> f32_rows;  // [ctx x (L+R)] when the cache is f16
-  const float* cache0 = ctx.kv.Rows(KvCache::kK, il, n_ctx_max, &f32_rows);
-  ctx.pool.ParallelFor(n_tok * H, [&](int64_t task, int worker) {
-    const int64_t t = task / H, hh = task % H;
-    AttendOne(&q_abs[(t * H + hh) * L], L, &q[(t * H + hh) * hk + nope], R, cache0, W, L, cache0, W,
-              L, pos0 + t + 1, c.kq_scale, &scores[static_cast<size_t>(worker * n_ctx_max)],
-              &o_lat[(t * H + hh) * L]);
+  const bool big_cache = n_ctx_max * (2 * c.kv_lora_rank + c.qk_rope) * 4 > (int64_t{2} << 20);
+  const int64_t tasks_wanted = (big_cache ? 1 : 4) * static_cast<int64_t>(n_threads);
+  const int64_t groups_wanted = std::clamp<int64_t>((tasks_wanted + n_blocks - 1) / n_blocks, 1, H);
+  const int64_t hg = (H + groups_wanted - 1) / groups_wanted;  // heads per task
+  const int64_t n_groups = (H + hg - 1) / hg;
+  if (ctx.ws.workers.size() < static_cast<size_t>(n_threads)) ctx.ws.workers.resize(n_threads);
+  LatentCache cache;
+  cache.rows = ctx.kv.Rows(KvCache::kK, il, n_ctx_max, &ctx.ws.cache_f32);  // [ctx x W]
+  cache.c_t = ctx.kv.LatentTransposed(il, n_ctx_max, &ctx.ws.cache_f32_v, &cache.t_stride);
+  cache.n_ctx = n_ctx_max;
+  float* o = Grow(ctx.ws.o, n_tok * H * hv);  // [T x H*v]
+  ctx.pool.ParallelFor(n_blocks * n_groups, [&](int64_t task, int worker) {
+    const int64_t t0 = (n_blocks - 1 - task / n_groups) * tb, h0 = (task % n_groups) * hg;
+    AttendBlock(ctx, l, cache, pos0, t0, std::min(tb, n_tok - t0), h0, std::min(hg, H - h0),
+                ctx.ws.workers[static_cast<size_t>(worker)], o);
   });
-
-  // o[T x H*v] = per head W_vb[h] o_lat; out[T x D] = attn_output o.
-  std::vector<float> o(static_cast<size_t>(n_tok * H * hv));
-  ctx.pool.ParallelFor(H, [&](int64_t hh, int worker) {
-    const HeadMaps m = MapsForHead(c, l, hh);
-    float* s = &scratch[static_cast<size_t>(worker * scratch_w)];
-    matmul::MatMulRowRange(m.v, &o_lat[hh * L], H * L, n_tok, &o[hh * hv], H * hv, 0, hv, s);
-  });
-  matmul::MatMul(ctx.pool, matmul::FromTensor(l.attn_output), o.data(), H * hv, n_tok, out,
-                 c.n_embd);
+  const qmatmul::Product p{matmul::FromTensor(l.attn_output), out, c.n_embd};
+  engine::Project(ctx, o, H * hv, n_tok, {&p, 1});
 }
 
 }  // namespace moesplit::engine

@@ -14,6 +14,7 @@ BenchModelInfo Model() {
   m.model_type = "deepseek2 16B Q4_K - Medium";
   m.size_bytes = 10359886848ull;  // 9.65 GiB
   m.n_params = 15706484224ull;
+  m.isa = "avx512vnni";
   return m;
 }
 
@@ -38,17 +39,18 @@ TEST(BenchReport, StatisticsAsLlamaBench) {
 TEST(BenchReport, MarkdownMatchesLlamaBenchLayout) {
   BenchTest pp{.n_prompt = 512, .n_threads = 2, .samples_ns = {2000000000ull, 2000000000ull}};
   const std::string md = FormatBenchReport(Model(), {pp}, BenchFormat::kMarkdown);
-  // Header and separator exactly as llama-bench prints them for a CPU backend.
+  // Header and separator as llama-bench prints them for a CPU backend, plus our "isa" column
+  // (the CPU kernel tier) where llama-bench puts its extra parameter columns.
   EXPECT_NE(md.find("| model                          |       size |     params | backend    | "
-                    "threads |            test |                  t/s |\n"),
+                    "isa        | threads |            test |                  t/s |\n"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| ------------------------------ | ---------: | ---------: | ---------- | "
-                    "------: | --------------: | -------------------: |\n"),
+                    "---------- | ------: | --------------: | -------------------: |\n"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| deepseek2 16B Q4_K - Medium    |   9.65 GiB |    15.71 B | CPU        | "
-                    "      2 |           pp512 |        256.00 ± 0.00 |\n"),
+                    "avx512vnni |       2 |           pp512 |        256.00 ± 0.00 |\n"),
             std::string::npos)
       << md;
 }
@@ -62,12 +64,13 @@ TEST(BenchReport, JsonAndCsvCarryLlamaBenchFields) {
   EXPECT_EQ(j[0]["avg_ns"], 1500000000ull);
   EXPECT_NEAR(j[0]["avg_ts"].get<double>(), 96.0, 1e-9);
   EXPECT_EQ(j[0]["samples_ts"].size(), 2u);
+  EXPECT_EQ(j[0]["isa"], "avx512vnni");
   const std::string csv = FormatBenchReport(Model(), {tg}, BenchFormat::kCsv);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "build_commit,cpu_info,backends,model_filename,model_type,model_size,model_n_params,"
-            "n_threads,n_prompt,n_gen,n_depth,avg_ns,stddev_ns,avg_ts,stddev_ts");
+            "n_threads,n_prompt,n_gen,n_depth,avg_ns,stddev_ns,avg_ts,stddev_ts,isa");
   EXPECT_NE(csv.find("\"deepseek2 16B Q4_K - Medium\",10359886848,15706484224,1,0,128,0,"
-                     "1500000000,707106781,96.000000,45.254834"),
+                     "1500000000,707106781,96.000000,45.254834,\"avx512vnni\""),
             std::string::npos)
       << csv;
 }

@@ -1,11 +1,13 @@
 // `run` and `bench` end to end (in process) on the llama.cpp-made tiny DeepSeek model.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "apps/cmd_bench.h"
 #include "apps/cmd_run.h"
+#include "apps/cpu_tier.h"
 #include "tests/testdata.h"
 
 namespace moesplit::app {
@@ -34,6 +36,9 @@ TEST(RunCommand, StreamsCompletionAndTimings) {
   EXPECT_NE(err.str().find("prompt eval: 16 tokens"), std::string::npos) << err.str();
   EXPECT_NE(err.str().find("generation: 8 tokens"), std::string::npos) << err.str();
   EXPECT_NE(err.str().find("seed 7"), std::string::npos) << err.str();
+  // The kernel tier, chosen at start-up, is logged with the thread count.
+  EXPECT_NE(err.str().find("cpu kernels: "), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find(", 2 threads\n"), std::string::npos) << err.str();
 }
 
 TEST(RunCommand, SameSeedSameTextGreedyIsDeterministic) {
@@ -86,6 +91,10 @@ TEST(BenchCommand, LlamaBenchTable) {
   for (const char* row : {"pp16 |", "tg4 |", "pp8+tg2 |", "deepseek2 6M Q4_K - Medium"}) {
     EXPECT_NE(md.find(row), std::string::npos) << row << "\n" << md;
   }
+  // The tier that ran: in the table and on stderr.
+  const std::string best(cpu::IsaTierName(cpu::BestTier(cpu::DetectCpuFeatures())));
+  EXPECT_NE(md.find("| CPU        | " + best), std::string::npos) << md;
+  EXPECT_NE(err.str().find("cpu kernels: " + best), std::string::npos) << err.str();
   a.output = "json";
   a.threads = {2};
   a.prompt_sizes = {32};
@@ -96,6 +105,7 @@ TEST(BenchCommand, LlamaBenchTable) {
   ASSERT_EQ(j.size(), 3u);
   EXPECT_EQ(j[0]["samples_ns"].size(), 2u);
   EXPECT_GT(j[0]["avg_ts"].get<double>(), 0.0);
+  EXPECT_EQ(j[0]["isa"], best);
   EXPECT_NE(js.find("| prompt tokens |"), std::string::npos);
 }
 
@@ -112,6 +122,40 @@ TEST(BenchCommand, UserErrors) {
   a.pg.clear();
   a.output = "xml";
   EXPECT_NE(RunBench(a, out, err).message().find("-o"), std::string::npos);
+}
+
+TEST(KernelTier, MaxIsaCapsTheBenchTierAndBadValuesAreErrors) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  BenchArgs a;
+  a.model = TestDataPath("models/ds-tiny-Q4_K_M.gguf");
+  a.n_prompt = {4};
+  a.n_gen = {0};
+  a.threads = {1};
+  a.repetitions = 1;
+  std::ostringstream out, err;
+  ::setenv("MOESPLIT_MAX_ISA", "scalar", 1);
+  const Status capped = RunBench(a, out, err);
+  ::setenv("MOESPLIT_MAX_ISA", "avx9000", 1);
+  const Status bad = RunBench(a, out, err);
+  RunArgs r = TinyRun();
+  const Status bad_run = RunRun(r, out, err);
+  ::unsetenv("MOESPLIT_MAX_ISA");
+  ASSERT_TRUE(capped.ok()) << capped.ToString();
+  EXPECT_NE(out.str().find("| CPU        | scalar     |"), std::string::npos) << out.str();
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("MOESPLIT_MAX_ISA"), std::string::npos) << bad.ToString();
+  EXPECT_EQ(bad_run.code(), StatusCode::kInvalidArgument);
+}
+
+TEST(KernelTier, Descriptions) {
+  EXPECT_EQ(TierDescription(cpu::IsaTier::kAvx512Vnni), "avx512vnni (AVX-512 VNNI)");
+  EXPECT_EQ(TierDescription(cpu::IsaTier::kScalar), "scalar (portable C++)");
+  std::ostringstream err;
+  const GgmlType fallback[] = {GgmlType::kIQ2_XXS};
+  LogKernels(err, cpu::IsaTier::kAvx2, "1,2", fallback);
+  EXPECT_EQ(err.str(),
+            "cpu kernels: avx2 (AVX2 + FMA), 1,2 threads\n"
+            "cpu kernels: no fast kernel for iq2_xxs weights at avx2: reference matmul (slow)\n");
 }
 
 }  // namespace

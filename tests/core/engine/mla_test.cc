@@ -194,7 +194,9 @@ void CheckMla(int64_t Q, bool split) {
   numa::ThreadPool pool(2);
   KvCache kv(c, 8);
   moe::ExpertEngine experts(&pool, &gemv::KernelsFor(cpu::IsaTier::kScalar));
-  const ForwardContext ctx{c, mw, pool, kv, experts, RopeParamsFor(c)};
+  Workspace ws;
+  const ForwardContext ctx{
+      c, mw, pool, kv, experts, RopeParamsFor(c), gemv::KernelsFor(cpu::IsaTier::kScalar), ws};
   std::mt19937 rng(1);
   std::normal_distribution<float> n(0.0f, 1.0f);
   std::vector<float> hs(5 * D);

@@ -2,7 +2,8 @@
 // shared/testdata (README "Acceptance rule"): per position Pearson >= 0.999 and the same argmax
 // where the reference top-1 leads top-2 by > 1% of the row's range; a position may match the
 // batch or the seq file; >= 3/4 of the positions of each sequence must pass (routing near-ties
-// flip experts at a few positions even inside llama.cpp).
+// flip experts at a few positions even inside llama.cpp). Every test runs at every CPU kernel tier
+// the machine has (the tier is the last part of the test name; missing tiers skip).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -42,8 +43,9 @@ std::vector<int32_t> SeqB() {
 }
 
 std::vector<float> RunTokens(const Model& model, const std::vector<int32_t>& tokens, bool decode,
-                             int threads, KvCacheType kv_type = KvCacheType::kF32) {
-  Session s(model, {.ctx_size = 128, .n_threads = threads, .kv_type = kv_type});
+                             int threads, cpu::IsaTier tier,
+                             KvCacheType kv_type = KvCacheType::kF32) {
+  Session s(model, {.ctx_size = 128, .n_threads = threads, .kv_type = kv_type, .isa_tier = tier});
   if (!decode) return s.Eval(tokens, true).value();
   std::vector<float> all;
   for (int32_t t : tokens) {
@@ -55,10 +57,10 @@ std::vector<float> RunTokens(const Model& model, const std::vector<int32_t>& tok
 }
 
 void CheckSequence(const char* name, const std::vector<int32_t>& tokens, bool decode, int threads,
-                   KvCacheType kv_type = KvCacheType::kF32) {
+                   cpu::IsaTier tier, KvCacheType kv_type = KvCacheType::kF32) {
   const std::string base = testing::TestDataPath("models/ds-tiny-Q4_K_M");
   std::unique_ptr<Model> model = Model::Load(base + ".gguf").value();
-  const std::vector<float> ours = RunTokens(*model, tokens, decode, threads, kv_type);
+  const std::vector<float> ours = RunTokens(*model, tokens, decode, threads, tier, kv_type);
   const std::vector<float> batch = ReadF32(base + "." + name + ".batch.f32");
   const std::vector<float> seq = ReadF32(base + "." + name + ".seq.f32");
   const int64_t n = static_cast<int64_t>(tokens.size());
@@ -74,54 +76,74 @@ void CheckSequence(const char* name, const std::vector<int32_t>& tokens, bool de
                   static_cast<long long>(i), Pearson(o, &batch[i * kVocab], kVocab));
     }
   }
-  std::printf("%s %s: %d/%lld positions agree\n", name, decode ? "decode" : "batch", agree,
-              static_cast<long long>(n));
-  // Measured: 14/16 (seqA) and 62/64 (seqB), as for an exact float64 forward pass.
+  std::printf("%s %s (%s): %d/%lld positions agree\n", name, decode ? "decode" : "batch",
+              std::string(cpu::IsaTierName(tier)).c_str(), agree, static_cast<long long>(n));
+  // Measured: 14/16 (seqA) and 62/64 (seqB) with the f32 reference matmul (as a float64 pass);
+  // 13/16 and 58-59/64 once Q4_K products take Q8_K activations as in llama.cpp (other
+  // near-ties flip; the same at every tier).
   EXPECT_GE(agree * 4, n * 3);
 }
 
-TEST(OracleTest, SeqABatch) {
+// Parametrized by the CPU kernel tier; tiers this CPU lacks skip.
+class OracleTierTest : public ::testing::TestWithParam<cpu::IsaTier> {
+ protected:
+  void SetUp() override {
+    const cpu::IsaTier best = cpu::BestTier(cpu::DetectCpuFeatures());
+    if (static_cast<int>(GetParam()) > static_cast<int>(best)) {
+      GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(GetParam());
+    }
+  }
+};
+
+TEST_P(OracleTierTest, SeqABatch) {
   MOESPLIT_REQUIRE_TESTDATA();
-  CheckSequence("seqA", SeqA(), /*decode=*/false, 2);
+  CheckSequence("seqA", SeqA(), /*decode=*/false, 2, GetParam());
 }
-TEST(OracleTest, SeqADecode) {
+TEST_P(OracleTierTest, SeqADecode) {
   MOESPLIT_REQUIRE_TESTDATA();
-  CheckSequence("seqA", SeqA(), /*decode=*/true, 3);
+  CheckSequence("seqA", SeqA(), /*decode=*/true, 3, GetParam());
 }
-TEST(OracleTest, SeqBBatch) {
+TEST_P(OracleTierTest, SeqBBatch) {
   MOESPLIT_REQUIRE_TESTDATA();
-  CheckSequence("seqB", SeqB(), /*decode=*/false, 4);
+  CheckSequence("seqB", SeqB(), /*decode=*/false, 4, GetParam());
 }
-TEST(OracleTest, SeqBDecode) {
+TEST_P(OracleTierTest, SeqBDecode) {
   MOESPLIT_REQUIRE_TESTDATA();
-  CheckSequence("seqB", SeqB(), /*decode=*/true, 1);
+  CheckSequence("seqB", SeqB(), /*decode=*/true, 1, GetParam());
 }
 
-TEST(OracleTest, SeqBDecodeF16Cache) {
+TEST_P(OracleTierTest, SeqBDecodeF16Cache) {
   // llama.cpp's own default cache type.
   MOESPLIT_REQUIRE_TESTDATA();
-  CheckSequence("seqB", SeqB(), /*decode=*/true, 2, KvCacheType::kF16);
+  CheckSequence("seqB", SeqB(), /*decode=*/true, 2, GetParam(), KvCacheType::kF16);
 }
+
+TEST_P(OracleTierTest, BatchEqualsDecodeClosely) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  std::unique_ptr<Model> model =
+      Model::Load(testing::TestDataPath("models/ds-tiny-Q4_K_M.gguf")).value();
+  const std::vector<float> a = RunTokens(*model, SeqA(), false, 2, GetParam());
+  const std::vector<float> b = RunTokens(*model, SeqA(), true, 2, GetParam());
+  for (int64_t i = 0; i < 16; ++i)
+    EXPECT_GT(Pearson(&a[i * kVocab], &b[i * kVocab], kVocab), 0.9999);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTiers, OracleTierTest,
+                         ::testing::Values(cpu::IsaTier::kScalar, cpu::IsaTier::kAvx2,
+                                           cpu::IsaTier::kAvx512, cpu::IsaTier::kAvx512Vnni),
+                         [](const auto& info) {
+                           return std::string(cpu::IsaTierName(info.param));
+                         });
 
 TEST(OracleTest, F16CacheIsHalfTheBytes) {
   MOESPLIT_REQUIRE_TESTDATA();
   std::unique_ptr<Model> model =
       Model::Load(testing::TestDataPath("models/ds-tiny-Q4_K_M.gguf")).value();
-  // 4 layers x 100 positions x (kv_lora 64 + rope 16) values.
+  // 4 layers x 100 positions x (kv_lora 64 + rope 16 values + the transposed kv_lora 64).
   Session f32(*model, {.ctx_size = 100, .n_threads = 1});
   Session f16(*model, {.ctx_size = 100, .n_threads = 1, .kv_type = KvCacheType::kF16});
-  EXPECT_EQ(f32.kv_cache_bytes(), 4u * 100u * 80u * 4u);
-  EXPECT_EQ(f16.kv_cache_bytes(), 4u * 100u * 80u * 2u);
-}
-
-TEST(OracleTest, BatchEqualsDecodeClosely) {
-  MOESPLIT_REQUIRE_TESTDATA();
-  std::unique_ptr<Model> model =
-      Model::Load(testing::TestDataPath("models/ds-tiny-Q4_K_M.gguf")).value();
-  const std::vector<float> a = RunTokens(*model, SeqA(), false, 2);
-  const std::vector<float> b = RunTokens(*model, SeqA(), true, 2);
-  for (int64_t i = 0; i < 16; ++i)
-    EXPECT_GT(Pearson(&a[i * kVocab], &b[i * kVocab], kVocab), 0.9999);
+  EXPECT_EQ(f32.kv_cache_bytes(), 4u * 100u * (80u + 64u) * 4u);
+  EXPECT_EQ(f16.kv_cache_bytes(), 4u * 100u * (80u + 64u) * 2u);
 }
 
 TEST(OracleTest, ErrorsAreStatuses) {

@@ -3,10 +3,13 @@
 // cases with attention weights scaled by powers of two so that attention is far from uniform
 // and RoPE / the attention scale matter, evaluates 16 tokens in batch and in decode mode and
 // compares with the logits llama.cpp computed for the same files with an f32 KV cache and no
-// flash attention (data/README.md says how). Measured agreement: max |diff| <= 2e-5.
+// flash attention (data/README.md says how). Measured agreement: max |diff| <= 2e-5. Every case
+// runs at every CPU kernel tier the machine has (test name suffix; missing tiers skip).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -35,8 +38,11 @@ struct Case {
   // Largest |ours - llama.cpp| allowed per logit. 1e-3 for the 4-layer models (measured <= 2e-5).
   // The 27-layer sharp V2-Lite case measures 5e-7 at position 0 growing to 1.5e-3 at position
   // 11: rounding differences (summation order) amplified by very peaked softmaxes through 27
-  // layers; its Pearson (> 0.99999) and argmax checks stay as strict as everywhere.
+  // layers. With the AVX-512 f32 kernels (FMA, another summation order) the same growth
+  // reaches 5e-3 (batch) and 1e-2 (decode) at position 12, Pearson 0.99996: it gets 2e-2 and
+  // 0.9999; the argmax check stays as strict as everywhere.
   double max_abs_diff = 1e-3;
+  double min_pearson = 0.99999;
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -68,7 +74,8 @@ std::vector<Case> Cases() {
        "ds-v2-lite-tiny",
        MlaLayout::kSplit,
        {{"attn_q", 16}, {"attn_kv_a_mqa", 16}, {"attn_k_b", 16}},
-       5e-3},
+       2e-2,
+       0.9999},
   };
 }
 
@@ -114,7 +121,9 @@ void WriteF32Copy(const gguf::GgufFile& src, const Case& c, const std::string& p
   ASSERT_TRUE(w.Finish().ok());
 }
 
-// Writes the case's model into the scratch dir (kept: data/README.md runs llama.cpp on it).
+// Writes the case's model into the scratch dir (kept: data/README.md runs llama.cpp on it). The
+// per-tier tests of a case may run concurrently (ctest -j): each writes under a private name
+// and renames into place; the files are deterministic (seed 7), so any writer's copy will do.
 std::string WriteCaseModel(const Case& c) {
   synth::BuildOptions o;
   o.preset = c.preset;
@@ -122,26 +131,31 @@ std::string WriteCaseModel(const Case& c) {
   o.mla = c.mla;
   const synth::ModelSpec spec = synth::BuildModelSpec(o).value();
   const std::string dir = testing::ScratchDir();
+  const std::string tmp = ".tmp" + std::to_string(::getpid());
   const std::string plain = dir + "/tiny-" + c.name + ".f16.gguf";
   synth::WriteOptions wo;
-  wo.path = plain;
+  wo.path = plain + tmp;
   wo.seed = 7;
   wo.threads = 2;
   wo.show_progress = false;
   EXPECT_TRUE(synth::WriteModel(spec, wo).ok());
   const std::string path = dir + "/tiny-" + c.name + ".gguf";
-  auto src = gguf::GgufFile::Open(plain).value();
-  WriteF32Copy(*src, c, path);
+  {
+    auto src = gguf::GgufFile::Open(plain + tmp).value();
+    WriteF32Copy(*src, c, path + tmp);
+  }
+  EXPECT_EQ(std::rename((plain + tmp).c_str(), plain.c_str()), 0);
+  EXPECT_EQ(std::rename((path + tmp).c_str(), path.c_str()), 0);
   return path;
 }
 
 void Compare(const std::string& what, const std::vector<float>& ours, const std::vector<float>& ref,
-             int64_t n_vocab, double max_abs_diff) {
+             int64_t n_vocab, double max_abs_diff, double min_pearson) {
   ASSERT_EQ(ours.size(), ref.size()) << what;
   for (size_t row = 0; row * n_vocab < ref.size(); ++row) {
     const float* o = &ours[row * n_vocab];
     const float* r = &ref[row * n_vocab];
-    EXPECT_GT(Pearson(o, r, n_vocab), 0.99999) << what << " position " << row;
+    EXPECT_GT(Pearson(o, r, n_vocab), min_pearson) << what << " position " << row;
     double max_diff = 0;
     for (int64_t i = 0; i < n_vocab; ++i)
       max_diff = std::max<double>(max_diff, std::fabs(o[i] - r[i]));
@@ -151,17 +165,20 @@ void Compare(const std::string& what, const std::vector<float>& ours, const std:
   }
 }
 
-class TinyModelsTest : public ::testing::TestWithParam<Case> {};
+class TinyModelsTest : public ::testing::TestWithParam<std::tuple<Case, cpu::IsaTier>> {};
 
 TEST_P(TinyModelsTest, MatchesLlamaCpp) {
-  const Case& c = GetParam();
+  const auto& [c, tier] = GetParam();
+  if (static_cast<int>(tier) > static_cast<int>(cpu::BestTier(cpu::DetectCpuFeatures()))) {
+    GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
+  }
   const std::string path = WriteCaseModel(c);
   std::unique_ptr<Model> model = Model::Load(path).value();
   const int64_t V = model->config().n_vocab;
   const std::vector<int32_t> tokens = Tokens();
-  Session batch(*model, {.ctx_size = 32, .n_threads = 2});
+  Session batch(*model, {.ctx_size = 32, .n_threads = 2, .isa_tier = tier});
   const std::vector<float> ours_batch = batch.Eval(tokens, true).value();
-  Session decode(*model, {.ctx_size = 32, .n_threads = 3});
+  Session decode(*model, {.ctx_size = 32, .n_threads = 3, .isa_tier = tier});
   std::vector<float> ours_seq;
   for (int32_t t : tokens) {
     const std::vector<float> row = decode.Eval(std::span<const int32_t>(&t, 1), true).value();
@@ -169,15 +186,21 @@ TEST_P(TinyModelsTest, MatchesLlamaCpp) {
   }
   const std::string data = std::string(MOESPLIT_SOURCE_DIR) + "/tests/core/engine/data/" + c.name;
   Compare(std::string(c.name) + " batch", ours_batch, ReadF32(data + ".batch.f32"), V,
-          c.max_abs_diff);
-  Compare(std::string(c.name) + " decode", ours_seq, ReadF32(data + ".seq.f32"), V, c.max_abs_diff);
+          c.max_abs_diff, c.min_pearson);
+  Compare(std::string(c.name) + " decode", ours_seq, ReadF32(data + ".seq.f32"), V, c.max_abs_diff,
+          c.min_pearson);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, TinyModelsTest, ::testing::ValuesIn(Cases()), [](const auto& info) {
-  std::string n = info.param.name;
-  std::replace(n.begin(), n.end(), '-', '_');
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(
+    Archs, TinyModelsTest,
+    ::testing::Combine(::testing::ValuesIn(Cases()),
+                       ::testing::Values(cpu::IsaTier::kScalar, cpu::IsaTier::kAvx2,
+                                         cpu::IsaTier::kAvx512, cpu::IsaTier::kAvx512Vnni)),
+    [](const auto& info) {
+      std::string n = std::get<0>(info.param).name;
+      std::replace(n.begin(), n.end(), '-', '_');
+      return n + "_" + std::string(cpu::IsaTierName(std::get<1>(info.param)));
+    });
 
 }  // namespace
 }  // namespace moesplit::engine

@@ -1,0 +1,43 @@
+#include "apps/cpu_tier.h"
+
+#include <cstdlib>
+
+namespace moesplit::app {
+
+StatusOr<cpu::IsaTier> KernelTierFromEnv() {
+  return cpu::EffectiveIsaTier(cpu::DetectCpuFeatures(), std::getenv("MOESPLIT_MAX_ISA"));
+}
+
+std::string TierDescription(cpu::IsaTier tier) {
+  const char* what = "portable C++";
+  switch (tier) {
+    case cpu::IsaTier::kScalar:
+      break;
+    case cpu::IsaTier::kAvx2:
+      what = "AVX2 + FMA";
+      break;
+    case cpu::IsaTier::kAvx512:
+      what = "AVX-512";
+      break;
+    case cpu::IsaTier::kAvx512Vnni:
+      what = "AVX-512 VNNI";
+      break;
+  }
+  return StrCat(cpu::IsaTierName(tier), " (", what, ")");
+}
+
+void LogKernels(std::ostream& err, cpu::IsaTier tier, const std::string& threads,
+                std::span<const GgmlType> fallback_types) {
+  err << "cpu kernels: " << TierDescription(tier) << ", " << threads
+      << (threads == "1" ? " thread" : " threads") << "\n";
+  for (GgmlType t : fallback_types) {
+    err << "cpu kernels: no fast kernel for " << TypeName(t) << " weights at "
+        << cpu::IsaTierName(tier) << ": reference matmul (slow)\n";
+  }
+}
+
+void LogKernels(std::ostream& err, const engine::Session& session) {
+  LogKernels(err, session.isa_tier(), std::to_string(session.n_threads()), session.FallbackTypes());
+}
+
+}  // namespace moesplit::app

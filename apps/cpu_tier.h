@@ -1,0 +1,31 @@
+// The CPU kernel tier of the process, chosen once at start-up by every command that runs the
+// engine: the best tier CPUID reports, capped by the MOESPLIT_MAX_ISA environment variable
+// (scalar | avx2 | avx512 | avx512vnni). This is the one place that reads the variable; the
+// library gets the tier through SessionOptions::isa_tier.
+#pragma once
+
+#include <ostream>
+#include <span>
+#include <string>
+
+#include "core/base/status.h"
+#include "core/engine/engine.h"
+#include "cpu_kernels/cpu_features.h"
+
+namespace moesplit::app {
+
+// The tier to run at. An invalid MOESPLIT_MAX_ISA is an InvalidArgument error naming the
+// variable and the accepted values.
+StatusOr<cpu::IsaTier> KernelTierFromEnv();
+
+// "avx512vnni (AVX-512 VNNI)".
+std::string TierDescription(cpu::IsaTier tier);
+
+// The start-up line "cpu kernels: avx512vnni (AVX-512 VNNI), 2 threads" (threads as given,
+// e.g. "2" or "1,2"), then one warning line per weight type of the model that has no fast
+// kernel at the session's tier (those products run the slow reference matmul).
+void LogKernels(std::ostream& err, cpu::IsaTier tier, const std::string& threads,
+                std::span<const GgmlType> fallback_types);
+void LogKernels(std::ostream& err, const engine::Session& session);
+
+}  // namespace moesplit::app

@@ -1,0 +1,182 @@
+#include "cpu_kernels/qmatmul/qmatmul.h"
+
+#include <algorithm>
+#include <array>
+
+#include "core/base/status.h"
+
+namespace moesplit::qmatmul {
+
+namespace {
+
+// Products below this many multiply-adds run on the calling thread: a ParallelFor hand-off
+// costs a few microseconds, which is what ~64K MACs take on one core.
+constexpr int64_t kInlineMacs = int64_t{1} << 16;
+// Activation bytes per token chunk in MatMulRows: a chunk stays in L2 (1-2 MB per core) while
+// the block's weight rows are re-read for every chunk.
+constexpr int64_t kChunkBytes = int64_t{128} << 10;
+// Weight bytes per task in prefill (n_tok > one chunk): the block is re-read once per token
+// chunk, so it should stay in L2 as well.
+constexpr int64_t kSlabBytes = int64_t{256} << 10;
+constexpr int64_t kRowAlign = 16;  // rows per task: a multiple of the kernels' row tiles
+constexpr int kMaxProducts = 8;
+constexpr size_t kAlign = 64;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t RoundUp(int64_t a, int64_t m) { return CeilDiv(a, m) * m; }
+
+uint8_t* AlignedBase(std::vector<uint8_t>* storage, size_t bytes) {
+  if (storage->size() < bytes + kAlign) storage->resize(bytes + kAlign);
+  const auto p = reinterpret_cast<uintptr_t>(storage->data());
+  return storage->data() + ((kAlign - p % kAlign) % kAlign);
+}
+
+// Prepares rows for n_tok rows of act_type; returns the base of the quantized rows, or nullptr
+// for kF32 (rows alias x).
+uint8_t* Prepare(GgmlType act_type, const float* x, int64_t ldx, int64_t n_tok, int64_t cols,
+                 QuantizedRows* rows) {
+  rows->type = act_type;
+  rows->n_tok = n_tok;
+  rows->cols = cols;
+  if (act_type == GgmlType::kF32) {
+    rows->stride = static_cast<size_t>(ldx) * sizeof(float);
+    rows->data = x;
+    return nullptr;
+  }
+  rows->stride = RowStride(act_type, cols);
+  uint8_t* base = AlignedBase(&rows->storage, rows->stride * static_cast<size_t>(n_tok));
+  rows->data = base;
+  return base;
+}
+
+gemv::QuantizeFn QuantizerOrDie(const gemv::GemvKernels& k, GgmlType act_type) {
+  gemv::QuantizeFn q = k.Quantizer(act_type);
+  MOESPLIT_CHECK(q != nullptr, "no quantizer for activation type ", TypeName(act_type));
+  return q;
+}
+
+}  // namespace
+
+GgmlType ActTypeFor(const gemv::GemvKernels& k, GgmlType weight_type) {
+  const gemv::TypeKernels* tk = k.For(weight_type);
+  return tk == nullptr ? GgmlType::kF32 : tk->act_type;
+}
+
+bool IsFallback(const gemv::GemvKernels& k, GgmlType weight_type) {
+  return k.For(weight_type) == nullptr;
+}
+
+std::vector<GgmlType> MissingKernelTypes(const gemv::GemvKernels& k,
+                                         std::span<const GgmlType> types) {
+  std::vector<GgmlType> out;
+  for (GgmlType t : types) {
+    if (IsFallback(k, t) && std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+  }
+  return out;
+}
+
+size_t RowStride(GgmlType act_type, int64_t cols) {
+  return static_cast<size_t>(RoundUp(RowBytes(act_type, cols), static_cast<int64_t>(kAlign)));
+}
+
+void Quantize(const gemv::GemvKernels& k, GgmlType act_type, const float* x, int64_t ldx,
+              int64_t n_tok, int64_t cols, QuantizedRows* rows) {
+  uint8_t* base = Prepare(act_type, x, ldx, n_tok, cols, rows);
+  if (base == nullptr) return;
+  const gemv::QuantizeFn q = QuantizerOrDie(k, act_type);
+  for (int64_t t = 0; t < n_tok; ++t) q(x + t * ldx, base + t * rows->stride, cols);
+}
+
+void Quantize(numa::ThreadPool& pool, const gemv::GemvKernels& k, GgmlType act_type, const float* x,
+              int64_t ldx, int64_t n_tok, int64_t cols, QuantizedRows* rows) {
+  const int n_threads = pool.size();
+  if (act_type == GgmlType::kF32 || n_threads == 1 || n_tok < 2 * n_threads ||
+      n_tok * cols < kInlineMacs) {
+    Quantize(k, act_type, x, ldx, n_tok, cols, rows);
+    return;
+  }
+  uint8_t* base = Prepare(act_type, x, ldx, n_tok, cols, rows);
+  const gemv::QuantizeFn q = QuantizerOrDie(k, act_type);
+  const int64_t per_task = CeilDiv(n_tok, 4 * static_cast<int64_t>(n_threads));
+  const size_t stride = rows->stride;
+  pool.ParallelFor(CeilDiv(n_tok, per_task), [&](int64_t task, int) {
+    const int64_t t1 = std::min(n_tok, (task + 1) * per_task);
+    for (int64_t t = task * per_task; t < t1; ++t) q(x + t * ldx, base + t * stride, cols);
+  });
+}
+
+void MatMulRows(const gemv::GemvKernels& k, const WeightMatrix& w, const QuantizedRows& rows,
+                float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  MOESPLIT_CHECK(rows.cols == w.cols, "activation cols ", rows.cols, " != weight cols ", w.cols);
+  MOESPLIT_CHECK(r0 >= 0 && r0 <= r1 && r1 <= w.rows, "rows [", r0, ", ", r1, ") of ", w.rows);
+  if (r0 == r1 || rows.n_tok == 0) return;
+  const gemv::TypeKernels* tk = k.For(w.type);
+  if (tk == nullptr) {
+    // Reference fallback: dequantize each weight row to f32 (slow path; allocation is noise).
+    MOESPLIT_CHECK(rows.type == GgmlType::kF32, TypeName(w.type),
+                   " has no kernel: f32 rows needed");
+    std::vector<float> scratch(static_cast<size_t>(w.cols));  // [cols]
+    matmul::MatMulRowRange(w, static_cast<const float*>(rows.data),
+                           static_cast<int64_t>(rows.stride / sizeof(float)), rows.n_tok, y, ldy,
+                           r0, r1, scratch.data());
+    return;
+  }
+  MOESPLIT_CHECK(rows.type == tk->act_type, TypeName(w.type), " takes ", TypeName(tk->act_type),
+                 " activations, got ", TypeName(rows.type));
+  const int64_t row_bytes = std::max<int64_t>(1, static_cast<int64_t>(rows.stride));
+  const int64_t chunk = std::max<int64_t>(8, kChunkBytes / row_bytes / 8 * 8);
+  for (int64_t t0 = 0; t0 < rows.n_tok; t0 += chunk) {
+    const int64_t nt = std::min(chunk, rows.n_tok - t0);
+    tk->gemm(w.Row(r0), static_cast<size_t>(w.row_bytes), r1 - r0, rows.Row(t0), rows.stride, nt,
+             w.cols, y + t0 * ldy + r0, ldy);
+  }
+}
+
+void MatMulMany(numa::ThreadPool& pool, const gemv::GemvKernels& k,
+                std::span<const Product> products, const QuantizedRows& rows) {
+  const int n = static_cast<int>(products.size());
+  MOESPLIT_CHECK(n <= kMaxProducts, "MatMulMany takes at most ", kMaxProducts, " products");
+  int64_t total = 0;  // multiply-adds of all products
+  for (const Product& p : products) total += p.w.rows * p.w.cols * rows.n_tok;
+  if (pool.size() == 1 || total < kInlineMacs) {
+    for (const Product& p : products) MatMulRows(k, p.w, rows, p.y, p.ldy, 0, p.w.rows);
+    return;
+  }
+  // Per product: blocks in proportion to its work (>= 4 tasks per thread overall), rows per
+  // block a multiple of kRowAlign, and in prefill at most a kSlabBytes slab of weights.
+  const int64_t target = CeilDiv(total, 4 * static_cast<int64_t>(pool.size()));
+  const bool prefill = static_cast<int64_t>(rows.stride) * rows.n_tok > kChunkBytes;
+  std::array<int64_t, kMaxProducts> block{};           // rows per task
+  std::array<int64_t, kMaxProducts + 1> first_task{};  // prefix sums of tasks per product
+  for (int i = 0; i < n; ++i) {
+    const WeightMatrix& w = products[static_cast<size_t>(i)].w;
+    const int64_t blocks = CeilDiv(w.rows * w.cols * rows.n_tok, target);
+    int64_t b = RoundUp(CeilDiv(w.rows, blocks), kRowAlign);
+    if (prefill)
+      b = std::min(b, RoundUp(std::max<int64_t>(1, kSlabBytes / w.row_bytes), kRowAlign));
+    block[i] = std::max<int64_t>(1, b);
+    first_task[i + 1] = first_task[i] + CeilDiv(w.rows, block[i]);
+  }
+  pool.ParallelFor(first_task[n], [&](int64_t task, int) {
+    int i = 0;
+    while (task >= first_task[i + 1]) ++i;
+    const Product& p = products[static_cast<size_t>(i)];
+    const int64_t r0 = (task - first_task[i]) * block[i];
+    MatMulRows(k, p.w, rows, p.y, p.ldy, r0, std::min(p.w.rows, r0 + block[i]));
+  });
+}
+
+void MatMul(numa::ThreadPool& pool, const gemv::GemvKernels& k, const WeightMatrix& w,
+            const QuantizedRows& rows, float* y, int64_t ldy) {
+  const Product p{w, y, ldy};
+  MatMulMany(pool, k, {&p, 1}, rows);
+}
+
+void MatMul(numa::ThreadPool& pool, const gemv::GemvKernels& k, const WeightMatrix& w,
+            const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
+            QuantizedRows* scratch) {
+  Quantize(pool, k, ActTypeFor(k, w.type), x, ldx, n_tok, w.cols, scratch);
+  MatMul(pool, k, w, *scratch, y, ldy);
+}
+
+}  // namespace moesplit::qmatmul

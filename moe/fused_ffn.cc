@@ -1,0 +1,248 @@
+#include "moe/fused_ffn.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/base/status.h"
+#include "cpu_kernels/ops/ops.h"
+
+namespace moesplit::moe {
+
+namespace {
+
+using qmatmul::QuantizedRows;
+
+// Activation bytes per token chunk (gathered x rows, intermediate rows): stays in L2.
+constexpr int64_t kChunkBytes = int64_t{128} << 10;
+// Gate (and up) weight bytes per phase-1 task when the job has more than one chunk of tokens:
+// the block's rows are re-read from L2 for every chunk.
+constexpr int64_t kSlabBytes = int64_t{128} << 10;
+constexpr size_t kAlign = 64;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t RoundUp(int64_t a, int64_t m) { return CeilDiv(a, m) * m; }
+
+int ActIndex(GgmlType act) {
+  switch (act) {
+    case GgmlType::kF32:
+      return 0;
+    case GgmlType::kQ8_K:
+      return 1;
+    case GgmlType::kQ8_0:
+      return 2;
+    default:
+      MOESPLIT_CHECK(false, "unexpected activation type ", TypeName(act));
+      return 0;
+  }
+}
+
+// Row-block granularity of an intermediate quantized for the down projection: whole blocks of
+// the activation type (Q8_K 256 values; Q8_0 two 34-byte blocks, so every slice starts 4-byte
+// aligned as the quantizers require), and a multiple of 16 rows for the kernels' row tiles.
+int64_t RowAlign(GgmlType act_down) {
+  switch (act_down) {
+    case GgmlType::kQ8_K:
+      return 256;
+    case GgmlType::kQ8_0:
+      return 64;
+    default:
+      return 16;
+  }
+}
+
+int64_t ChunkTokens(size_t row_stride) {
+  const int64_t n = kChunkBytes / std::max<int64_t>(1, static_cast<int64_t>(row_stride));
+  return std::clamp<int64_t>(n / 8 * 8, 8, 256);
+}
+
+// Rows i0 .. i0+nt of a job's tokens from x, as one activation block: x itself when they are
+// contiguous (all tokens) or a single row, else gathered into buf ([nt x RowStride]).
+QuantizedRows TokenRows(const QuantizedRows& x, const int32_t* tokens, int64_t i0, int64_t nt,
+                        uint8_t* buf) {
+  QuantizedRows v;
+  v.type = x.type;
+  v.cols = x.cols;
+  v.n_tok = nt;
+  v.stride = x.stride;
+  if (tokens == nullptr || nt == 1) {
+    v.data = x.Row(tokens == nullptr ? i0 : tokens[i0]);
+    return v;
+  }
+  const size_t bytes = static_cast<size_t>(RowBytes(x.type, x.cols));
+  v.stride = qmatmul::RowStride(x.type, x.cols);
+  for (int64_t i = 0; i < nt; ++i) std::memcpy(buf + i * v.stride, x.Row(tokens[i0 + i]), bytes);
+  v.data = buf;
+  return v;
+}
+
+}  // namespace
+
+const QuantizedRows* FusedFfn::InputRows(GgmlType act_type, const float* x, int64_t n_tok,
+                                         int64_t D) {
+  const size_t i = static_cast<size_t>(ActIndex(act_type));
+  if (!x_ready_[i]) qmatmul::Quantize(*pool_, *kernels_, act_type, x, D, n_tok, D, &x_rows_[i]);
+  x_ready_[i] = true;
+  return &x_rows_[i];
+}
+
+void FusedFfn::Plan(std::span<const FfnJob> jobs, const float* x, int64_t n_tok) {
+  const int64_t D = jobs[0].gate.cols;
+  x_ready_.fill(false);  // quantize x anew: same pointer, new values
+  plans_.resize(jobs.size());
+  size_t offset = 0;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const FfnJob& job = jobs[j];
+    const int64_t F = job.gate.rows;
+    MOESPLIT_CHECK(job.up.rows == F && job.down.cols == F && job.gate.cols == D &&
+                       job.up.cols == D && job.down.rows == D,
+                   "FFN job ", j, ": inconsistent gate/up/down shapes");
+    MOESPLIT_CHECK(job.n >= 1 && (job.tokens != nullptr || job.n <= n_tok), "FFN job ", j, ": ",
+                   job.n, " tokens");
+    for (int64_t i = 0; job.tokens != nullptr && i < job.n; ++i) {
+      MOESPLIT_CHECK(job.tokens[i] >= 0 && job.tokens[i] < n_tok, "token ", job.tokens[i]);
+    }
+    JobPlan& p = plans_[j];
+    p.x_gate = InputRows(qmatmul::ActTypeFor(*kernels_, job.gate.type), x, n_tok, D);
+    p.x_up = InputRows(qmatmul::ActTypeFor(*kernels_, job.up.type), x, n_tok, D);
+    p.act_down = qmatmul::ActTypeFor(*kernels_, job.down.type);
+    MOESPLIT_CHECK(F % GetTypeTraits(p.act_down).block_size == 0, "F ", F);
+    p.mid_stride = qmatmul::RowStride(p.act_down, F);
+    p.mid_offset = offset;
+    offset += p.mid_stride * static_cast<size_t>(job.n);
+  }
+  if (mid_.size() < offset + kAlign) mid_.resize(offset + kAlign);
+  const auto addr = reinterpret_cast<uintptr_t>(mid_.data());
+  mid_base_ = mid_.data() + (kAlign - addr % kAlign) % kAlign;
+}
+
+void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs) {
+  const int64_t n_threads = pool_->size();
+  int64_t total = 0;  // sum of F x n: gate/up work in units of D multiply-adds
+  order_.resize(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    total += jobs[j].gate.rows * jobs[j].n;
+    order_[j] = static_cast<int32_t>(j);
+  }
+  // Biggest jobs first: the dynamic task queue then ends on small tasks (list scheduling).
+  std::stable_sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) {
+    return jobs[a].gate.rows * jobs[a].n > jobs[b].gate.rows * jobs[b].n;
+  });
+  const int64_t target = std::max<int64_t>(1, total / (8 * n_threads));  // ~8 tasks per thread
+  up_tasks_.clear();
+  max_up_block_ = 0;
+  size_t max_x_stride = 0;
+  for (int32_t j : order_) {
+    const FfnJob& job = jobs[static_cast<size_t>(j)];
+    const JobPlan& p = plans_[static_cast<size_t>(j)];
+    const int64_t F = job.gate.rows, align = RowAlign(p.act_down);
+    max_x_stride = std::max({max_x_stride, p.x_gate->stride, p.x_up->stride,
+                             qmatmul::RowStride(p.x_gate->type, job.gate.cols),
+                             qmatmul::RowStride(p.x_up->type, job.up.cols)});
+    int64_t block = RoundUp(CeilDiv(target, job.n), align);
+    if (job.n > ChunkTokens(p.x_gate->stride)) {
+      block =
+          std::min(block, RoundUp(std::max<int64_t>(1, kSlabBytes / job.gate.row_bytes), align));
+    }
+    block = std::min(block, RoundUp(F, align));
+    max_up_block_ = std::max(max_up_block_, block);
+    for (int64_t f0 = 0; f0 < F; f0 += block) up_tasks_.push_back({j, f0, std::min(F, f0 + block)});
+  }
+  up_chunk_ = ChunkTokens(max_x_stride);
+  size_t max_mid_stride = 0;
+  for (const JobPlan& p : plans_) max_mid_stride = std::max(max_mid_stride, p.mid_stride);
+  down_chunk_ = ChunkTokens(max_mid_stride);
+  const int64_t D = jobs[0].down.rows;
+  down_block_ = std::min(RoundUp(D, 16), RoundUp(CeilDiv(D, 4 * n_threads), 16));
+  // Per-worker scratch: two gathered chunks (gate / up activation types), and either gate + up
+  // partials [chunk x block] or the down partials [chunk x down_block].
+  const size_t bytes = 2 * static_cast<size_t>(up_chunk_) * max_x_stride;
+  const size_t floats =
+      static_cast<size_t>(std::max(2 * up_chunk_ * max_up_block_, down_chunk_ * down_block_));
+  worker_bytes_.resize(static_cast<size_t>(n_threads));
+  worker_f32_.resize(static_cast<size_t>(n_threads));
+  for (int w = 0; w < n_threads; ++w) {
+    if (worker_bytes_[w].size() < bytes) worker_bytes_[w].resize(bytes);
+    if (worker_f32_[w].size() < floats) worker_f32_[w].resize(floats);
+  }
+}
+
+void FusedFfn::RunUpTask(const FfnJob& job, const JobPlan& plan, int64_t f0, int64_t f1,
+                         int worker) {
+  const int64_t nb = f1 - f0;
+  const matmul::WeightMatrix gate = job.gate.Rows(f0, nb), up = job.up.Rows(f0, nb);
+  uint8_t* gather_gate = worker_bytes_[static_cast<size_t>(worker)].data();
+  uint8_t* gather_up = gather_gate + worker_bytes_[static_cast<size_t>(worker)].size() / 2;
+  float* g = worker_f32_[static_cast<size_t>(worker)].data();  // [chunk x nb] gate, then h
+  float* u = g + up_chunk_ * max_up_block_;                    // [chunk x nb] up
+  const gemv::QuantizeFn quantize = kernels_->Quantizer(plan.act_down);  // nullptr: f32 rows
+  const size_t slice_offset = static_cast<size_t>(RowBytes(plan.act_down, f0));
+  for (int64_t i0 = 0; i0 < job.n; i0 += up_chunk_) {
+    const int64_t nt = std::min(up_chunk_, job.n - i0);
+    const QuantizedRows xg = TokenRows(*plan.x_gate, job.tokens, i0, nt, gather_gate);
+    qmatmul::MatMulRows(*kernels_, gate, xg, g, nb, 0, nb);
+    if (plan.x_up == plan.x_gate) {
+      qmatmul::MatMulRows(*kernels_, up, xg, u, nb, 0, nb);
+    } else {
+      const QuantizedRows xu = TokenRows(*plan.x_up, job.tokens, i0, nt, gather_up);
+      qmatmul::MatMulRows(*kernels_, up, xu, u, nb, 0, nb);
+    }
+    for (int64_t i = 0; i < nt; ++i) {
+      float* h = g + i * nb;  // h = silu(gate) * up: this task's slice of the intermediate row
+      const float* ui = u + i * nb;
+      for (int64_t f = 0; f < nb; ++f) h[f] = ops::Silu(h[f]) * ui[f];
+      uint8_t* dst = mid_base_ + plan.mid_offset + (i0 + i) * plan.mid_stride + slice_offset;
+      if (quantize != nullptr) {
+        quantize(h, dst, nb);  // whole activation blocks: f0 and nb are block multiples
+      } else {
+        std::memcpy(dst, h, static_cast<size_t>(nb) * sizeof(float));
+      }
+    }
+  }
+}
+
+void FusedFfn::RunDownTask(std::span<const FfnJob> jobs, int64_t n_tok, int64_t d0, int64_t d1,
+                           float* out, int worker) {
+  const int64_t D = jobs[0].down.rows, nd = d1 - d0;
+  for (int64_t t = 0; t < n_tok; ++t) std::fill(out + t * D + d0, out + t * D + d1, 0.0f);
+  float* part = worker_f32_[static_cast<size_t>(worker)].data();  // [chunk x nd]
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const FfnJob& job = jobs[j];
+    const JobPlan& plan = plans_[j];
+    const matmul::WeightMatrix down = job.down.Rows(d0, nd);
+    for (int64_t i0 = 0; i0 < job.n; i0 += down_chunk_) {
+      QuantizedRows mid;  // the job's intermediate rows i0 .. i0+nt
+      mid.type = plan.act_down;
+      mid.cols = job.down.cols;
+      mid.n_tok = std::min(down_chunk_, job.n - i0);
+      mid.stride = plan.mid_stride;
+      mid.data = mid_base_ + plan.mid_offset + i0 * plan.mid_stride;
+      qmatmul::MatMulRows(*kernels_, down, mid, part, nd, 0, nd);
+      for (int64_t i = 0; i < mid.n_tok; ++i) {
+        const int64_t t = job.tokens == nullptr ? i0 + i : job.tokens[i0 + i];
+        const float w = job.weights == nullptr ? 1.0f : job.weights[i0 + i];
+        float* o = out + t * D + d0;
+        const float* p = part + i * nd;
+        for (int64_t d = 0; d < nd; ++d) o[d] += w * p[d];
+      }
+    }
+  }
+}
+
+void FusedFfn::Run(std::span<const FfnJob> jobs, const float* x, int64_t n_tok, float* out) {
+  if (jobs.empty()) return;
+  Plan(jobs, x, n_tok);
+  PlanUpTasks(jobs);
+  pool_->ParallelFor(static_cast<int64_t>(up_tasks_.size()), [&](int64_t i, int worker) {
+    const UpTask& t = up_tasks_[static_cast<size_t>(i)];
+    RunUpTask(jobs[static_cast<size_t>(t.job)], plans_[static_cast<size_t>(t.job)], t.f0, t.f1,
+              worker);
+  });
+  // The one barrier: every intermediate row is complete before any down task reads it.
+  const int64_t D = jobs[0].down.rows;
+  pool_->ParallelFor(CeilDiv(D, down_block_), [&](int64_t i, int worker) {
+    const int64_t d0 = i * down_block_;
+    RunDownTask(jobs, n_tok, d0, std::min(D, d0 + down_block_), out, worker);
+  });
+}
+
+}  // namespace moesplit::moe
