@@ -1,11 +1,6 @@
 # float kernel family: per-ISA sources of moesplit_cpu_gemv and their flags (included by
 # cpu_kernels/CMakeLists.txt inside the x86 block; see gemv/gemv_internal.h for file ownership).
-#
-# gemv_float_scalar.cc (the scalar reference dots) takes the default flags. It is listed here, so
-# like the rest of this file it is only built on x86; a non-x86 build must add it to
-# moesplit_cpu_gemv itself (gemv_float.cc registers it on every architecture).
 target_sources(moesplit_cpu_gemv PRIVATE
-  gemv/gemv_float_scalar.cc
   gemv/gemv_float_avx2.cc
   gemv/gemv_float_avx512.cc)
 set_source_files_properties(gemv/gemv_float_avx2.cc PROPERTIES

@@ -1,9 +1,6 @@
 # legacy kernel family: per-ISA sources of moesplit_cpu_gemv and their flags (included by
 # cpu_kernels/CMakeLists.txt inside the x86 block; see gemv/gemv_internal.h for file ownership).
-# gemv_legacy_scalar.cc takes the default flags. (This fragment is included only on x86; a
-# non-x86 build would need gemv_legacy_scalar.cc listed beside gemv_legacy.cc.)
 target_sources(moesplit_cpu_gemv PRIVATE
-  gemv/gemv_legacy_scalar.cc
   gemv/gemv_legacy_avx2.cc
   gemv/gemv_legacy_avx512.cc
   gemv/gemv_legacy_avx512vnni.cc)
