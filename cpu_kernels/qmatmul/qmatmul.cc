@@ -150,7 +150,7 @@ void MatMulMany(numa::ThreadPool& pool, const gemv::GemvKernels& k,
   std::array<int64_t, kMaxProducts + 1> first_task{};  // prefix sums of tasks per product
   for (int i = 0; i < n; ++i) {
     const WeightMatrix& w = products[static_cast<size_t>(i)].w;
-    const int64_t blocks = CeilDiv(w.rows * w.cols * rows.n_tok, target);
+    const int64_t blocks = std::max<int64_t>(1, CeilDiv(w.rows * w.cols * rows.n_tok, target));
     int64_t b = RoundUp(CeilDiv(w.rows, blocks), kRowAlign);
     if (prefill)
       b = std::min(b, RoundUp(std::max<int64_t>(1, kSlabBytes / w.row_bytes), kRowAlign));
