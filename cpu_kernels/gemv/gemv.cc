@@ -7,8 +7,8 @@
 namespace moesplit::gemv {
 namespace {
 
-// Activation quantization is the reference one on every tier: it runs once per token row,
-// against rows x n weight reads.
+// The scalar tier's activation quantizers are the references; the SIMD tiers' ones
+// (gemv_quantize_*.cc) produce the same bytes.
 void QuantizeQ8K(const float* x, void* dst, int64_t n) {
   quant::QuantizeRow(GgmlType::kQ8_K, x, dst, n);
 }
@@ -21,6 +21,15 @@ GemvKernels BuildTable(cpu::IsaTier tier) {
   k.tier = tier;
   k.quantize_q8k = QuantizeQ8K;
   k.quantize_q8_0 = QuantizeQ8_0;
+#if defined(MOESPLIT_GEMV_X86)
+  if (tier == cpu::IsaTier::kAvx2) {
+    k.quantize_q8k = internal::QuantizeQ8K_Avx2;
+    k.quantize_q8_0 = internal::QuantizeQ8_0_Avx2;
+  } else if (tier == cpu::IsaTier::kAvx512 || tier == cpu::IsaTier::kAvx512Vnni) {
+    k.quantize_q8k = internal::QuantizeQ8K_Avx512;
+    k.quantize_q8_0 = internal::QuantizeQ8_0_Avx512;
+  }
+#endif
   internal::AddKQuantKernels(tier, &k);
   internal::AddLegacyKernels(tier, &k);
   internal::AddFloatKernels(tier, &k);

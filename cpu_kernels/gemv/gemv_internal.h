@@ -139,5 +139,16 @@ void GemmBF16_F32_Avx512(const void* w, size_t w_stride, int64_t n_rows, const v
                          size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #endif
 // ---- end of the float family ------------------------------------------------------------------
+// ---- activation quantizers (Q8_K / Q8_0): gemv_quantize_{avx2,avx512}.cc -----------------------
+// QuantizeFn per tier, byte-identical to quant::QuantizeRow(kQ8_K / kQ8_0) (the scalar tier's
+// entries) for every input, NaN/inf included. n is a multiple of 256 (Q8_K) / 32 (Q8_0); dst
+// needs no alignment. The AVX-512 VNNI tier uses the AVX-512 ones (no VNNI step in them).
+#if defined(MOESPLIT_GEMV_X86)
+void QuantizeQ8K_Avx2(const float* x, void* dst, int64_t n);
+void QuantizeQ8_0_Avx2(const float* x, void* dst, int64_t n);
+void QuantizeQ8K_Avx512(const float* x, void* dst, int64_t n);
+void QuantizeQ8_0_Avx512(const float* x, void* dst, int64_t n);
+#endif
+// ---- end of the activation quantizers ---------------------------------------------------------
 
 }  // namespace moesplit::gemv::internal
