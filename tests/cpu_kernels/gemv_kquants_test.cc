@@ -4,7 +4,8 @@
 //   - the scalar reference against dequantize(w) . dequantize(a) in float64;
 //   - extreme quants (max quants and scales, all activations at +-127) on every tier;
 //   - gemm tiles (odd rows, 1..17 tokens, padded strides, NaN-poisoned outputs, guard cells)
-//     against the same tier's dot: this family promises the same bits (gemv_internal.h).
+//     against the same tier's dot: the same bits for one token (the decode path); several
+//     tokens within 1e-5 (AVX-512 Q4_K decodes with its own tile, another summation order).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -298,8 +299,16 @@ TEST_P(KQuantGemmTest, EqualsDotPerRowAndToken) {
             const float want = k.dot(w.Row(r), a.Row(t), n);
             const float got = y[t * ldy + r];
             const Exact e = ExactDot(type, w.Row(r), a.Row(t), n);
-            ASSERT_EQ(got, want) << Name(tier, type) << " n=" << n << " rows=" << rows
-                                 << " n_tok=" << n_tok << " r=" << r << " t=" << t;
+            // One token: the decode path, the dot's bits. Several: the token tile, which sums
+            // in another order than the AVX-512 Q4_K decode tile (1e-5 rule there).
+            if (n_tok == 1) {
+              ASSERT_EQ(got, want)
+                  << Name(tier, type) << " n=" << n << " rows=" << rows << " r=" << r;
+            } else {
+              ASSERT_NEAR(got, want, 1e-5 * e.norm)
+                  << Name(tier, type) << " n=" << n << " rows=" << rows << " n_tok=" << n_tok
+                  << " r=" << r << " t=" << t;
+            }
             ASSERT_NEAR(got, ref.dot(w.Row(r), a.Row(t), n), 1e-5 * e.norm);
           }
           for (int64_t r = rows; r < ldy; ++r) {
