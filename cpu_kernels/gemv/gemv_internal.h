@@ -86,8 +86,9 @@ void GemmQ5_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, co
 // ---- K-quant family (Q4_K / Q5_K / Q6_K weights x Q8_K activations) --------------------------
 // Scalar reference dots: gemv_scalar.cc (integer sums per block, exact; one float term per
 // block). SIMD tiers: gemv_kquants_avx2.cc and gemv_kquants_avx512{,vnni}.cc (bodies in
-// gemv_kquants_avx512.inc, loops in gemv_kquants_tiles.inc); per tier, Dot == Gemm with one row
-// and one token bit for bit, and every gemm tile shape gives the same bits per (row, token).
+// gemv_kquants_avx512.inc, loops in gemv_kquants_tiles.inc, the one-token Q4_K tile in
+// gemv_kquants_decode_avx512.inc); per tier, Dot == Gemm with one token bit for bit. Gemm tiles of
+// several tokens agree with Dot to 1e-5 of sum |w a| (Q4_K's decode tile sums in another order).
 float DotQ4K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
 float DotQ5K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
 float DotQ6K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
