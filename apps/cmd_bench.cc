@@ -192,10 +192,7 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
     threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
   std::string thread_list;
   for (int n : threads) thread_list += (thread_list.empty() ? "" : ",") + std::to_string(n);
-  {
-    const engine::Session probe(*model, {.ctx_size = 1, .n_threads = 1, .isa_tier = tier});
-    LogKernels(err, tier, thread_list, probe.FallbackTypes());
-  }
+  LogKernels(err, tier, thread_list, model->FallbackTypes(gemv::KernelsFor(tier)));
   std::vector<BenchTest> done;
   for (int n_threads : threads) {
     MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchTest> tests, PlanTests(args, n_threads));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/base/int_math.h"
 #include "core/base/status.h"
 #include "cpu_kernels/ops/ops.h"
 
@@ -17,10 +18,6 @@ constexpr int64_t kChunkBytes = int64_t{128} << 10;
 // Gate (and up) weight bytes per phase-1 task when the job has more than one chunk of tokens:
 // the block's rows are re-read from L2 for every chunk.
 constexpr int64_t kSlabBytes = int64_t{128} << 10;
-constexpr size_t kAlign = 64;
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t RoundUp(int64_t a, int64_t m) { return CeilDiv(a, m) * m; }
 
 int ActIndex(GgmlType act) {
   switch (act) {
@@ -110,9 +107,7 @@ void FusedFfn::Plan(std::span<const FfnJob> jobs, const float* x, int64_t n_tok)
     p.mid_offset = offset;
     offset += p.mid_stride * static_cast<size_t>(job.n);
   }
-  if (mid_.size() < offset + kAlign) mid_.resize(offset + kAlign);
-  const auto addr = reinterpret_cast<uintptr_t>(mid_.data());
-  mid_base_ = mid_.data() + (kAlign - addr % kAlign) % kAlign;
+  mid_base_ = qmatmul::AlignedStorage(&mid_, offset);
 }
 
 void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs) {

@@ -55,8 +55,8 @@ int64_t Session::ctx_size() const { return kv_->ctx_size(); }
 uint64_t Session::kv_cache_bytes() const { return kv_->bytes(); }
 int Session::n_threads() const { return pool_->size(); }
 
-std::vector<GgmlType> Session::FallbackTypes() const {
-  const ModelWeights& w = model_.weights();
+std::vector<GgmlType> Model::FallbackTypes(const gemv::GemvKernels& kernels) const {
+  const ModelWeights& w = weights_;
   std::vector<GgmlType> types = {w.output.type};
   for (const LayerWeights& l : w.layers) {
     for (const TensorView* t :
@@ -68,7 +68,7 @@ std::vector<GgmlType> Session::FallbackTypes() const {
       if (Present(*t)) types.push_back(t->type);
     }
   }
-  return qmatmul::MissingKernelTypes(*kernels_, types);
+  return qmatmul::MissingKernelTypes(kernels, types);
 }
 
 StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool all_logits) {

@@ -47,6 +47,10 @@ class Model {
   const ModelWeights& weights() const { return weights_; }
   const gguf::GgufFile& file() const { return *file_; }
 
+  // Weight types of the model's matrix products without a fast kernel in `kernels` (one tier's
+  // table): they run the reference matmul (correct, slow). Empty for the usual GGUF quant types.
+  std::vector<GgmlType> FallbackTypes(const gemv::GemvKernels& kernels) const;
+
  private:
   Model() = default;
   std::unique_ptr<gguf::GgufFile> file_;
@@ -82,9 +86,8 @@ class Session {
   uint64_t kv_cache_bytes() const;
   int n_threads() const;
   cpu::IsaTier isa_tier() const { return kernels_->tier; }
-  // Weight types of the model's matrix products without a fast kernel at this tier: they run
-  // the reference matmul (correct, slow). Empty for the usual GGUF quant types.
-  std::vector<GgmlType> FallbackTypes() const;
+  // Model::FallbackTypes at this session's tier.
+  std::vector<GgmlType> FallbackTypes() const { return model_.FallbackTypes(*kernels_); }
 
  private:
   const Model& model_;

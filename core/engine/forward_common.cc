@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/base/int_math.h"
 #include "core/engine/forward.h"
 #include "cpu_kernels/matmul/matmul.h"
 #include "cpu_kernels/quant/quant.h"
@@ -30,8 +31,8 @@ void ForTokens(const ForwardContext& ctx, int64_t n_tok, const std::function<voi
     for (int64_t t = 0; t < n_tok; ++t) fn(t);
     return;
   }
-  const int64_t per_task = (n_tok + 4 * n_threads - 1) / (4 * n_threads);
-  ctx.pool.ParallelFor((n_tok + per_task - 1) / per_task, [&](int64_t task, int) {
+  const int64_t per_task = CeilDiv(n_tok, 4 * n_threads);
+  ctx.pool.ParallelFor(CeilDiv(n_tok, per_task), [&](int64_t task, int) {
     const int64_t t1 = std::min(n_tok, (task + 1) * per_task);
     for (int64_t t = task * per_task; t < t1; ++t) fn(t);
   });
@@ -42,11 +43,11 @@ void Project(const ForwardContext& ctx, const float* x, int64_t ldx, int64_t n_t
   // At most three activation types (F32, Q8_K, Q8_0): group the products by type.
   constexpr GgmlType kActs[3] = {GgmlType::kF32, GgmlType::kQ8_K, GgmlType::kQ8_0};
   for (int a = 0; a < 3; ++a) {
-    qmatmul::Product group[8];
+    qmatmul::Product group[qmatmul::kMaxProducts];
     int n = 0;
     for (const qmatmul::Product& p : products) {
       if (qmatmul::ActTypeFor(ctx.kernels, p.w.type) != kActs[a]) continue;
-      MOESPLIT_CHECK(n < 8, "Project: too many products");
+      MOESPLIT_CHECK(n < qmatmul::kMaxProducts, "Project: too many products");
       group[n++] = p;
     }
     if (n == 0) continue;

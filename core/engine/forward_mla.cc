@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/base/int_math.h"
 #include "core/engine/forward.h"
 #include "cpu_kernels/matmul/matmul.h"
 
@@ -180,13 +181,13 @@ void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
   // head group per thread, so that the cache streams from DRAM/L3 once per thread, not 4x.
   const int n_threads = ctx.pool.size();
   const int64_t tb = std::min<int64_t>(n_tok, 16);
-  const int64_t n_blocks = (n_tok + tb - 1) / tb;
+  const int64_t n_blocks = CeilDiv(n_tok, tb);
   const int64_t n_ctx_max = pos0 + n_tok;
   const bool big_cache = n_ctx_max * (2 * c.kv_lora_rank + c.qk_rope) * 4 > (int64_t{2} << 20);
   const int64_t tasks_wanted = (big_cache ? 1 : 4) * static_cast<int64_t>(n_threads);
-  const int64_t groups_wanted = std::clamp<int64_t>((tasks_wanted + n_blocks - 1) / n_blocks, 1, H);
-  const int64_t hg = (H + groups_wanted - 1) / groups_wanted;  // heads per task
-  const int64_t n_groups = (H + hg - 1) / hg;
+  const int64_t groups_wanted = std::clamp<int64_t>(CeilDiv(tasks_wanted, n_blocks), 1, H);
+  const int64_t hg = CeilDiv(H, groups_wanted);  // heads per task
+  const int64_t n_groups = CeilDiv(H, hg);
   if (ctx.ws.workers.size() < static_cast<size_t>(n_threads)) ctx.ws.workers.resize(n_threads);
   LatentCache cache;
   cache.rows = ctx.kv.Rows(KvCache::kK, il, n_ctx_max, &ctx.ws.cache_f32);  // [ctx x W]

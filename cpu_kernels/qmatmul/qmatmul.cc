@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "core/base/int_math.h"
 #include "core/base/status.h"
 
 namespace moesplit::qmatmul {
@@ -19,17 +20,7 @@ constexpr int64_t kChunkBytes = int64_t{128} << 10;
 // chunk, so it should stay in L2 as well.
 constexpr int64_t kSlabBytes = int64_t{256} << 10;
 constexpr int64_t kRowAlign = 16;  // rows per task: a multiple of the kernels' row tiles
-constexpr int kMaxProducts = 8;
 constexpr size_t kAlign = 64;
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t RoundUp(int64_t a, int64_t m) { return CeilDiv(a, m) * m; }
-
-uint8_t* AlignedBase(std::vector<uint8_t>* storage, size_t bytes) {
-  if (storage->size() < bytes + kAlign) storage->resize(bytes + kAlign);
-  const auto p = reinterpret_cast<uintptr_t>(storage->data());
-  return storage->data() + ((kAlign - p % kAlign) % kAlign);
-}
 
 // Prepares rows for n_tok rows of act_type; returns the base of the quantized rows, or nullptr
 // for kF32 (rows alias x).
@@ -44,7 +35,7 @@ uint8_t* Prepare(GgmlType act_type, const float* x, int64_t ldx, int64_t n_tok, 
     return nullptr;
   }
   rows->stride = RowStride(act_type, cols);
-  uint8_t* base = AlignedBase(&rows->storage, rows->stride * static_cast<size_t>(n_tok));
+  uint8_t* base = AlignedStorage(&rows->storage, rows->stride * static_cast<size_t>(n_tok));
   rows->data = base;
   return base;
 }
@@ -73,6 +64,12 @@ std::vector<GgmlType> MissingKernelTypes(const gemv::GemvKernels& k,
     if (IsFallback(k, t) && std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
   }
   return out;
+}
+
+uint8_t* AlignedStorage(std::vector<uint8_t>* storage, size_t bytes) {
+  if (storage->size() < bytes + kAlign) storage->resize(bytes + kAlign);
+  const auto p = reinterpret_cast<uintptr_t>(storage->data());
+  return storage->data() + ((kAlign - p % kAlign) % kAlign);
 }
 
 size_t RowStride(GgmlType act_type, int64_t cols) {

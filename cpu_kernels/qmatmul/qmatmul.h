@@ -51,6 +51,10 @@ bool IsFallback(const gemv::GemvKernels& k, GgmlType weight_type);
 std::vector<GgmlType> MissingKernelTypes(const gemv::GemvKernels& k,
                                          std::span<const GgmlType> types);
 
+// A 64-byte aligned region of `bytes` inside *storage (grown to bytes + 64 if smaller; never
+// shrunk, so steady-state calls do not allocate).
+uint8_t* AlignedStorage(std::vector<uint8_t>* storage, size_t bytes);
+
 // Bytes of one quantized row in rows->storage: RowBytes(act_type, cols) rounded up to 64 so
 // every row starts on a cache line.
 size_t RowStride(GgmlType act_type, int64_t cols);
@@ -75,6 +79,9 @@ struct Product {
   float* y = nullptr;
   int64_t ldy = 0;
 };
+
+// The most products MatMulMany takes in one call.
+inline constexpr int kMaxProducts = 8;
 
 // All products over the same activation rows in ONE ParallelFor (one barrier): row blocks of
 // every matrix sized so that each thread gets >= 4 tasks. Tiny products run on the caller.
