@@ -171,7 +171,7 @@ template <class K, int kR, int kT>
   const int64_t row_bytes = nb * static_cast<int64_t>(K::kBytes);
   if (tr.first) PrefetchStart(tr, row_bytes);
   for (int64_t b = 0, off = 0, ao = 0; b < nb; ++b, off += K::kBytes, ao += kActBytes) {
-    if (b % PrefetchEvery(K::kBytes) == 0) PrefetchAhead(tr, off, row_bytes);
+    if (b % PrefetchEvery(K::kBytes) == 0) PrefetchAhead(tr, off);
     typename K::W w[kR];
     __m256 dw[kR];  // [kR] broadcast weight scales
     for (int r = 0; r < kR; ++r) {
