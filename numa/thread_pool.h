@@ -17,24 +17,27 @@
 #include <thread>
 #include <vector>
 
+#include "numa/executor.h"
+
 namespace moesplit::numa {
 
-class ThreadPool {
+class ThreadPool : public Executor {
  public:
   // `n_threads` >= 1 (values < 1 mean 1): the caller plus n_threads - 1 workers.
   explicit ThreadPool(int n_threads);
-  ~ThreadPool();
+  ~ThreadPool() override;
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  int size() const { return n_threads_; }
+  int size() const override { return n_threads_; }
 
   // Runs fn(task, worker) once for every task in [0, n_tasks), spread over the threads, and
   // returns when all have finished. `worker` in [0, size()) identifies the thread (index into
   // per-thread scratch); two tasks never run concurrently with the same worker index. Tasks are
   // handed out dynamically, so uneven tasks balance. Not reentrant: fn must not call ParallelFor
   // on the same pool (CHECKed).
-  void ParallelFor(int64_t n_tasks, const std::function<void(int64_t task, int worker)>& fn);
+  void ParallelFor(int64_t n_tasks,
+                   const std::function<void(int64_t task, int worker)>& fn) override;
 
  private:
   void WorkerLoop(int worker);

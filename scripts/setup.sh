@@ -11,7 +11,8 @@ shift || true
 
 PACKAGES=(cmake ninja-build g++ clang libclang-rt-14-dev
           libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-          pkg-config libpcre2-dev)
+          pkg-config libpcre2-dev
+          libhwloc-dev hwloc libnuma-dev libyaml-cpp-dev libtbb-dev libomp-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,23 @@
+// Executor: what the fused MoE driver and the engine need from a thread pool — a blocking
+// parallel-for with a worker index for per-thread scratch. Implemented by ThreadPool / NodePool
+// (ours), and by the oneTBB-arena and OpenMP runners that bench_pool compares them against, so
+// the same MoE-layer code runs on each.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace moesplit::numa {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Number of workers; `worker` passed to fn lies in [0, size()).
+  virtual int size() const = 0;
+  // Runs fn(task, worker) for every task in [0, n_tasks) and returns when all have finished; two
+  // tasks never run concurrently with the same worker index. Not reentrant.
+  virtual void ParallelFor(int64_t n_tasks,
+                           const std::function<void(int64_t task, int worker)>& fn) = 0;
+};
+
+}  // namespace moesplit::numa

@@ -1,0 +1,206 @@
+#include "numa/machine_profile.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace moesplit::numa {
+
+const NodeProfile* MachineProfile::FindNode(int node) const {
+  for (const NodeProfile& n : nodes) {
+    if (n.node == node) return &n;
+  }
+  return nullptr;
+}
+
+double MachineProfile::ReadGbps(int node, int threads) const {
+  const NodeProfile* n = FindNode(node);
+  if (n == nullptr || n->read.empty() || threads <= 0) return 0;
+  const std::vector<BandwidthPoint>& r = n->read;
+  if (threads <= r.front().threads) return r.front().gbps * threads / r.front().threads;
+  for (size_t i = 1; i < r.size(); ++i) {
+    if (threads <= r[i].threads) {
+      const double f =
+          static_cast<double>(threads - r[i - 1].threads) / (r[i].threads - r[i - 1].threads);
+      return r[i - 1].gbps + f * (r[i].gbps - r[i - 1].gbps);
+    }
+  }
+  return r.back().gbps;
+}
+
+double MachineProfile::CrossGbps(int cpu_node, int mem_node) const {
+  for (const CrossProfile& c : cross) {
+    if (c.cpu_node == cpu_node && c.mem_node == mem_node) return c.gbps;
+  }
+  return 0;
+}
+
+std::string MachineProfileToYaml(const MachineProfile& p) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "measured" << YAML::Value << p.measured;
+  out << YAML::Key << "cpu_model" << YAML::Value << p.cpu_model;
+  out << YAML::Key << "topology" << YAML::Value << p.topology;
+  out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
+  for (const NodeProfile& n : p.nodes) {
+    out << YAML::BeginMap << YAML::Key << "node" << YAML::Value << n.node;
+    out << YAML::Key << "read" << YAML::Value << YAML::BeginSeq;
+    for (const BandwidthPoint& b : n.read) {
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "threads" << YAML::Value << b.threads
+          << YAML::Key << "gbps" << YAML::Value << b.gbps << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+    out << YAML::Key << "stream_gbps" << YAML::Value << n.stream_gbps;
+    out << YAML::Key << "strided_gbps" << YAML::Value << n.strided_gbps << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "cross" << YAML::Value << YAML::BeginSeq;
+  for (const CrossProfile& c : p.cross) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "cpu_node" << YAML::Value << c.cpu_node
+        << YAML::Key << "mem_node" << YAML::Value << c.mem_node << YAML::Key << "threads"
+        << YAML::Value << c.threads << YAML::Key << "gbps" << YAML::Value << c.gbps
+        << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "kernels" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "isa" << YAML::Value << p.kernels.isa;
+  out << YAML::Key << "decode_fraction" << YAML::Value << p.kernels.decode_fraction;
+  out << YAML::Key << "gemm_gmacs_per_core" << YAML::Value << p.kernels.gemm_gmacs_per_core;
+  out << YAML::Key << "barrier_us" << YAML::Value << p.kernels.barrier_us;
+  out << YAML::EndMap << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+namespace {
+
+// Reads `key` of map `node` into *out; `path` names the field in errors. Absent keys keep the
+// default unless `required`.
+template <typename T>
+Status Field(const YAML::Node& node, const char* key, const std::string& path, bool required,
+             T* out) {
+  const YAML::Node v = node[key];
+  if (!v) {
+    if (required) return InvalidArgumentError(path, ".", key, ": missing");
+    return Status::Ok();
+  }
+  try {
+    *out = v.as<T>();
+  } catch (const YAML::Exception&) {
+    return InvalidArgumentError(path, ".", key, ": cannot read '", YAML::Dump(v), "' as ",
+                                std::is_same_v<T, std::string> ? "a string"
+                                : std::is_same_v<T, bool>      ? "true/false"
+                                                               : "a number");
+  }
+  if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+    if (*out < 0) return InvalidArgumentError(path, ".", key, ": negative value ", *out);
+  }
+  return Status::Ok();
+}
+
+Status ParseNode(const YAML::Node& y, const std::string& path, NodeProfile* n) {
+  if (!y.IsMap()) return InvalidArgumentError(path, ": expected a map");
+  MOESPLIT_RETURN_IF_ERROR(Field(y, "node", path, true, &n->node));
+  const YAML::Node read = y["read"];
+  if (!read || !read.IsSequence() || read.size() == 0) {
+    return InvalidArgumentError(path, ".read: expected a non-empty list of {threads, gbps}");
+  }
+  for (size_t i = 0; i < read.size(); ++i) {
+    const std::string p = path + ".read[" + std::to_string(i) + "]";
+    if (!read[i].IsMap()) return InvalidArgumentError(p, ": expected a map");
+    BandwidthPoint b;
+    MOESPLIT_RETURN_IF_ERROR(Field(read[i], "threads", p, true, &b.threads));
+    MOESPLIT_RETURN_IF_ERROR(Field(read[i], "gbps", p, true, &b.gbps));
+    if (b.threads < 1) return InvalidArgumentError(p, ".threads: must be >= 1");
+    if (!n->read.empty() && b.threads <= n->read.back().threads) {
+      return InvalidArgumentError(p, ".threads: thread counts must ascend");
+    }
+    n->read.push_back(b);
+  }
+  MOESPLIT_RETURN_IF_ERROR(Field(y, "stream_gbps", path, false, &n->stream_gbps));
+  return Field(y, "strided_gbps", path, false, &n->strided_gbps);
+}
+
+Status ParseProfile(const YAML::Node& root, const std::string& name, MachineProfile* p) {
+  if (!root.IsMap()) return InvalidArgumentError(name, ": expected a YAML map at the top");
+  MOESPLIT_RETURN_IF_ERROR(Field(root, "measured", name, false, &p->measured));
+  MOESPLIT_RETURN_IF_ERROR(Field(root, "cpu_model", name, false, &p->cpu_model));
+  MOESPLIT_RETURN_IF_ERROR(Field(root, "topology", name, false, &p->topology));
+  const YAML::Node nodes = root["nodes"];
+  if (!nodes || !nodes.IsSequence() || nodes.size() == 0) {
+    return InvalidArgumentError(name, ".nodes: expected a non-empty list of node profiles");
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    NodeProfile n;
+    MOESPLIT_RETURN_IF_ERROR(ParseNode(nodes[i], name + ".nodes[" + std::to_string(i) + "]", &n));
+    if (p->FindNode(n.node) != nullptr) {
+      return InvalidArgumentError(name, ".nodes[", i, "]: node ", n.node, " listed twice");
+    }
+    p->nodes.push_back(std::move(n));
+  }
+  if (const YAML::Node cross = root["cross"]) {
+    if (!cross.IsSequence()) return InvalidArgumentError(name, ".cross: expected a list");
+    for (size_t i = 0; i < cross.size(); ++i) {
+      const std::string path = name + ".cross[" + std::to_string(i) + "]";
+      if (!cross[i].IsMap()) return InvalidArgumentError(path, ": expected a map");
+      CrossProfile c;
+      MOESPLIT_RETURN_IF_ERROR(Field(cross[i], "cpu_node", path, true, &c.cpu_node));
+      MOESPLIT_RETURN_IF_ERROR(Field(cross[i], "mem_node", path, true, &c.mem_node));
+      MOESPLIT_RETURN_IF_ERROR(Field(cross[i], "threads", path, false, &c.threads));
+      MOESPLIT_RETURN_IF_ERROR(Field(cross[i], "gbps", path, true, &c.gbps));
+      p->cross.push_back(c);
+    }
+  }
+  if (const YAML::Node k = root["kernels"]) {
+    const std::string path = name + ".kernels";
+    if (!k.IsMap()) return InvalidArgumentError(path, ": expected a map");
+    MOESPLIT_RETURN_IF_ERROR(Field(k, "isa", path, false, &p->kernels.isa));
+    MOESPLIT_RETURN_IF_ERROR(Field(k, "decode_fraction", path, false, &p->kernels.decode_fraction));
+    MOESPLIT_RETURN_IF_ERROR(
+        Field(k, "gemm_gmacs_per_core", path, false, &p->kernels.gemm_gmacs_per_core));
+    MOESPLIT_RETURN_IF_ERROR(Field(k, "barrier_us", path, false, &p->kernels.barrier_us));
+    if (p->kernels.decode_fraction > 1.5) {
+      return InvalidArgumentError(path, ".decode_fraction: ", p->kernels.decode_fraction,
+                                  " is not a fraction of the read bandwidth (expected 0..1)");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<MachineProfile> MachineProfileFromYaml(const std::string& text, const std::string& name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(name, ": not valid YAML: ", e.what());
+  }
+  MachineProfile p;
+  MOESPLIT_RETURN_IF_ERROR(ParseProfile(root, name, &p));
+  p.source = name;
+  return p;
+}
+
+Status SaveMachineProfile(const MachineProfile& profile, const std::string& path) {
+  std::ofstream f(path);
+  if (!f) return IoError("cannot write machine profile ", path);
+  f << "# moesplit machine profile (moesplit topo --measure); GB/s = 1e9 bytes/s\n"
+    << MachineProfileToYaml(profile);
+  if (!f) return IoError("error writing machine profile ", path);
+  return Status::Ok();
+}
+
+StatusOr<MachineProfile> LoadMachineProfile(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) {
+    return NotFoundError("machine profile ", path,
+                         " not found (make one with `moesplit topo --measure --save FILE`)");
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return MachineProfileFromYaml(ss.str(), path);
+}
+
+}  // namespace moesplit::numa
