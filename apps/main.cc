@@ -14,6 +14,7 @@
 #include "apps/cmd_perplexity.h"
 #include "apps/cmd_run.h"
 #include "apps/cmd_tokenize.h"
+#include "apps/cmd_topo.h"
 #include "apps/cmd_version.h"
 
 int main(int argc, char** argv) {
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   moesplit::app::RegisterPerplexity(app, &action);
   moesplit::app::RegisterRun(app, &action);
   moesplit::app::RegisterTokenize(app, &action);
+  moesplit::app::RegisterTopo(app, &action);
   moesplit::app::RegisterVersion(app, &action);
   // llama.cpp's multi-letter single-dash flags (llama-bench -pg, llama-cli -sys) mean their
   // double-dash forms.

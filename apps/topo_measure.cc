@@ -1,0 +1,460 @@
+#include "apps/topo_measure.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "core/base/dtype.h"
+#include "cpu_kernels/gemv/gemv.h"
+#include "cpu_kernels/quant/quant.h"
+#include "numa/affinity.h"
+#include "numa/bandwidth_probe.h"
+#include "numa/node_memory.h"
+#include "numa/thread_pool.h"
+
+namespace moesplit::app {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double Median(std::vector<double> v) {
+  MOESPLIT_CHECK(!v.empty());
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::string Fmt(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+// The DeepSeek-V3 routed-expert gate/up shape: 2048 output rows x 7168 inputs; Q4_K rows are
+// 7168 / 256 blocks x 144 bytes = 4032 bytes, the matrix 2048 x 4032 = 8.26 MB.
+constexpr int64_t kRows = 2048;
+constexpr int64_t kK = 7168;
+constexpr int64_t kPatternRows = 64;  // distinct quantized rows; the rest are copies
+constexpr GgmlType kWeightType = GgmlType::kQ4_K;
+
+std::vector<float> RandomValues(int64_t count, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(static_cast<size_t>(count));  // [count]
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Runs fn on a fresh thread and waits: pool worker 0 is the thread that calls ParallelFor, so
+// pinning a pool inside it leaves the caller's own affinity alone.
+template <typename Fn>
+void OnFreshThread(Fn&& fn) {
+  std::thread t(std::forward<Fn>(fn));
+  t.join();
+}
+
+// Pins worker w of `pool` to cpus[w]. One task per worker, each waiting (up to 2 s) until every
+// task has started, so each worker runs exactly one; a worker that could not pin — or a pool
+// that could not gather (an oversubscribed machine) — is a warning.
+void PinPoolWorkers(numa::ThreadPool& pool, const std::vector<int>& cpus,
+                    std::vector<std::string>* warnings) {
+  const int n = pool.size();
+  MOESPLIT_CHECK(static_cast<int>(cpus.size()) == n);
+  std::atomic<int> arrived{0};
+  std::vector<std::string> errors(static_cast<size_t>(n));  // [worker]
+  std::vector<char> pinned(static_cast<size_t>(n), 0);      // [worker]
+  pool.ParallelFor(n, [&](int64_t, int worker) {
+    const Status s = numa::PinCurrentThread({cpus[static_cast<size_t>(worker)]});
+    if (s.ok()) {
+      pinned[static_cast<size_t>(worker)] = 1;
+    } else {
+      errors[static_cast<size_t>(worker)] = s.message();
+    }
+    arrived.fetch_add(1);
+    const Clock::time_point t0 = Clock::now();
+    while (arrived.load() < n && Seconds(t0, Clock::now()) < 2.0) std::this_thread::yield();
+  });
+  for (int w = 0; w < n; ++w) {
+    if (pinned[static_cast<size_t>(w)]) continue;
+    warnings->push_back(
+        StrCat("worker ", w, " (cpu ", cpus[static_cast<size_t>(w)], ") ran unpinned",
+               errors[static_cast<size_t>(w)].empty() ? std::string(": the pool did not gather")
+                                                      : ": " + errors[static_cast<size_t>(w)]));
+  }
+}
+
+void AddBufferWarnings(const numa::NodeBuffer& buf, int node, std::vector<std::string>* warnings) {
+  for (const std::string& w : buf.warnings()) warnings->push_back(w);
+  StatusOr<numa::PlacementReport> r = numa::QueryPlacement(buf.data(), buf.size(), 256);
+  if (!r.ok()) {
+    warnings->push_back("weights placement not verified: " + r.status().message());
+  } else if (r->node_ids.size() != 1 || r->node_ids[0] != node) {
+    warnings->push_back(StrCat("weights not all on node ", node, ": ", r->Summary()));
+  }
+}
+
+// One activation row of kK values quantized for the weight type's kernels (Q8_K for Q4_K),
+// `count` rows `stride` bytes apart: [count x stride] bytes, 8-byte aligned.
+std::vector<uint64_t> Activations(const gemv::GemvKernels& kernels, GgmlType act_type,
+                                  int64_t count, size_t stride) {
+  std::vector<uint64_t> a(stride * static_cast<size_t>(count) / 8 + 1);
+  const std::vector<float> x = RandomValues(count * kK, 2, 1.0f);  // [count x kK]
+  const gemv::QuantizeFn quantize = kernels.Quantizer(act_type);
+  MOESPLIT_CHECK(quantize != nullptr);
+  auto* base = reinterpret_cast<uint8_t*>(a.data());
+  for (int64_t t = 0; t < count; ++t) quantize(x.data() + t * kK, base + t * stride, kK);
+  return a;
+}
+
+// kPatternRows random rows quantized to kWeightType, repeated down `rows` rows at `dst`: the
+// kernels' speed does not depend on the values, and this keeps set-up to memcpy.
+void FillWeights(uint8_t* dst, int64_t rows) {
+  const int64_t row_bytes = RowBytes(kWeightType, kK);
+  const std::vector<float> wf = RandomValues(kPatternRows * kK, 1, 0.02f);  // [64 x kK]
+  std::vector<uint8_t> pattern(static_cast<size_t>(kPatternRows * row_bytes));
+  for (int64_t r = 0; r < kPatternRows; ++r) {
+    quant::QuantizeRow(kWeightType, wf.data() + r * kK, pattern.data() + r * row_bytes, kK);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(dst + r * row_bytes, pattern.data() + (r % kPatternRows) * row_bytes,
+                static_cast<size_t>(row_bytes));
+  }
+}
+
+}  // namespace
+
+std::vector<int> ThreadCounts(const std::vector<int>& requested, int cores) {
+  std::vector<int> counts;
+  if (requested.empty()) {
+    for (int t = 1; t < cores; t *= 2) counts.push_back(t);
+  } else {
+    for (int t : requested) {
+      if (t >= 1 && t < cores) counts.push_back(t);
+    }
+  }
+  counts.push_back(std::max(cores, 1));
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  return counts;
+}
+
+StatusOr<double> MeasureDecodeGbps(const numa::NumaNode& node, int threads,
+                                   const MeasureOptions& options,
+                                   std::vector<std::string>* warnings) {
+  const gemv::GemvKernels& kernels = gemv::KernelsFor(options.tier);
+  const gemv::TypeKernels* tk = kernels.For(kWeightType);
+  if (tk == nullptr)
+    return UnimplementedError("no Q4_K kernel at tier ", IsaTierName(options.tier));
+  const std::vector<int> primary = node.PrimaryCpus();
+  MOESPLIT_CHECK(threads >= 1 && threads <= static_cast<int>(primary.size()));
+  const int64_t row_bytes = RowBytes(kWeightType, kK);
+  const int64_t matrix_bytes = kRows * row_bytes;
+  // Matrices ("experts") in the set: the probe's buffer size, at least 2, so a pass streams
+  // from DRAM (1 GiB / 8.26 MB = 130 matrices, 32x a 32 MiB L3).
+  const int64_t copies = std::max<int64_t>(2, options.bytes / matrix_bytes);
+  MOESPLIT_ASSIGN_OR_RETURN(
+      numa::NodeBuffer weights,
+      numa::AllocateOnNodes(static_cast<size_t>(copies * matrix_bytes), {.nodes = {node.id}}));
+  FillWeights(weights.data(), kRows);
+  const size_t a_stride = static_cast<size_t>((RowBytes(tk->act_type, kK) + 63) / 64 * 64);
+  const std::vector<uint64_t> a = Activations(kernels, tk->act_type, 1, a_stride);
+  std::vector<float> y(static_cast<size_t>(kRows));  // [kRows] output of the current matrix
+  std::vector<double> gbps;                          // [passes]
+  OnFreshThread([&] {
+    numa::ThreadPool pool(threads);
+    PinPoolWorkers(pool, std::vector<int>(primary.begin(), primary.begin() + threads), warnings);
+    // Copies of matrix 0, written by the pinned workers (first touch on the node).
+    pool.ParallelFor(copies - 1, [&](int64_t c, int) {
+      std::memcpy(weights.data() + (c + 1) * matrix_bytes, weights.data(),
+                  static_cast<size_t>(matrix_bytes));
+    });
+    // Rows split in 8 blocks per thread (dynamic tasks balance a slow core); a task runs its
+    // rows of every matrix, so one pass is one parallel-for and the barrier is not timed.
+    const int64_t tasks = std::min<int64_t>(8 * threads, kRows / 16);
+    auto pass = [&](int64_t task, int) {
+      const int64_t r0 = kRows * task / tasks, r1 = kRows * (task + 1) / tasks;
+      for (int64_t c = 0; c < copies; ++c) {
+        gemv::Gemv(kernels, kWeightType, weights.data() + c * matrix_bytes + r0 * row_bytes,
+                   static_cast<size_t>(row_bytes), r1 - r0, kK, a.data(), y.data() + r0);
+      }
+    };
+    pool.ParallelFor(tasks, pass);  // warm-up
+    for (int p = 0; p < options.passes; ++p) {
+      const Clock::time_point t0 = Clock::now();
+      pool.ParallelFor(tasks, pass);
+      gbps.push_back(static_cast<double>(copies * matrix_bytes) / Seconds(t0, Clock::now()) * 1e-9);
+    }
+  });
+  AddBufferWarnings(weights, node.id, warnings);
+  return Median(gbps);
+}
+
+StatusOr<double> MeasureGemmGmacs(int cpu, const MeasureOptions& options,
+                                  std::vector<std::string>* warnings) {
+  const gemv::GemvKernels& kernels = gemv::KernelsFor(options.tier);
+  const gemv::TypeKernels* tk = kernels.For(kWeightType);
+  if (tk == nullptr)
+    return UnimplementedError("no Q4_K kernel at tier ", IsaTierName(options.tier));
+  constexpr int64_t kTokens = 256;
+  // 2048 x 7168 (8.26 MB of weights, mostly cache-resident after the first run: the compute
+  // rate prefill sees); --quick: 256 rows, 0.47 GMAC per run.
+  const int64_t rows = options.quick ? 256 : kRows;
+  const int64_t row_bytes = RowBytes(kWeightType, kK);
+  std::vector<uint64_t> w(static_cast<size_t>(rows * row_bytes) / 8 + 1);
+  FillWeights(reinterpret_cast<uint8_t*>(w.data()), rows);
+  const size_t a_stride = static_cast<size_t>((RowBytes(tk->act_type, kK) + 63) / 64 * 64);
+  const std::vector<uint64_t> a = Activations(kernels, tk->act_type, kTokens, a_stride);
+  std::vector<float> y(static_cast<size_t>(rows * kTokens));  // [kTokens x rows]
+  std::vector<double> gmacs;                                  // [runs]
+  OnFreshThread([&] {
+    if (Status s = numa::PinCurrentThread({cpu}); !s.ok()) {
+      warnings->push_back(StrCat("gemm: cpu ", cpu, " ran unpinned: ", s.message()));
+    }
+    const int runs = options.quick ? 2 : 4;  // the first is a warm-up
+    for (int r = 0; r < runs; ++r) {
+      const Clock::time_point t0 = Clock::now();
+      tk->gemm(w.data(), static_cast<size_t>(row_bytes), rows, a.data(), a_stride, kTokens, kK,
+               y.data(), rows);
+      const double s = Seconds(t0, Clock::now());
+      if (r > 0) gmacs.push_back(static_cast<double>(rows * kK * kTokens) / s * 1e-9);
+    }
+  });
+  return Median(gmacs);
+}
+
+double MeasureBarrierUs(const std::vector<int>& cpus, const MeasureOptions& options,
+                        std::vector<std::string>* warnings) {
+  MOESPLIT_CHECK(!cpus.empty());
+  std::vector<double> us;  // [reps]
+  OnFreshThread([&] {
+    numa::ThreadPool pool(static_cast<int>(cpus.size()));
+    PinPoolWorkers(pool, cpus, warnings);
+    const int reps = options.quick ? 200 : 2000;
+    us.reserve(static_cast<size_t>(reps));
+    for (int r = 0; r < reps; ++r) {
+      const Clock::time_point t0 = Clock::now();
+      pool.ParallelFor(pool.size(), [](int64_t, int) {});
+      us.push_back(Seconds(t0, Clock::now()) * 1e6);
+    }
+  });
+  return Median(us);
+}
+
+namespace {
+
+// "[3/12] node 0: probe, 2 threads ... 50.3 GB/s" on the progress stream.
+class Progress {
+ public:
+  Progress(std::ostream& os, int total) : os_(os), total_(total) {}
+  void Start(const std::string& what) {
+    os_ << "[" << ++step_ << "/" << total_ << "] " << what << " ... " << std::flush;
+  }
+  void Done(const std::string& result) { os_ << result << "\n" << std::flush; }
+
+ private:
+  std::ostream& os_;
+  const int total_;
+  int step_ = 0;
+};
+
+struct Context {
+  const MeasureOptions& options;
+  Progress& progress;
+  std::ostream& report;
+  std::vector<std::string>& warnings;
+};
+
+// The probe with the first `threads` cores of `cpu_node` reading memory bound to `mem_node`.
+StatusOr<numa::ReadResult> Read(Context& ctx, const numa::NumaNode& cpu_node, int threads,
+                                int mem_node, numa::ReadKernel kernel) {
+  const std::vector<int> primary = cpu_node.PrimaryCpus();
+  numa::ReadOptions o;
+  o.cpus.assign(primary.begin(), primary.begin() + threads);
+  o.mem_node = mem_node;
+  o.kernel = kernel;
+  o.bytes = ctx.options.bytes;
+  o.passes = ctx.options.passes;
+  ctx.progress.Start(StrCat("cpus of node ", cpu_node.id, ", memory on node ", mem_node, ": ",
+                            numa::ReadKernelName(kernel), ", ", threads, " thread(s)"));
+  StatusOr<numa::ReadResult> r = numa::MeasureRead(o);
+  if (!r.ok()) return r.status();
+  ctx.progress.Done(Fmt("%.1f GB/s", r->gbps));
+  for (const std::string& w : r->warnings) ctx.warnings.push_back(w);
+  return r;
+}
+
+std::string MinMax(const numa::ReadResult& r) {
+  return Fmt("%.1f", r.min_gbps) + "-" + Fmt("%.1f", r.max_gbps);
+}
+
+// Local read curve, strided and STREAM-style figures of one node, with its report section.
+StatusOr<numa::NodeProfile> MeasureNode(Context& ctx, const numa::NumaNode& node) {
+  numa::NodeProfile np;
+  np.node = node.id;
+  const std::vector<int> counts = ThreadCounts(ctx.options.threads, node.NumCores());
+  std::ostringstream table;
+  table << "node " << node.id << " (cores on cpus " << numa::FormatCpuList(node.PrimaryCpus())
+        << ", memory bound to node " << node.id << "):\n"
+        << "  threads  probe GB/s  min-max\n";
+  double probe_max = 0;  // probe at the largest count, for the STREAM check
+  for (int t : counts) {
+    MOESPLIT_ASSIGN_OR_RETURN(numa::ReadResult r,
+                              Read(ctx, node, t, node.id, numa::ReadKernel::kProbe));
+    np.read.push_back({t, r.gbps});
+    probe_max = r.gbps;
+    char line[96];
+    std::snprintf(line, sizeof(line), "  %7d  %10.1f  %s\n", t, r.gbps, MinMax(r).c_str());
+    table << line;
+  }
+  const int max_t = counts.back();
+  MOESPLIT_ASSIGN_OR_RETURN(numa::ReadResult strided,
+                            Read(ctx, node, max_t, node.id, numa::ReadKernel::kStrided));
+  np.strided_gbps = strided.gbps;
+  table << "  strided (one 64 B line per 256 B), " << max_t
+        << " thread(s): " << Fmt("%.1f", strided.gbps) << " GB/s of lines read\n";
+  MOESPLIT_ASSIGN_OR_RETURN(numa::ReadResult stream,
+                            Read(ctx, node, max_t, node.id, numa::ReadKernel::kStream));
+  np.stream_gbps = stream.gbps;
+  // The probe must agree with a STREAM-style sum on the same cores within 10%: a larger gap
+  // means one of them measures its own instructions (or the machine was busy).
+  const double ratio = probe_max / stream.gbps;
+  const bool agree = std::abs(ratio - 1) <= 0.10;
+  table << "  STREAM-style sum, " << max_t << " thread(s): " << Fmt("%.1f", stream.gbps)
+        << " GB/s; probe / STREAM = " << Fmt("%.3f", ratio)
+        << (agree ? " (within 10%)" : " (DIFFER by more than 10%)") << "\n";
+  if (!agree) {
+    ctx.warnings.push_back(StrCat("node ", node.id, ": probe ", Fmt("%.1f", probe_max),
+                                  " GB/s vs STREAM ", Fmt("%.1f", stream.gbps), " GB/s differ by ",
+                                  Fmt("%.0f", std::abs(ratio - 1) * 100),
+                                  "% (> 10%): other load on the machine? re-run on a quiet one"));
+  }
+  ctx.report << table.str();
+  return np;
+}
+
+// Every ordered pair of nodes with CPUs: all cores of a reading memory bound to b.
+Status MeasureCross(Context& ctx, const std::vector<const numa::NumaNode*>& cpu_nodes,
+                    numa::MachineProfile* profile) {
+  if (cpu_nodes.size() < 2) {
+    ctx.report << "cross-node: none (" << cpu_nodes.size()
+               << " node with CPUs on this machine: nothing to cross)\n";
+    return Status::Ok();
+  }
+  ctx.report << "cross-node probe, all cores of the CPU node (GB/s):\n  cpu node -> mem node\n";
+  for (const numa::NumaNode* a : cpu_nodes) {
+    for (const numa::NumaNode* b : cpu_nodes) {
+      if (a == b) continue;
+      const int t = a->NumCores();
+      MOESPLIT_ASSIGN_OR_RETURN(numa::ReadResult r,
+                                Read(ctx, *a, t, b->id, numa::ReadKernel::kProbe));
+      profile->cross.push_back({a->id, b->id, t, r.gbps});
+      const numa::NodeProfile* local = profile->FindNode(a->id);
+      const double local_gbps = local != nullptr ? local->read.back().gbps : 0;
+      ctx.report << "  " << a->id << " -> " << b->id << ": " << Fmt("%.1f", r.gbps) << " GB/s, "
+                 << t << " threads"
+                 << (local_gbps > 0 ? Fmt(" (%.2f of local)", r.gbps / local_gbps) : "") << "\n";
+    }
+  }
+  return Status::Ok();
+}
+
+Status MeasureKernels(Context& ctx, const numa::NumaNode& node, numa::MachineProfile* profile) {
+  const int threads = node.NumCores();
+  const numa::NodeProfile* np = profile->FindNode(node.id);
+  MOESPLIT_CHECK(np != nullptr);
+  ctx.report << "kernels (" << IsaTierName(ctx.options.tier) << ", node " << node.id << "):\n";
+  // The probe again, just before the decode run: on a shared machine a figure taken minutes
+  // earlier may have been disturbed; other load only ever lowers a bandwidth, so the larger of
+  // the two is the better estimate of what the node delivers.
+  MOESPLIT_ASSIGN_OR_RETURN(numa::ReadResult fresh,
+                            Read(ctx, node, threads, node.id, numa::ReadKernel::kProbe));
+  const double probe = std::max(np->read.back().gbps, fresh.gbps);  // at `threads`
+
+  ctx.progress.Start(StrCat("Q4_K decode GEMV, ", threads, " thread(s)"));
+  MOESPLIT_ASSIGN_OR_RETURN(double decode,
+                            MeasureDecodeGbps(node, threads, ctx.options, &ctx.warnings));
+  ctx.progress.Done(Fmt("%.1f GB/s", decode));
+  const double ratio = probe > 0 ? decode / probe : 0;
+  ctx.report << "  Q4_K decode GEMV (2048x7168 experts, 1 token), " << threads
+             << " thread(s): " << Fmt("%.1f", decode) << " GB/s of weights = " << Fmt("%.3f", ratio)
+             << " of the probe (" << Fmt("%.1f", probe) << " GB/s)\n";
+  // The kernel cannot stream weights faster than the memory delivers them: a ratio above 1
+  // means the probe was disturbed (or the kernel's software prefetch beats plain loads on one
+  // core). The profile keeps 1.0, the planner's "as fast as the probe".
+  profile->kernels.decode_fraction = std::min(ratio, 1.0);
+  if (ratio > 1.0) {
+    ctx.warnings.push_back(StrCat("decode GEMV read ", Fmt("%.2f", ratio),
+                                  "x the probe's bandwidth; decode_fraction saved as 1.0 (was the "
+                                  "machine busy? re-run on a quiet one)"));
+  }
+
+  ctx.progress.Start("Q4_K x Q8_K GEMM, 256 tokens, 1 thread");
+  const int cpu = node.PrimaryCpus().front();
+  MOESPLIT_ASSIGN_OR_RETURN(double gmacs, MeasureGemmGmacs(cpu, ctx.options, &ctx.warnings));
+  ctx.progress.Done(Fmt("%.1f GMAC/s", gmacs));
+  profile->kernels.gemm_gmacs_per_core = gmacs;
+  ctx.report << "  Q4_K x Q8_K GEMM, 256 tokens, 1 thread (cpu " << cpu
+             << "): " << Fmt("%.1f", gmacs) << " GMAC/s\n";
+
+  ctx.progress.Start(StrCat("empty parallel-for, ", threads, " worker(s)"));
+  const double us = MeasureBarrierUs(node.PrimaryCpus(), ctx.options, &ctx.warnings);
+  ctx.progress.Done(Fmt("%.2f us", us));
+  profile->kernels.barrier_us = us;
+  ctx.report << "  empty parallel-for over " << threads << " worker(s): " << Fmt("%.2f", us)
+             << " us (median)\n";
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<numa::MachineProfile> MeasureMachine(const numa::Topology& topo,
+                                              const MeasureOptions& options, std::ostream& report,
+                                              std::ostream& progress) {
+  std::vector<const numa::NumaNode*> cpu_nodes;  // nodes with cores, ascending id
+  for (const numa::NumaNode& n : topo.nodes) {
+    if (n.NumCores() > 0) cpu_nodes.push_back(&n);
+  }
+  if (cpu_nodes.empty()) return FailedPreconditionError("no NUMA node with CPUs to measure");
+  int steps = 4;  // the kernel calibrations and the probe before the decode run
+  for (const numa::NumaNode* n : cpu_nodes) {
+    steps += static_cast<int>(ThreadCounts(options.threads, n->NumCores()).size()) + 2;
+  }
+  steps += static_cast<int>(cpu_nodes.size() * (cpu_nodes.size() - 1));
+  Progress prog(progress, steps);
+  std::vector<std::string> warnings;
+  Context ctx{options, prog, report, warnings};
+
+  numa::MachineProfile profile;
+  profile.source = "moesplit topo --measure";
+  profile.measured = true;
+  profile.cpu_model = topo.cpu_model;
+  profile.topology = topo.source;
+  profile.kernels.isa = std::string(IsaTierName(options.tier));
+  report << "read bandwidth, GB/s = 1e9 bytes/s, median of " << options.passes << " pass(es) over "
+         << (options.bytes >> 20) << " MiB, one pinned reader per core:\n";
+  for (const numa::NumaNode* n : cpu_nodes) {
+    MOESPLIT_ASSIGN_OR_RETURN(numa::NodeProfile np, MeasureNode(ctx, *n));
+    profile.nodes.push_back(std::move(np));
+  }
+  MOESPLIT_RETURN_IF_ERROR(MeasureCross(ctx, cpu_nodes, &profile));
+  MOESPLIT_RETURN_IF_ERROR(MeasureKernels(ctx, *cpu_nodes.front(), &profile));
+
+  // The same warning (THP mode, a refused mbind) comes from every measurement: list it once.
+  std::vector<std::string> unique;
+  for (const std::string& w : warnings) {
+    if (std::find(unique.begin(), unique.end(), w) == unique.end()) unique.push_back(w);
+  }
+  for (const std::string& w : unique) report << "warning: " << w << "\n";
+  return profile;
+}
+
+}  // namespace moesplit::app

@@ -1,0 +1,177 @@
+#include "numa/bandwidth_probe.h"
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "numa/affinity.h"
+#include "numa/node_memory.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace moesplit::numa {
+namespace {
+
+constexpr int64_t kLine = 64;     // bytes per cache line; slices are whole lines
+constexpr int64_t kStride = 256;  // kStrided reads one line per 256 bytes; slices are whole strides
+
+// Reads [p, p + bytes) once: 4 x 16-byte loads per 64-byte line into four independent 64-bit
+// add chains (one vector add per load: the adds keep pace with the loads at any DRAM speed).
+// `step` = bytes from one line to the next (64: every line; 256: the strided kernel).
+uint64_t ProbeRead(const uint8_t* p, int64_t bytes, int64_t step) {
+#if defined(__SSE2__)
+  __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = 0; i < bytes; i += step) {
+    const auto* v = reinterpret_cast<const __m128i*>(p + i);
+    a0 = _mm_add_epi64(a0, _mm_load_si128(v + 0));
+    a1 = _mm_add_epi64(a1, _mm_load_si128(v + 1));
+    a2 = _mm_add_epi64(a2, _mm_load_si128(v + 2));
+    a3 = _mm_add_epi64(a3, _mm_load_si128(v + 3));
+  }
+  const __m128i s = _mm_add_epi64(_mm_add_epi64(a0, a1), _mm_add_epi64(a2, a3));
+  alignas(16) uint64_t lanes[2];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), s);
+  return lanes[0] + lanes[1];
+#else
+  uint64_t s[8] = {};
+  for (int64_t i = 0; i < bytes; i += step) {
+    const auto* w = reinterpret_cast<const uint64_t*>(p + i);
+    for (int j = 0; j < 8; ++j) s[j] += w[j];
+  }
+  return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+#endif
+}
+
+// STREAM-style sum reduction over doubles: 8 partial sums (a single accumulator would be bound
+// by the 3-4 cycle FP add latency, ~8 bytes / 3 cycles ~ 10 GB/s at 4 GHz, below one core's
+// DRAM rate).
+double SumReduction(const uint8_t* p, int64_t bytes) {
+  const auto* a = reinterpret_cast<const double*>(p);
+  double s[8] = {};
+  for (int64_t i = 0; i < bytes / 8; i += 8) {
+    for (int j = 0; j < 8; ++j) s[j] += a[i + j];
+  }
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+double ReadOnce(ReadKernel kernel, const uint8_t* p, int64_t bytes) {
+  switch (kernel) {
+    case ReadKernel::kStream:
+      return SumReduction(p, bytes);
+    case ReadKernel::kStrided:
+      return static_cast<double>(ProbeRead(p, bytes, kStride));
+    case ReadKernel::kProbe:
+      break;
+  }
+  return static_cast<double>(ProbeRead(p, bytes, kLine));
+}
+
+// Warning when the sampled pages of the buffer are not (almost) all on `node`: a figure for
+// "memory on node b" measured with the memory elsewhere would be silently wrong.
+void CheckPlacement(const NodeBuffer& buf, int node, std::vector<std::string>* warnings) {
+  StatusOr<PlacementReport> r = QueryPlacement(buf.data(), buf.size(), 256);
+  if (!r.ok()) {
+    warnings->push_back("memory placement not verified: " + r.status().message());
+    return;
+  }
+  int64_t on_node = 0;
+  for (size_t i = 0; i < r->node_ids.size(); ++i) {
+    if (r->node_ids[i] == node) on_node = r->node_pages[i];
+  }
+  // 95%: a few pages of a huge buffer may sit elsewhere (e.g. the kernel's own fallback on a
+  // full node) without moving the figure beyond noise.
+  if (r->sampled > 0 && on_node * 100 < r->sampled * 95) {
+    warnings->push_back(StrCat("memory: only ", on_node * 100 / r->sampled,
+                               "% of sampled pages on node ", node, " (", r->Summary(), ")"));
+  }
+}
+
+}  // namespace
+
+const char* ReadKernelName(ReadKernel kernel) {
+  switch (kernel) {
+    case ReadKernel::kStream:
+      return "stream";
+    case ReadKernel::kStrided:
+      return "strided";
+    case ReadKernel::kProbe:
+      break;
+  }
+  return "probe";
+}
+
+StatusOr<ReadResult> MeasureRead(const ReadOptions& options) {
+  const int n = static_cast<int>(options.cpus.size());
+  if (n < 1) return InvalidArgumentError("bandwidth probe: no CPU to run a reader on");
+  if (options.passes < 1) {
+    return InvalidArgumentError("bandwidth probe: passes must be >= 1, got ", options.passes);
+  }
+  // Slice = bytes / threads rounded down to whole 256-byte strides: [n x slice] bytes.
+  const int64_t slice = options.bytes / n / kStride * kStride;
+  if (slice <= 0) {
+    return InvalidArgumentError("bandwidth probe: ", options.bytes, " bytes is less than ", kStride,
+                                " per thread for ", n, " threads");
+  }
+  MOESPLIT_ASSIGN_OR_RETURN(NodeBuffer buffer,
+                            AllocateOnNodes(static_cast<size_t>(slice * n),
+                                            NodeAllocOptions{.nodes = {options.mem_node}}));
+  ReadResult result;
+  result.threads = n;
+  result.warnings = buffer.warnings();
+  const int total_passes = options.passes + 1;            // pass 0: warm-up, untimed
+  std::vector<double> sums(static_cast<size_t>(n), 0.0);  // [n] last pass
+  // Per pass and thread: when its read began and ended, [total_passes x n] seconds on one
+  // steady clock. A pass lasts from the first start to the last end, so a late or slow thread
+  // lengthens it (a conservative figure, never an optimistic one).
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point origin = Clock::now();
+  std::vector<double> begin_s(static_cast<size_t>(total_passes * n));
+  std::vector<double> end_s(begin_s.size());
+  std::mutex warn_mu;
+  std::barrier sync(n);
+  std::vector<std::thread> readers;
+  readers.reserve(static_cast<size_t>(n));
+  for (int t = 0; t < n; ++t) {
+    readers.emplace_back([&, t] {
+      const int cpu = options.cpus[static_cast<size_t>(t)];
+      if (Status s = PinCurrentThread({cpu}); !s.ok()) {
+        std::lock_guard<std::mutex> lock(warn_mu);
+        result.warnings.push_back(StrCat("cpu ", cpu, ": reader ran unpinned (", s.message(), ")"));
+      }
+      uint8_t* mine = buffer.data() + t * slice;
+      std::fill(reinterpret_cast<double*>(mine), reinterpret_cast<double*>(mine + slice), 1.0);
+      for (int pass = 0; pass < total_passes; ++pass) {
+        sync.arrive_and_wait();  // everyone has finished the previous pass (or the fill)
+        const size_t i = static_cast<size_t>(pass * n + t);
+        begin_s[i] = std::chrono::duration<double>(Clock::now() - origin).count();
+        sums[static_cast<size_t>(t)] = ReadOnce(options.kernel, mine, slice);
+        end_s[i] = std::chrono::duration<double>(Clock::now() - origin).count();
+      }
+    });
+  }
+  for (std::thread& r : readers) r.join();
+  CheckPlacement(buffer, options.mem_node, &result.warnings);
+
+  // Bytes counted per pass: every byte, or for kStrided the 64-byte lines read (1 per 256).
+  const int64_t counted = options.kernel == ReadKernel::kStrided ? slice / kStride * kLine : slice;
+  result.bytes_per_pass = counted * n;
+  std::vector<double> gbps;  // [passes]
+  for (int pass = 1; pass < total_passes; ++pass) {
+    const auto b = begin_s.begin() + pass * n;
+    const auto e = end_s.begin() + pass * n;
+    const double dt = *std::max_element(e, e + n) - *std::min_element(b, b + n);
+    gbps.push_back(static_cast<double>(result.bytes_per_pass) / std::max(dt, 1e-9) * 1e-9);
+  }
+  std::sort(gbps.begin(), gbps.end());
+  result.gbps = gbps[gbps.size() / 2];
+  result.min_gbps = gbps.front();
+  result.max_gbps = gbps.back();
+  for (double s : sums) result.checksum += s;
+  return result;
+}
+
+}  // namespace moesplit::numa

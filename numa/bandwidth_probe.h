@@ -1,0 +1,64 @@
+// Read-bandwidth probe for `moesplit topo --measure`: reader threads pinned to chosen CPUs
+// (one per physical core) read a buffer placed on a chosen NUMA node. The yardstick for the
+// planner's cost model and for every "fraction of bandwidth" figure.
+//
+// Method (bandwidth_probe.cc), generalising bench/bandwidth.h to NUMA placement:
+//   - the buffer (`bytes`, default 1 GiB = 32x a 32 MiB L3, so no pass is served from cache) is
+//     allocated with AllocateOnNodes({mem_node}) (mbind + THP) and cut into one 64-byte-aligned
+//     slice per thread; each thread pins itself to its CPU, then writes its slice (first touch
+//     under the node's policy); a sampled move_pages check confirms the pages sit on mem_node;
+//   - per pass all threads start together at a barrier, read their slice once and stamp start
+//     and end; a pass lasts from the first start to the last end (the slowest thread counts):
+//     GB/s = bytes read by all threads / pass time / 1e9 (decimal GB);
+//   - one untimed warm-up pass, then `passes` timed ones: median, min and max are reported.
+//
+// Read kernels:
+//   kProbe    SSE2 128-bit loads, four 64-bit integer add chains per 64-byte line (every byte
+//             read once; 4 loads per line at 2 loads/cycle never limit a DRAM stream);
+//   kStream   the STREAM-style check: s += a[i] over doubles with 8 independent partial sums
+//             (what a compiler makes of a sum reduction); probe and STREAM should agree within
+//             10% — the evidence that the probe measures memory, not its own instructions;
+//   kStrided  one whole 64-byte line out of every 256 bytes (a stride that defeats contiguous
+//             streaming): GB/s counts the lines read, 64 B each, i.e. a quarter of the span.
+//
+// Failures the OS imposes (a CPU outside the allowed set, mbind refused, pages elsewhere) are
+// warnings in the result — the figure is still measured, unpinned or misplaced — never a crash.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/base/status.h"
+
+namespace moesplit::numa {
+
+enum class ReadKernel { kProbe, kStream, kStrided };
+const char* ReadKernelName(ReadKernel kernel);  // "probe", "stream", "strided"
+
+struct ReadOptions {
+  std::vector<int> cpus;  // OS CPU ids, one reader thread per entry (one per physical core)
+  int mem_node = 0;       // OS NUMA node id the buffer is bound to
+  ReadKernel kernel = ReadKernel::kProbe;
+  int64_t bytes = int64_t{1} << 30;  // whole buffer, all threads together
+  int passes = 5;                    // timed passes after one warm-up; the median is reported
+};
+
+struct ReadResult {
+  int threads = 0;
+  int64_t bytes_per_pass = 0;  // bytes counted per pass, all threads (strided: lines read x 64)
+  double gbps = 0;             // median over passes, 1e9 bytes/s
+  double min_gbps = 0;
+  double max_gbps = 0;
+  double checksum = 0;  // of the last pass (keeps the reads alive)
+  // What was not honoured: "cpu 5: not pinned (...)", "memory: 40% of sampled pages on node 1,
+  // not node 0", mbind / THP warnings of the allocation. Empty when everything was.
+  std::vector<std::string> warnings;
+};
+
+// Measures with options.cpus.size() (>= 1) pinned threads. Errors: an empty cpu list, passes
+// < 1, a buffer smaller than one 256-byte stride per thread (InvalidArgument); a node this
+// machine does not have or memory that cannot be mapped (from AllocateOnNodes).
+StatusOr<ReadResult> MeasureRead(const ReadOptions& options);
+
+}  // namespace moesplit::numa
