@@ -46,6 +46,14 @@ class ExpertEngine {
   void Forward(const Layer& layer, const float* hidden, int64_t n_tok, const int32_t* ids,
                const float* weights, int k, float* out);
 
+  // As Forward, restricted to the routed experts e with use_expert[e] != 0 (use_expert: [E]) and
+  // to the shared expert only when `shared`: one compute group's share under NUMA replicate.
+  // Slots of other experts contribute nothing; out rows no job covers are 0 (all of out is 0 when
+  // there is no job at all).
+  void ForwardSubset(const Layer& layer, const float* hidden, int64_t n_tok, const int32_t* ids,
+                     const float* weights, int k, const uint8_t* use_expert, bool shared,
+                     float* out);
+
   // out[T x D] = W_down (silu(W_gate h) * (W_up h)) for every row of hidden[T x D].
   void ForwardDense(const Dense& ffn, const float* hidden, int64_t n_tok, float* out);
 
