@@ -1,11 +1,19 @@
 #include "moe/expert_engine.h"
 
+#include <algorithm>
+
 #include "core/base/status.h"
 
 namespace moesplit::moe {
 
 void ExpertEngine::Forward(const Layer& layer, const float* hidden, int64_t n_tok,
                            const int32_t* ids, const float* weights, int k, float* out) {
+  ForwardSubset(layer, hidden, n_tok, ids, weights, k, nullptr, true, out);
+}
+
+void ExpertEngine::ForwardSubset(const Layer& layer, const float* hidden, int64_t n_tok,
+                                 const int32_t* ids, const float* weights, int k,
+                                 const uint8_t* use_expert, bool shared, float* out) {
   if (n_tok <= 0) return;
   const int64_t E = layer.gate_exps.ne[2], slots = n_tok * k;
   // Dispatch: group the T*k (token, slot) pairs by expert with a counting sort, stable in token
@@ -28,13 +36,18 @@ void ExpertEngine::Forward(const Layer& layer, const float* hidden, int64_t n_to
   for (int64_t e = 0; e < E; ++e) {
     const int64_t n = start_[e + 1] - start_[e];
     if (n == 0) continue;  // an expert nobody chose costs nothing
+    if (use_expert != nullptr && use_expert[e] == 0) continue;  // another group's expert
     jobs_.push_back({matmul::FromTensor(layer.gate_exps, e), matmul::FromTensor(layer.up_exps, e),
                      matmul::FromTensor(layer.down_exps, e), &tokens_[start_[e]],
                      &slot_w_[start_[e]], n});
   }
-  if (layer.gate_shexp.data != nullptr) {
+  if (shared && layer.gate_shexp.data != nullptr) {
     jobs_.push_back({matmul::FromTensor(layer.gate_shexp), matmul::FromTensor(layer.up_shexp),
                      matmul::FromTensor(layer.down_shexp), nullptr, nullptr, n_tok});
+  }
+  if (jobs_.empty()) {
+    std::fill(out, out + n_tok * layer.gate_exps.ne[0], 0.0f);  // nothing of this layer here
+    return;
   }
   ffn_.Run(jobs_, hidden, n_tok, out);
 }

@@ -16,7 +16,7 @@
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/matmul/matmul.h"
 #include "moe/fused_ffn.h"
-#include "numa/thread_pool.h"
+#include "numa/executor.h"
 
 namespace moesplit::moe {
 
@@ -38,7 +38,7 @@ class ExpertEngine {
   };
 
   // kernels: the tier's table (gemv::KernelsFor), chosen once at start-up by the owner.
-  ExpertEngine(numa::ThreadPool* pool, const gemv::GemvKernels* kernels)
+  ExpertEngine(numa::Executor* pool, const gemv::GemvKernels* kernels)
       : pool_(pool), kernels_(kernels), ffn_(pool, kernels) {}
 
   // out[T x D] = routed expert mixture of hidden[T x D] for ids/weights [T x k], plus the
@@ -46,13 +46,21 @@ class ExpertEngine {
   void Forward(const Layer& layer, const float* hidden, int64_t n_tok, const int32_t* ids,
                const float* weights, int k, float* out);
 
+  // As Forward, restricted to the routed experts e with use_expert[e] != 0 (use_expert: [E]) and
+  // to the shared expert only when `shared`: one compute group's share under NUMA replicate.
+  // Slots of other experts contribute nothing; out rows no job covers are 0 (all of out is 0 when
+  // there is no job at all).
+  void ForwardSubset(const Layer& layer, const float* hidden, int64_t n_tok, const int32_t* ids,
+                     const float* weights, int k, const uint8_t* use_expert, bool shared,
+                     float* out);
+
   // out[T x D] = W_down (silu(W_gate h) * (W_up h)) for every row of hidden[T x D].
   void ForwardDense(const Dense& ffn, const float* hidden, int64_t n_tok, float* out);
 
   const gemv::GemvKernels& kernels() const { return *kernels_; }
 
  private:
-  numa::ThreadPool* pool_;
+  numa::Executor* pool_;
   const gemv::GemvKernels* kernels_;
   FusedFfn ffn_;
   std::vector<int64_t> start_;   // [E + 1] first slot of each expert (counting sort)

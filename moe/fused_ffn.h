@@ -26,7 +26,7 @@
 
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/qmatmul/qmatmul.h"
-#include "numa/thread_pool.h"
+#include "numa/executor.h"
 
 namespace moesplit::moe {
 
@@ -42,7 +42,7 @@ struct FfnJob {
 
 class FusedFfn {
  public:
-  FusedFfn(numa::ThreadPool* pool, const gemv::GemvKernels* kernels)
+  FusedFfn(numa::Executor* pool, const gemv::GemvKernels* kernels)
       : pool_(pool), kernels_(kernels) {}
 
   // out[n_tok x D] = the weighted sum above of x[n_tok x D] (rows no job covers get 0). Every
@@ -72,7 +72,7 @@ class FusedFfn {
   void RunDownTask(std::span<const FfnJob> jobs, int64_t n_tok, int64_t d0, int64_t d1, float* out,
                    int worker);
 
-  numa::ThreadPool* pool_;
+  numa::Executor* pool_;
   const gemv::GemvKernels* kernels_;
   std::array<qmatmul::QuantizedRows, 3> x_rows_;  // x as [n_tok x D] in kF32 / kQ8_K / kQ8_0
   std::array<bool, 3> x_ready_{};                 // x_rows_[i] holds this Run's x

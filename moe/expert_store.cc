@@ -1,0 +1,256 @@
+#include "moe/expert_store.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+
+namespace moesplit::moe {
+
+FSlice ShardSlice(int64_t F, int64_t block, int group, int n_groups) {
+  const int64_t n_blocks = F / block;  // F is a whole number of down blocks (rows of blocks)
+  return {block * (n_blocks * group / n_groups), block * (n_blocks * (group + 1) / n_groups)};
+}
+
+namespace {
+
+using Layer = ExpertEngine::Layer;
+constexpr uint64_t kAlign = 64;
+uint64_t Align(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+bool Present(const TensorView& t) { return t.data != nullptr; }
+
+const char* ModeName(numa::NumaMode m) {
+  switch (m) {
+    case numa::NumaMode::kSingle: return "single";
+    case numa::NumaMode::kInterleave: return "interleave";
+    case numa::NumaMode::kReplicate: return "replicate";
+    case numa::NumaMode::kShard: return "shard";
+  }
+  return "?";
+}
+
+int64_t DownBlock(const TensorView& down) { return GetTypeTraits(down.type).block_size; }
+
+// The tensors of one FFN family (routed or shared) cut to columns/rows [f0, f1) of F.
+struct FamilyCut {
+  const TensorView* gate;  // [D, F, E]
+  const TensorView* up;    // [D, F, E]
+  const TensorView* down;  // [F, D, E]
+  FSlice s;
+  uint64_t GateBytes() const {
+    return static_cast<uint64_t>(gate->RowBytes() * (s.f1 - s.f0) * gate->ne[2]);
+  }
+  uint64_t DownBytes() const {
+    return static_cast<uint64_t>(RowBytes(down->type, s.f1 - s.f0) * down->ne[1] * down->ne[2]);
+  }
+  uint64_t Bytes() const { return 2 * Align(GateBytes()) + DownBytes(); }
+};
+
+// Copies expert e of a family into the destination slabs (gate/up [D, F_n, E]: F_n contiguous
+// rows per expert; down [F_n, D, E]: the F_n columns of each of the expert's D rows).
+void CopyExpert(const FamilyCut& c, int64_t e, uint8_t* g, uint8_t* u, uint8_t* d) {
+  const int64_t F = c.gate->ne[1], Fn = c.s.f1 - c.s.f0, grb = c.gate->RowBytes();
+  const auto* gs = static_cast<const uint8_t*>(c.gate->data) + (e * F + c.s.f0) * grb;
+  const auto* us = static_cast<const uint8_t*>(c.up->data) + (e * F + c.s.f0) * grb;
+  std::memcpy(g + e * Fn * grb, gs, static_cast<size_t>(Fn * grb));
+  std::memcpy(u + e * Fn * grb, us, static_cast<size_t>(Fn * grb));
+  const int64_t D = c.down->ne[1], drb = c.down->RowBytes(), nrb = RowBytes(c.down->type, Fn);
+  const int64_t off = RowBytes(c.down->type, c.s.f0);
+  const auto* ds = static_cast<const uint8_t*>(c.down->data) + e * D * drb + off;
+  uint8_t* dd = d + e * D * nrb;
+  for (int64_t r = 0; r < D; ++r) std::memcpy(dd + r * nrb, ds + r * drb, static_cast<size_t>(nrb));
+}
+
+TensorView Cut(const TensorView& t, uint8_t* data, int64_t f_dim, int64_t Fn) {
+  TensorView v = t;
+  v.ne[f_dim] = Fn;
+  v.data = data;
+  v.nbytes = static_cast<uint64_t>(RowBytes(v.type, v.ne[0]) * v.ne[1] * v.ne[2] * v.ne[3]);
+  return v;
+}
+
+// Places one family into `base` (Bytes() long) with `copier`; returns {gate, up, down} views.
+void PlaceFamily(const FamilyCut& c, uint8_t* base, numa::Executor* copier, TensorView* g,
+                 TensorView* u, TensorView* d) {
+  const int64_t Fn = c.s.f1 - c.s.f0;
+  const uint64_t gb = Align(c.GateBytes());
+  *g = Cut(*c.gate, base, 1, Fn);
+  *u = Cut(*c.up, base + gb, 1, Fn);
+  *d = Cut(*c.down, base + 2 * gb, 0, Fn);
+  const int64_t E = c.gate->ne[2];
+  auto task = [&](int64_t e, int) { CopyExpert(c, e, base, base + gb, base + 2 * gb); };
+  if (copier != nullptr) {
+    copier->ParallelFor(E, task);
+  } else {
+    for (int64_t e = 0; e < E; ++e) task(e, 0);
+  }
+}
+
+// Drops this process's pages of a file-mapped tensor (whole pages inside it only).
+void ReleaseMapping(const TensorView& t) {
+  if (!Present(t)) return;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(t.data) + t.nbytes) / page * page;
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
+Status CheckLayer(const Layer& l, int64_t il) {
+  const int64_t F = l.gate_exps.ne[1], block = DownBlock(l.down_exps);
+  if (l.down_exps.ne[0] != F || l.up_exps.ne[1] != F || F % block != 0) {
+    return InvalidArgumentError("layer ", il, ": expert shapes do not match (gate F ", F,
+                                ", down row ", l.down_exps.ne[0], ", down block ", block, ")");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Build(std::vector<Layer> layers,
+                                                          const ExpertStoreOptions& o) {
+  using numa::NumaMode;
+  if (o.nodes.empty()) return InvalidArgumentError("expert store: no NUMA node given");
+  const bool per_node = o.mode == NumaMode::kShard || o.mode == NumaMode::kReplicate;
+  if (!per_node && o.mode == NumaMode::kSingle && o.nodes.size() != 1) {
+    return InvalidArgumentError("numa mode single uses one node, got ", o.nodes.size());
+  }
+  const int n_groups = per_node ? static_cast<int>(o.nodes.size()) : 1;
+  if (!o.copiers.empty() && static_cast<int>(o.copiers.size()) != n_groups) {
+    return InvalidArgumentError("expert store: ", o.copiers.size(), " copier pools for ",
+                                n_groups, " groups");
+  }
+  const bool copy = per_node || o.copy || (o.mode == NumaMode::kInterleave && o.nodes.size() > 1);
+  std::unique_ptr<ExpertStore> s(new ExpertStore());
+  s->mode_ = o.mode;
+  s->nodes_ = o.nodes;
+  s->groups_.assign(n_groups, layers);
+  s->group_bytes_.assign(n_groups, 0);
+  if (!copy) {
+    for (const Layer& l : layers) {
+      for (const TensorView* t : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
+        if (Present(*t)) s->group_bytes_[0] += t->nbytes;
+      }
+    }
+    return s;
+  }
+  for (int64_t il = 0; il < static_cast<int64_t>(layers.size()); ++il) {
+    if (Present(layers[il].gate_exps)) MOESPLIT_RETURN_IF_ERROR(CheckLayer(layers[il], il));
+  }
+  // Bytes per (group, layer): routed + shared families, each cut to the group's slice.
+  auto cuts = [&](const Layer& l, int g) {
+    const int parts = o.mode == NumaMode::kShard ? n_groups : 1;
+    const int part = o.mode == NumaMode::kShard ? g : 0;
+    std::vector<FamilyCut> out;
+    out.push_back({&l.gate_exps, &l.up_exps, &l.down_exps,
+                   ShardSlice(l.gate_exps.ne[1], DownBlock(l.down_exps), part, parts)});
+    if (Present(l.gate_shexp)) {
+      out.push_back({&l.gate_shexp, &l.up_shexp, &l.down_shexp,
+                     ShardSlice(l.gate_shexp.ne[1], DownBlock(l.down_shexp), part, parts)});
+    }
+    return out;
+  };
+  uint64_t total = 0, done = 0;
+  for (const Layer& l : layers) {
+    if (!Present(l.gate_exps)) continue;
+    for (int g = 0; g < n_groups; ++g) {
+      for (const FamilyCut& c : cuts(l, g)) total += c.Bytes();
+    }
+  }
+  s->buffers_.resize(n_groups);
+  for (int64_t il = 0; il < static_cast<int64_t>(layers.size()); ++il) {
+    const Layer& l = layers[il];
+    if (!Present(l.gate_exps)) continue;
+    for (int g = 0; g < n_groups; ++g) {
+      numa::Executor* copier = o.copiers.empty() ? nullptr : o.copiers[g];
+      const std::vector<FamilyCut> fam = cuts(l, g);
+      uint64_t bytes = 0;
+      for (const FamilyCut& c : fam) bytes += Align(c.Bytes());
+      const std::vector<int> mem =
+          per_node ? std::vector<int>{o.nodes[g]} : o.nodes;  // interleave: all of them
+      MOESPLIT_ASSIGN_OR_RETURN(
+          numa::NodeBuffer buf,
+          numa::AllocateOnNodes(bytes, {.nodes = mem, .huge_pages = o.huge_pages, .toucher = copier}));
+      for (const std::string& w : buf.warnings()) {
+        if (std::find(s->warnings_.begin(), s->warnings_.end(), w) == s->warnings_.end()) {
+          s->warnings_.push_back(w);
+        }
+      }
+      Layer& dst = s->groups_[g][il];
+      uint8_t* p = buf.data();
+      for (size_t f = 0; f < fam.size(); ++f) {
+        if (fam[f].s.f1 == fam[f].s.f0) {  // an empty slice: this group skips the family
+          TensorView* views[3] = {f == 0 ? &dst.gate_exps : &dst.gate_shexp,
+                                  f == 0 ? &dst.up_exps : &dst.up_shexp,
+                                  f == 0 ? &dst.down_exps : &dst.down_shexp};
+          for (TensorView* v : views) *v = TensorView{};
+          continue;
+        }
+        if (f == 0) {
+          PlaceFamily(fam[f], p, copier, &dst.gate_exps, &dst.up_exps, &dst.down_exps);
+        } else {
+          PlaceFamily(fam[f], p, copier, &dst.gate_shexp, &dst.up_shexp, &dst.down_shexp);
+        }
+        p += Align(fam[f].Bytes());
+        s->group_bytes_[g] += fam[f].Bytes();
+      }
+      s->buffers_[g].push_back(std::move(buf));
+      done += bytes;
+    }
+    if (o.release_mapping) {
+      for (const TensorView* t : {&l.gate_exps, &l.up_exps, &l.down_exps, &l.gate_shexp,
+                                  &l.up_shexp, &l.down_shexp}) {
+        ReleaseMapping(*t);
+      }
+    }
+    if (o.progress) o.progress(std::min(done, total), total);
+  }
+  return s;
+}
+
+std::vector<std::string> ExpertStore::Report() const {
+  std::vector<std::string> lines;
+  for (int g = 0; g < num_groups(); ++g) {
+    std::ostringstream s;
+    s << "experts group " << g << " (" << ModeName(mode_) << ", node";
+    const bool per_node = static_cast<int>(nodes_.size()) == num_groups();
+    if (per_node) {
+      s << " " << nodes_[g];
+    } else {
+      s << "s";
+      for (int n : nodes_) s << " " << n;
+    }
+    s << "): " << group_bytes_[g] / (1 << 20) << " MiB";
+    if (buffers_.empty()) {
+      s << " in the file mapping";
+    } else {
+      int64_t pages = 0, sampled = 0;
+      std::vector<std::pair<int, int64_t>> by_node;
+      for (const numa::NodeBuffer& b : buffers_[g]) {
+        StatusOr<numa::PlacementReport> r = numa::QueryPlacement(b.data(), b.size(), 64);
+        if (!r.ok()) continue;
+        sampled += r->sampled;
+        for (size_t i = 0; i < r->node_ids.size(); ++i) {
+          auto it = std::find_if(by_node.begin(), by_node.end(),
+                                 [&](auto& p) { return p.first == r->node_ids[i]; });
+          if (it == by_node.end()) {
+            by_node.push_back({r->node_ids[i], r->node_pages[i]});
+          } else {
+            it->second += r->node_pages[i];
+          }
+          pages += r->node_pages[i];
+        }
+      }
+      s << ", pages on";
+      for (auto& [node, n] : by_node) s << " node " << node << " " << (100 * n / std::max<int64_t>(1, sampled)) << "%";
+      if (by_node.empty()) s << " (unknown: move_pages unavailable)";
+    }
+    lines.push_back(s.str());
+  }
+  return lines;
+}
+
+}  // namespace moesplit::moe

@@ -1,0 +1,83 @@
+// ExpertStore: where the routed (and shared) expert weights of every MoE layer live for a NUMA
+// mode, as views the fused driver reads (ExpertEngine::Layer), one set per compute group:
+//
+//   single      1 group, the file mapping as is (or, with copy = true, one copy bound to the node)
+//   interleave  1 group over all nodes' CPUs; a copy interleaved page by page over the nodes
+//   replicate   1 group per node, each with a full copy on its node (memory x nodes)
+//   shard       1 group per node, each holding the slice [f0, f1) of every expert's intermediate
+//               dimension: gate/up rows f0..f1 and the matching columns of down (1x memory);
+//               the groups' partial outputs sum to the full FFN, because
+//               down (silu(gate x) * up x) = sum over slices s of down[:, s] (silu(gate[s] x) * up[s] x).
+//
+// Slice edges fall on multiples of the down tensor's quant block (256 values for K-quants, 32 for
+// Q8_0) so every slice is a valid row of blocks: DeepSeek-V3's F = 2048 over 2 nodes = 2 x 1024.
+// Copies are made by the group's own (pinned) workers into node-bound memory, which places the
+// pages by first touch even where mbind is refused; the file's pages of a copied tensor are
+// then released (MADV_DONTNEED), so a copy replaces the mapping instead of doubling RSS.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/base/status.h"
+#include "moe/expert_engine.h"
+#include "numa/executor.h"
+#include "numa/node_memory.h"
+#include "numa/plan.h"
+
+namespace moesplit::moe {
+
+struct ExpertStoreOptions {
+  numa::NumaMode mode = numa::NumaMode::kSingle;
+  // OS node id of each compute group's memory: 1 entry for single, the nodes to interleave over
+  // for interleave (1 group), one per group for replicate / shard. Ids may repeat (a "fake node
+  // map": tests shard over two groups that both live on node 0 of a one-node machine).
+  std::vector<int> nodes;
+  // [groups] the pinned workers of each group: they copy (and so first-touch) its weights.
+  // nullptr entries copy on the calling thread.
+  std::vector<numa::Executor*> copiers;
+  bool copy = false;        // single: copy to node memory instead of reading the file mapping
+  bool huge_pages = true;
+  bool release_mapping = true;  // MADV_DONTNEED the file pages of every copied tensor
+  // Called after each layer is placed: (bytes placed so far, total bytes to place).
+  std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+class ExpertStore {
+ public:
+  // layers: [n_layer] the model's expert tensors in the file mapping (a dense layer has
+  // gate_exps.data == nullptr and is kept as is).
+  static StatusOr<std::unique_ptr<ExpertStore>> Build(std::vector<ExpertEngine::Layer> layers,
+                                                      const ExpertStoreOptions& options);
+
+  numa::NumaMode mode() const { return mode_; }
+  int num_groups() const { return static_cast<int>(groups_.size()); }
+  // Group g's view of layer il: its slice (shard), its copy (replicate), or the shared view.
+  // A group with an empty slice of a layer has gate_exps.data == nullptr there.
+  const ExpertEngine::Layer& layer(int group, int64_t il) const { return groups_[group][il]; }
+  uint64_t group_bytes(int group) const { return group_bytes_[group]; }
+  bool copied() const { return !buffers_.empty(); }
+  // One line per group: node(s), expert bytes, and where the pages really are (move_pages).
+  std::vector<std::string> Report() const;
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  ExpertStore() = default;
+  numa::NumaMode mode_ = numa::NumaMode::kSingle;
+  std::vector<int> nodes_;
+  std::vector<std::vector<ExpertEngine::Layer>> groups_;  // [groups][n_layer]
+  std::vector<uint64_t> group_bytes_;                     // [groups]
+  std::vector<std::vector<numa::NodeBuffer>> buffers_;    // [groups][layers placed]
+  std::vector<std::string> warnings_;
+};
+
+// The slice of F (in values) that group g of n gets: block-aligned, contiguous, covering [0, F).
+struct FSlice {
+  int64_t f0 = 0, f1 = 0;
+};
+FSlice ShardSlice(int64_t F, int64_t block, int group, int n_groups);
+
+}  // namespace moesplit::moe
