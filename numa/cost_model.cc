@@ -15,21 +15,6 @@ std::string Fmt(const char* format, double a, double b = 0, double c = 0, double
   return buf;
 }
 
-// SLIT distance of two nodes (indices into topo.nodes): the matrix when the topology has one,
-// else 10 local / 20 same package / 32 other package (numa/topology.h's documented defaults).
-int SlitDistance(const Topology& topo, int a, int b) {
-  const size_t n = topo.nodes.size();
-  if (topo.distances.size() == n * n) return topo.distances[static_cast<size_t>(a) * n + b];
-  if (a == b) return 10;
-  return topo.nodes[a].package == topo.nodes[b].package ? 20 : 32;
-}
-
-int CoresOf(const NumaNode& node) {
-  int n = 0;
-  for (const L3Group& g : node.l3_groups) n += static_cast<int>(g.cores.size());
-  return n;
-}
-
 // Bandwidths the model reads, decode-kernel GB/s (probe GB/s x decode_fraction).
 struct Rates {
   const Topology& topo;
@@ -40,7 +25,7 @@ struct Rates {
   double Local(const NodeUse& u) const { return profile.ReadGbps(u.id, u.threads) * fraction; }
   // What node u's memory controllers deliver at most (all its cores reading).
   double Peak(const NodeUse& u) const {
-    const int cores = std::max(u.threads, CoresOf(topo.nodes[u.index]));
+    const int cores = std::max(u.threads, topo.nodes[u.index].NumCores());
     return profile.ReadGbps(u.id, cores) * fraction;
   }
   // Node a's workers reading node b's memory: the measured pair (no faster than a's local
@@ -48,7 +33,7 @@ struct Rates {
   double Cross(const NodeUse& a, const NodeUse& b) const {
     const double measured = profile.CrossGbps(a.id, b.id) * fraction;
     if (measured > 0) return std::min(measured, Local(a));
-    return Local(a) * kSlitLocalDistance / SlitDistance(topo, a.index, b.index);
+    return Local(a) * kSlitLocalDistance / topo.Distance(a.index, b.index);
   }
 };
 

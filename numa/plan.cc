@@ -9,6 +9,8 @@
 #include <sstream>
 #include <type_traits>
 
+#include "numa/topology.h"
+
 namespace moesplit::numa {
 namespace {
 
@@ -21,24 +23,6 @@ std::string GiB(uint64_t bytes) {
   char b[32];
   std::snprintf(b, sizeof(b), "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
   return b;
-}
-
-// "0-3,8,10-11" for {0,1,2,3,8,10,11} (ids ascending in plans; sorted here anyway).
-std::string CpuRanges(std::vector<int> ids) {
-  std::sort(ids.begin(), ids.end());
-  std::string s;
-  for (size_t i = 0; i < ids.size();) {
-    size_t j = i;
-    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
-    if (!s.empty()) s += ',';
-    s += std::to_string(ids[i]);
-    if (j > i) {
-      s += '-';
-      s += std::to_string(ids[j]);
-    }
-    i = j + 1;
-  }
-  return s;
 }
 
 // Reads `key` of map `node` into *out; `path` names the field in errors. Every plan field is
@@ -189,7 +173,7 @@ std::string PlanToText(const Plan& p) {
                 "experts", "ram");
   os << line;
   for (const NodePlan& n : p.nodes) {
-    std::string cpus = CpuRanges(n.cpus);
+    std::string cpus = FormatCpuList(n.cpus);
     if (cpus.size() > 24) cpus = cpus.substr(0, 21) + "...";
     std::snprintf(line, sizeof(line), "  %-5d %-8d %-24s %14s %14s\n", n.id, n.threads,
                   cpus.c_str(), GiB(n.expert_bytes).c_str(), GiB(n.ram_bytes).c_str());

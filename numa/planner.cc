@@ -71,13 +71,6 @@ std::vector<int> WorkerCpus(const NumaNode& node, int n) {
   return cpus;
 }
 
-int NodeIndexOf(const Topology& topo, int id) {
-  for (size_t i = 0; i < topo.nodes.size(); ++i) {
-    if (topo.nodes[i].id == id) return static_cast<int>(i);
-  }
-  return -1;
-}
-
 std::string NodeList(const std::vector<NodeUse>& nodes) {
   std::string s;
   for (const NodeUse& u : nodes) {
@@ -228,7 +221,7 @@ StatusOr<std::vector<NodeUse>> UseNodes(const Topology& topo, const std::vector<
   }
   for (int i = 0; i < n; ++i) {
     const NumaNode& node = topo.nodes[indices[i]];
-    NodeUse u{node.id, indices[i], node.package, static_cast<int>(CoresOf(node).size())};
+    NodeUse u{node.id, indices[i], node.package, node.NumCores()};
     if (threads > 0) u.threads = threads / n + (i < threads % n ? 1 : 0);
     if (WorkerCpus(node, u.threads).empty()) {
       return InvalidArgumentError("--threads ", threads, ": node ", node.id, " would need ",
@@ -316,7 +309,7 @@ StatusOr<Candidate> Evaluate(const Topology& topo, const MachineProfile& profile
 std::vector<int> NodesWithCores(const Topology& topo) {
   std::vector<int> out;
   for (size_t i = 0; i < topo.nodes.size(); ++i) {
-    if (!CoresOf(topo.nodes[i]).empty()) out.push_back(static_cast<int>(i));
+    if (topo.nodes[i].NumCores() > 0) out.push_back(static_cast<int>(i));
   }
   return out;
 }
@@ -383,12 +376,12 @@ StatusOr<std::vector<int>> NodeIndices(const Topology& topo, const std::vector<i
     known += std::to_string(n.id);
   }
   for (int id : ids) {
-    const int i = NodeIndexOf(topo, id);
+    const int i = topo.NodeIndex(id);
     if (i < 0) {
       return InvalidArgumentError("--nodes: node ", id, " is not in topology ", topo.source,
                                   " (nodes: ", known, ")");
     }
-    if (CoresOf(topo.nodes[i]).empty()) {
+    if (topo.nodes[i].NumCores() == 0) {
       return InvalidArgumentError("--nodes: node ", id, " has no CPUs (memory only)");
     }
     if (std::find(out.begin(), out.end(), i) != out.end()) {
@@ -418,11 +411,15 @@ Status CheckTotalRam(const Topology& topo, const Placement& p) {
   const uint64_t kv = p.layout.kv_on_gpu ? 0 : p.kv_bytes;
   const uint64_t need = c.Total() + kv;
   if (need <= have) return Status::Ok();
+  // A GPU takes the non-expert tensors and the KV cache, never the routed experts.
+  const bool gpu_would_fit = c.routed_experts <= have && !p.layout.kv_on_gpu;
   return FailedPreconditionError(
       "the CPU side needs ", GiB(need), " of RAM (routed experts ", GiB(c.routed_experts),
       " + other tensors ", GiB(c.Total() - c.routed_experts), " + KV cache ", GiB(kv),
       ") but the machine has ", GiB(have), " over ", topo.nodes.size(),
-      " node(s): use a smaller quant, lower --ctx-size or give a GPU (--gpu-mem)");
+      " node(s): use a smaller quant or a machine with more RAM",
+      gpu_would_fit ? ", or move the non-expert tensors and the KV cache to a GPU (--gpu-mem)"
+                    : "");
 }
 
 // The mode and nodes: overrides first, else `single` on the fastest node set that holds the
@@ -464,26 +461,30 @@ std::string Alternatives(const Topology& topo, const MachineProfile& profile,
                          const PlanRequest& rq, const Placement& p, const Candidate& chosen) {
   const std::vector<int> all = NodesWithCores(topo);
   if (all.size() < 2) return "";
-  std::string line = "other modes, predicted decode:";
+  std::vector<std::string> items;
   auto add = [&](NumaMode mode, const StatusOr<Candidate>& c) {
     if (c.ok() && c->layout.mode == chosen.layout.mode &&
         NodeList(c->layout.nodes) == NodeList(chosen.layout.nodes)) {
       return;
     }
-    line += std::string(" ") + NumaModeName(mode);
+    std::string item = NumaModeName(mode);
     if (!c.ok()) {
-      line += c.status().code() == StatusCode::kFailedPrecondition ? " (does not fit);" : " (n/a);";
-      return;
+      item += c.status().code() == StatusCode::kFailedPrecondition ? " (does not fit)" : " (n/a)";
+    } else {
+      item += " nodes " + NodeList(c->layout.nodes) + " " +
+              Num(c->cost.predicted.decode_tok_s) + " tok/s";
     }
-    line += " nodes " + NodeList(c->layout.nodes) + " " +
-            Num(c->cost.predicted.decode_tok_s) + " tok/s;";
+    items.push_back(item);
   };
   add(NumaMode::kSingle, BestSingle(topo, profile, rq, p));
   for (NumaMode m : {NumaMode::kInterleave, NumaMode::kShard, NumaMode::kReplicate}) {
     add(m, Evaluate(topo, profile, rq, p, m, all));
   }
+  std::string line = "other modes (--numa), predicted decode:";
+  for (size_t i = 0; i < items.size(); ++i) line += (i == 0 ? " " : "; ") + items[i];
   return line;
 }
+
 }  // namespace
 
 const char* KvTypeName(KvType type) { return type == KvType::kF16 ? "f16" : "f32"; }
@@ -496,7 +497,7 @@ MachineProfile AssumedProfile(const Topology& topo) {
   p.cpu_model = topo.cpu_model;
   p.topology = topo.source;
   for (const NumaNode& n : topo.nodes) {
-    const int cores = static_cast<int>(CoresOf(n).size());
+    const int cores = n.NumCores();
     if (cores == 0) continue;
     // Linear at kAssumedThreadGbps per thread until the channels saturate, flat after.
     const double sat = std::max(kAssumedThreadGbps, kAssumedCoreGbps * cores);
