@@ -16,7 +16,7 @@
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/matmul/matmul.h"
 #include "moe/fused_ffn.h"
-#include "numa/thread_pool.h"
+#include "numa/executor.h"
 
 namespace moesplit::moe {
 

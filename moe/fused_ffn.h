@@ -26,7 +26,7 @@
 
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/qmatmul/qmatmul.h"
-#include "numa/thread_pool.h"
+#include "numa/executor.h"
 
 namespace moesplit::moe {
 

@@ -20,7 +20,7 @@
 #include "core/base/dtype.h"
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/matmul/matmul.h"
-#include "numa/thread_pool.h"
+#include "numa/executor.h"
 
 namespace moesplit::qmatmul {
 

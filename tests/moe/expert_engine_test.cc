@@ -14,6 +14,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <string>
@@ -21,6 +24,9 @@
 
 #include "cpu_kernels/qmatmul/qmatmul.h"
 #include "cpu_kernels/quant/quant.h"
+#include "numa/affinity.h"
+#include "numa/node_pool.h"
+#include "numa/thread_pool.h"
 
 namespace moesplit::moe {
 namespace {
@@ -272,6 +278,47 @@ TEST_P(ExpertEngineTest, F32MatchesFloat64Mixture) {
         ref += r.w[t * r.k + j] * ffn(m.gate, m.up, m.down, r.ids[t * r.k + j], &x[t * 64], dd);
       }
       ASSERT_NEAR(out[t * 64 + dd], ref, 1e-4 * (1 + std::fabs(ref))) << "t " << t << " d " << dd;
+    }
+  }
+}
+
+// Runs the tasks serially in reverse order, worker = task % size: an Executor unlike ThreadPool
+// in order and worker assignment.
+class ReverseExecutor : public numa::Executor {
+ public:
+  explicit ReverseExecutor(int size) : size_(size) {}
+  int size() const override { return size_; }
+  void ParallelFor(int64_t n_tasks, const std::function<void(int64_t, int)>& fn) override {
+    for (int64_t t = n_tasks - 1; t >= 0; --t) fn(t, static_cast<int>(t % size_));
+  }
+
+ private:
+  int size_;
+};
+
+TEST_P(ExpertEngineTest, SameOutputOnEveryExecutor) {
+  // Every output element is owned by one down task and summed in job order, so neither the
+  // executor, its task order nor its worker count changes a bit of the result.
+  const gemv::GemvKernels& k = gemv::KernelsFor(GetParam());
+  const Model& m = ModelFor(0);
+  const int64_t D = TypeSets()[0].D;
+  const std::vector<int> allowed = numa::AllowedCpus();
+  numa::ThreadPool one(1), three(3);
+  numa::NodePool node({.cpus = {allowed.front(), allowed.back()}});
+  ReverseExecutor reverse(4);
+  for (const Routing& r : Routings()) {
+    const std::vector<float> x = Hidden(r.T, D);
+    std::vector<std::vector<float>> outs;  // [executors][T x D]
+    for (numa::Executor* ex :
+         std::initializer_list<numa::Executor*>{&one, &three, &node, &reverse}) {
+      ExpertEngine engine(ex, &k);
+      outs.emplace_back(static_cast<size_t>(r.T * D), kNaN);
+      engine.Forward(m.Layer(true), x.data(), r.T, r.ids.data(), r.w.data(), r.k,
+                     outs.back().data());
+    }
+    for (size_t e = 1; e < outs.size(); ++e) {
+      EXPECT_EQ(std::memcmp(outs[e].data(), outs[0].data(), outs[0].size() * sizeof(float)), 0)
+          << r.name << ", executor " << e;
     }
   }
 }

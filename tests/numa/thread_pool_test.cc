@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 namespace moesplit::numa {
@@ -71,6 +73,51 @@ TEST(ThreadPoolTest, NonPositiveSizeMeansOne) {
   int n = 0;
   pool.ParallelFor(5, [&](int64_t, int w) { n += (w == 0); });
   EXPECT_EQ(n, 5);
+}
+
+TEST(ThreadPoolTest, StartHookRunsOnEveryWorkerBeforeTheConstructorReturns) {
+  std::mutex mu;
+  std::vector<std::thread::id> ids(4);  // [workers] thread of each hook call
+  std::vector<int> calls(4, 0);         // [workers]
+  ThreadPool pool(4, [&](int worker) {
+    std::lock_guard<std::mutex> lock(mu);
+    ids[static_cast<size_t>(worker)] = std::this_thread::get_id();
+    ++calls[static_cast<size_t>(worker)];
+  });
+  EXPECT_EQ(calls, (std::vector<int>{0, 1, 1, 1}));  // not worker 0 (the caller)
+  // Each worker's tasks run on the thread its hook ran on.
+  std::atomic<int> mismatches{0};
+  pool.ParallelFor(400, [&](int64_t, int worker) {
+    if (worker > 0 && ids[static_cast<size_t>(worker)] != std::this_thread::get_id()) {
+      mismatches.fetch_add(1);
+    }
+  });
+  EXPECT_EQ(mismatches.load(), 0);
+  ThreadPool empty_hook(2, std::function<void(int)>());
+  EXPECT_EQ(empty_hook.size(), 2);
+}
+
+TEST(ThreadPoolTest, RunOnEachWorkerRunsEveryWorkerOnce) {
+  for (int threads = 1; threads <= 4; ++threads) {
+    ThreadPool pool(threads);
+    std::vector<int> calls(static_cast<size_t>(threads), 0);  // [workers], one writer each
+    std::vector<std::thread::id> ids(static_cast<size_t>(threads));
+    // Interleaved with parallel-fors: the two job kinds share the generation counter.
+    int64_t sum = 0;
+    for (int r = 0; r < 3000; ++r) {
+      pool.RunOnEachWorker([&](int worker) {
+        ++calls[static_cast<size_t>(worker)];
+        ids[static_cast<size_t>(worker)] = std::this_thread::get_id();
+      });
+      std::atomic<int64_t> s{0};
+      pool.ParallelFor(5, [&](int64_t t, int) { s.fetch_add(t); });
+      sum += s.load();
+    }
+    for (int c : calls) EXPECT_EQ(c, 3000) << threads << " threads";
+    EXPECT_EQ(sum, 3000 * 10);
+    EXPECT_EQ(ids[0], std::this_thread::get_id());
+    for (int w = 1; w < threads; ++w) EXPECT_NE(ids[static_cast<size_t>(w)], ids[0]);
+  }
 }
 
 }  // namespace
