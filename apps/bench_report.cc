@@ -1,5 +1,6 @@
 #include "apps/bench_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -50,28 +51,35 @@ std::string Cell(const std::string& value, int width) {
 }
 
 std::string Markdown(const BenchModelInfo& m, const std::vector<BenchTest>& tests) {
+  // A "numa" column after "threads" when some test ran with a placement (sweeps), as llama-bench
+  // shows its non-default parameters.
+  const bool numa = std::any_of(tests.begin(), tests.end(),
+                                [](const BenchTest& t) { return !t.numa.empty(); });
+  std::vector<Column> columns(std::begin(kColumns), std::end(kColumns));
+  if (numa) columns.insert(columns.begin() + 6, Column{"numa", -18});
   std::string out = "|";
-  for (const Column& c : kColumns) out += Cell(c.name, c.width);
+  for (const Column& c : columns) out += Cell(c.name, c.width);
   out += "\n|";
-  for (const Column& c : kColumns) {
+  for (const Column& c : columns) {
     out.append(" ").append(std::abs(c.width) - 1, '-').append(c.width > 0 ? ":" : "-");
     out.append(" |");
   }
   out += "\n";
   for (const BenchTest& t : tests) {
     const std::string ts = Printf("%.2f", t.AvgTs()) + " ± " + Printf("%.2f", t.StdevTs());
-    const std::string values[] = {m.model_type,
-                                  BenchSizeString(m.size_bytes),
-                                  BenchParamsString(m.n_params),
-                                  m.backend,
-                                  m.isa,
-                                  std::to_string(t.n_threads),
-                                  t.Name(),
-                                  ts};
+    std::vector<std::string> values = {m.model_type,
+                                       BenchSizeString(m.size_bytes),
+                                       BenchParamsString(m.n_params),
+                                       m.backend,
+                                       m.isa,
+                                       std::to_string(t.n_threads),
+                                       t.Name(),
+                                       ts};
+    if (numa) values.insert(values.begin() + 6, t.numa.empty() ? "default" : t.numa);
     out += "|";
-    for (size_t i = 0; i < std::size(kColumns); ++i) {
+    for (size_t i = 0; i < columns.size(); ++i) {
       // "±" is two bytes in UTF-8 but one column on screen: widen by one, as llama-bench does.
-      out += Cell(values[i], kColumns[i].width + (i == std::size(kColumns) - 1 ? 1 : 0));
+      out += Cell(values[i], columns[i].width + (i == columns.size() - 1 ? 1 : 0));
     }
     out += "\n";
   }
@@ -89,6 +97,7 @@ nlohmann::json TestJson(const BenchModelInfo& m, const BenchTest& t) {
           {"model_size", m.size_bytes},
           {"model_n_params", m.n_params},
           {"n_threads", t.n_threads},
+          {"numa", t.numa},
           {"n_prompt", t.n_prompt},
           {"n_gen", t.n_gen},
           {"n_depth", t.n_depth},
@@ -110,7 +119,8 @@ std::string Csv(const BenchModelInfo& m, const std::vector<BenchTest>& tests) {
   const char* fields[] = {"build_commit", "cpu_info",   "backends",       "model_filename",
                           "model_type",   "model_size", "model_n_params", "n_threads",
                           "n_prompt",     "n_gen",      "n_depth",        "avg_ns",
-                          "stddev_ns",    "avg_ts",     "stddev_ts",      "isa"};
+                          "stddev_ns",    "avg_ts",     "stddev_ts",      "isa",
+                          "numa"};
   std::string out;
   for (size_t i = 0; i < std::size(fields); ++i) out.append(i ? "," : "").append(fields[i]);
   out += "\n";

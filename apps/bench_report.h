@@ -25,6 +25,7 @@ struct BenchTest {
   int n_gen = 0;
   int n_depth = 0;  // tokens already in the KV cache before the test (llama-bench -d)
   int n_threads = 1;
+  std::string numa;  // placement label ("shard 0,1"); "" = default, and no numa column is shown
   std::vector<uint64_t> samples_ns;  // one per repetition (after the warm-up run)
 
   std::string Name() const;                     // "pp512", "tg128", "pp512+tg128", "... @ d4096"

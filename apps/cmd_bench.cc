@@ -9,10 +9,12 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "apps/bench_report.h"
 #include "apps/cpu_tier.h"
+#include "apps/sweep_chart.h"
 #include "core/engine/engine.h"
 
 namespace moesplit::app {
@@ -130,11 +132,79 @@ Status Validate(const BenchArgs& a) {
 
 namespace {
 
+// One configuration of the run: a thread count and the placement flags it runs with.
+struct BenchConfig {
+  int threads = 0;
+  PlacementFlags flags;
+};
+
+// --sweep items "threads=1,2,4" and "numa=single,shard" -> their product (numa outer), else one
+// config per -t value with the command line's placement flags.
+StatusOr<std::vector<BenchConfig>> Configs(const BenchArgs& a, const std::vector<int>& threads) {
+  std::vector<BenchConfig> out;
+  std::vector<int> sweep_threads = threads;
+  std::vector<std::string> sweep_numa = {a.placement.numa};
+  for (const std::string& item : a.sweep) {
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq), values = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (eq == std::string::npos || values.empty()) {
+      return InvalidArgumentError("--sweep item '", item, "': expected KEY=V1,V2 (threads=1,2,4 or "
+                                  "numa=single,shard)");
+    }
+    std::vector<std::string> list;
+    std::stringstream ss(values);
+    for (std::string v; std::getline(ss, v, ',');) list.push_back(v);
+    if (key == "threads") {
+      sweep_threads.clear();
+      for (const std::string& v : list) {
+        char* end = nullptr;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end != 0 || n < 1 || n > 4096) {
+          return InvalidArgumentError("--sweep threads: '", v, "' is not a thread count");
+        }
+        sweep_threads.push_back(static_cast<int>(n));
+      }
+    } else if (key == "numa") {
+      for (const std::string& v : list) MOESPLIT_RETURN_IF_ERROR(numa::NumaModeFromName(v).status());
+      sweep_numa = list;
+    } else {
+      return InvalidArgumentError("--sweep key '", key, "' is not one of threads, numa");
+    }
+  }
+  for (const std::string& mode : sweep_numa) {
+    for (int t : sweep_threads) {
+      BenchConfig c{.threads = t, .flags = a.placement};
+      c.flags.numa = mode;
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// "shard 0,1" / "single 0" for the table's numa column; "" for the default placement.
+std::string PlacementLabel(const engine::CpuPlacement& p) {
+  if (p.groups.empty()) return "";
+  std::vector<int> nodes;
+  for (const auto& g : p.groups) nodes.insert(nodes.end(), g.mem_nodes.begin(), g.mem_nodes.end());
+  return StrCat(numa::NumaModeName(p.mode), " ", numa::FormatCpuList(nodes),
+                p.pin ? "" : " nopin");
+}
+
 // Warm-up, then `repetitions` timed runs of one test in a fresh session sized for it.
-Status MeasureTest(const engine::Model& model, const BenchArgs& a, cpu::IsaTier tier, BenchTest& t,
+Status MeasureTest(const engine::Model& model, const BenchArgs& a, cpu::IsaTier tier,
+                   const engine::CpuPlacement& placement, bool log_placement, BenchTest& t,
                    std::ostream& err) {
   const int64_t ctx = std::max<int64_t>(t.n_depth + t.n_prompt + t.n_gen, 16);
-  engine::Session s(model, {.ctx_size = ctx, .n_threads = t.n_threads, .isa_tier = tier});
+  std::ostringstream quiet;
+  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> owned,
+                            MakeSession(model,
+                                        {.ctx_size = ctx,
+                                         .n_threads = t.n_threads,
+                                         .isa_tier = tier,
+                                         .placement = placement,
+                                         .progress = log_placement ? CopyProgress(err) : nullptr},
+                                        log_placement ? err : quiet));
+  engine::Session& s = *owned;
   std::mt19937 rng(a.seed);
   const int64_t n_vocab = model.config().n_vocab;
   // Warm-up as llama-bench does it: the prompt once, and one generated token.
@@ -194,10 +264,17 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
   for (int n : threads) thread_list += (thread_list.empty() ? "" : ",") + std::to_string(n);
   LogKernels(err, tier, thread_list, model->FallbackTypes(gemv::KernelsFor(tier)));
   std::vector<BenchTest> done;
-  for (int n_threads : threads) {
-    MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchTest> tests, PlanTests(args, n_threads));
+  MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchConfig> configs, Configs(args, threads));
+  for (const BenchConfig& c : configs) {
+    MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement, ResolvePlacement(c.flags, c.threads));
+    const std::string label = PlacementLabel(placement);
+    if (!label.empty()) err << "bench: " << c.threads << " threads, " << DescribePlacement(placement) << "\n";
+    MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchTest> tests, PlanTests(args, c.threads));
+    bool first = true;
     for (BenchTest& t : tests) {
-      MOESPLIT_RETURN_IF_ERROR(MeasureTest(*model, args, tier, t, err));
+      t.numa = label;
+      MOESPLIT_RETURN_IF_ERROR(MeasureTest(*model, args, tier, placement, first, t, err));
+      first = false;
       done.push_back(std::move(t));
     }
   }
@@ -207,6 +284,12 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
   BenchModelInfo info = ModelInfo(*model, args.model);
   info.isa = std::string(cpu::IsaTierName(tier));
   if (!done.empty()) out << FormatBenchReport(info, done, format);
+  if (!args.sweep.empty() && !done.empty()) {
+    std::ofstream chart(args.sweep_chart);
+    chart << SweepChartSvg(done, info.model_type + " — " + info.cpu_info);
+    if (!chart) return IoError("cannot write the sweep chart ", args.sweep_chart);
+    err << "bench: chart written to " << args.sweep_chart << "\n";
+  }
   if (!args.prompt_sizes.empty()) {
     MOESPLIT_ASSIGN_OR_RETURN(std::vector<PromptSizeRow> rows,
                               MeasurePromptSizes(*model, args, tier, threads.back(), err));
@@ -238,6 +321,11 @@ void RegisterBench(CLI::App& app, std::function<int()>* action) {
   cmd->add_option("--prompt-sizes", a->prompt_sizes,
                   "also measure prefill and decode after prompts of these sizes")
       ->delimiter(',');
+  cmd->add_option("--sweep", a->sweep,
+                  "sweep configurations: threads=1,2,4 numa=single,shard (table + chart)")
+      ->expected(1, 2);
+  cmd->add_option("--sweep-chart", a->sweep_chart, "SVG chart of a sweep")->capture_default_str();
+  AddPlacementFlags(cmd, &a->placement);
   cmd->callback([a, action] {
     *action = [a] {
       Status s = RunBench(*a, std::cout, std::cerr);

@@ -1,11 +1,14 @@
 // `moesplit bench`: llama-bench-compatible throughput tests on one model.
 //   moesplit bench -m FILE [-p 512] [-n 128] [-pg 512,128] [-t 1,2] [-r 5] [-o md|csv|json]
-//                  [--prompt-sizes 1000,7500,16000]
+//                  [--prompt-sizes 1000,7500,16000] [--numa MODE] [--nodes 0,1] [--plan FILE]
+//                  [--sweep threads=1,2,4 numa=single,shard [--sweep-chart FILE.svg]]
 // pp<N>: N random tokens evaluated as one prompt; tg<N>: N tokens evaluated one at a time;
 // pp<N>+tg<M>: both. A warm-up (the prompt once, one generated token, as llama-bench) precedes
 // -r runs from an empty context;
 // tokens/s are reported as mean ± sample stddev over the repetitions, in llama-bench's columns.
 #pragma once
+
+#include "apps/cpu_placement.h"
 
 #include <CLI/CLI.hpp>
 #include <functional>
@@ -28,6 +31,10 @@ struct BenchArgs {
   std::string output = "md";          // -o md|csv|json
   std::vector<int> prompt_sizes;      // --prompt-sizes: adds the prefill/decode table
   uint32_t seed = 42;                 // random token ids
+  PlacementFlags placement;           // --numa, --nodes, --plan, --no-pin
+  // --sweep threads=1,2,4 numa=single,shard: every combination, one table, and a chart
+  std::vector<std::string> sweep;
+  std::string sweep_chart = "moesplit-sweep.svg";  // --sweep-chart: where the SVG goes
 };
 
 Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err);

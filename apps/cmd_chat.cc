@@ -67,8 +67,18 @@ Status RunChat(const ChatArgs& args, std::istream& in, std::ostream& out, std::o
                             tokenizer::Tokenizer::FromGguf(model->file()));
   MOESPLIT_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, ChooseTemplate(args, *model, tok));
   MOESPLIT_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::Create(args.sampling));
-  engine::Session session(*model,
-                          {.ctx_size = args.ctx_size, .n_threads = args.threads, .isa_tier = tier});
+  MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement,
+                            ResolvePlacement(args.placement, args.threads));
+  MOESPLIT_ASSIGN_OR_RETURN(
+      std::unique_ptr<engine::Session> owned,
+      MakeSession(*model,
+                  {.ctx_size = args.ctx_size,
+                   .n_threads = args.threads,
+                   .isa_tier = tier,
+                   .placement = placement,
+                   .progress = CopyProgress(err)},
+                  err));
+  engine::Session& session = *owned;
   err << "chat: " << args.model << ", template " << chat::ChatFormatName(tmpl.format) << ", "
       << session.ctx_size() << " positions of context, " << session.n_threads() << " threads\n"
       << "      Ctrl-C stops an answer; /reset starts over; /exit or Ctrl-D leaves\n";
@@ -141,6 +151,7 @@ void RegisterChat(CLI::App& app, std::function<int()>* action) {
   cmd->add_option("-c,--ctx-size", a->ctx_size, "context size")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all hardware threads)");
   AddSamplingFlags(cmd, &a->sampling);
+  AddPlacementFlags(cmd, &a->placement);
   cmd->callback([a, action] {
     *action = [a] {
       std::atomic<bool> stop{false};

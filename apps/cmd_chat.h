@@ -4,6 +4,8 @@
 // "/reset" starts a new conversation.
 #pragma once
 
+#include "apps/cpu_placement.h"
+
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <functional>
@@ -25,6 +27,7 @@ struct ChatArgs {
   int threads = 0;            // -t
   bool interactive = true;    // print "> " prompts
   sampling::SamplerConfig sampling;
+  PlacementFlags placement;  // --numa, --nodes, --plan, --no-pin
 };
 
 // Reads user turns from `in` line by line until EOF or "/exit". `stop` (may be null) is set

@@ -45,8 +45,18 @@ Status RunRun(const RunArgs& args, std::ostream& out, std::ostream& err) {
     return InvalidArgumentError("the prompt has ", tokens.size(), " tokens; --ctx-size ",
                                 args.ctx_size, " leaves no room to generate (raise --ctx-size)");
   }
-  engine::Session session(*model,
-                          {.ctx_size = args.ctx_size, .n_threads = args.threads, .isa_tier = tier});
+  MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement,
+                            ResolvePlacement(args.placement, args.threads));
+  MOESPLIT_ASSIGN_OR_RETURN(
+      std::unique_ptr<engine::Session> owned,
+      MakeSession(*model,
+                  {.ctx_size = args.ctx_size,
+                   .n_threads = args.threads,
+                   .isa_tier = tier,
+                   .placement = placement,
+                   .progress = CopyProgress(err)},
+                  err));
+  engine::Session& session = *owned;
   const double load_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   err << "model: " << args.model << " (" << ModelArchName(model->config().arch) << ", "
@@ -84,6 +94,7 @@ void RegisterRun(CLI::App& app, std::function<int()>* action) {
   cmd->add_flag("--no-bos", args->no_bos, "do not add the BOS token");
   cmd->add_flag("!--no-display-prompt", args->show_prompt, "do not echo the prompt");
   AddSamplingFlags(cmd, &args->sampling);
+  AddPlacementFlags(cmd, &args->placement);
   cmd->callback([args, action] {
     *action = [args] {
       Status s = RunRun(*args, std::cout, std::cerr);

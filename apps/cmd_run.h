@@ -3,6 +3,8 @@
 // time, prefill and decode tokens/s to stderr.
 #pragma once
 
+#include "apps/cpu_placement.h"
+
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <ostream>
@@ -23,6 +25,7 @@ struct RunArgs {
   bool no_bos = false;      // --no-bos: do not add BOS even if the vocabulary asks for it
   bool show_prompt = true;  // echo the prompt before the completion (--no-display-prompt)
   sampling::SamplerConfig sampling;
+  PlacementFlags placement;  // --numa, --nodes, --plan, --no-pin
 };
 
 // Streams the completion to `out`, diagnostics and timings to `err`.

@@ -12,6 +12,7 @@
 #include "apps/cmd_inspect.h"
 #include "apps/cmd_make_model.h"
 #include "apps/cmd_perplexity.h"
+#include "apps/cmd_plan.h"
 #include "apps/cmd_run.h"
 #include "apps/cmd_tokenize.h"
 #include "apps/cmd_version.h"
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   moesplit::app::RegisterInspect(app, &action);
   moesplit::app::RegisterMakeModel(app, &action);
   moesplit::app::RegisterPerplexity(app, &action);
+  moesplit::app::RegisterPlan(app, &action);
   moesplit::app::RegisterRun(app, &action);
   moesplit::app::RegisterTokenize(app, &action);
   moesplit::app::RegisterVersion(app, &action);

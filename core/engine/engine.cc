@@ -7,6 +7,9 @@
 #include "core/engine/kv_cache.h"
 #include "cpu_kernels/qmatmul/qmatmul.h"
 #include "moe/expert_engine.h"
+#include "moe/expert_store.h"
+#include "moe/grouped_experts.h"
+#include "numa/node_pool.h"
 #include "numa/thread_pool.h"
 
 namespace moesplit::engine {
@@ -20,11 +23,6 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path) {
 }
 
 namespace {
-int ResolveThreads(int n) {
-  if (n > 0) return n;
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
-}
 int64_t ResolveCtx(const ModelConfig& c, int64_t ctx) {
   if (ctx > 0) return ctx;
   return std::clamp<int64_t>(c.n_ctx_train, 1, 32768);
@@ -38,22 +36,40 @@ const gemv::GemvKernels* ResolveKernels(std::optional<cpu::IsaTier> tier) {
 }
 }  // namespace
 
-Session::Session(const Model& model, const SessionOptions& options)
+Session::Session(const Model& model, const SessionOptions& options, Tag)
     : model_(model),
       kernels_(ResolveKernels(options.isa_tier)),
-      pool_(std::make_unique<numa::ThreadPool>(ResolveThreads(options.n_threads))),
       kv_(std::make_unique<KvCache>(model.config(), ResolveCtx(model.config(), options.ctx_size),
                                     options.kv_type)),
-      experts_(std::make_unique<moe::ExpertEngine>(pool_.get(), kernels_)),
-      ws_(std::make_unique<Workspace>()) {
-  ws_->workers.resize(static_cast<size_t>(pool_->size()));
+      ws_(std::make_unique<Workspace>()) {}
+
+Session::Session(const Model& model, const SessionOptions& options)
+    : Session(model, options, Tag{}) {
+  MOESPLIT_CHECK(options.placement.groups.empty(),
+                 "a session with a CPU placement is made with Session::Create");
+  const Status s = Place(options);  // the default placement only maps: it cannot fail
+  MOESPLIT_CHECK(s.ok(), s.ToString());
+}
+
+StatusOr<std::unique_ptr<Session>> Session::Create(const Model& model,
+                                                   const SessionOptions& options) {
+  std::unique_ptr<Session> s(new Session(model, options, Tag{}));
+  MOESPLIT_RETURN_IF_ERROR(s->Place(options));
+  return s;
 }
 
 Session::~Session() = default;
 
+numa::NumaMode Session::numa_mode() const { return store_->mode(); }
+
 int64_t Session::ctx_size() const { return kv_->ctx_size(); }
 uint64_t Session::kv_cache_bytes() const { return kv_->bytes(); }
-int Session::n_threads() const { return pool_->size(); }
+int Session::n_threads() const {
+  if (fanout_ == nullptr) return exec_->size();
+  int n = 0;
+  for (int g = 0; g < fanout_->num_nodes(); ++g) n += fanout_->pool(g).size();
+  return n;
+}
 
 std::vector<GgmlType> Model::FallbackTypes(const gemv::GemvKernels& kernels) const {
   const ModelWeights& w = weights_;
@@ -86,7 +102,7 @@ StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool
                            " tokens > context size ", ctx_size(),
                            " (use a larger --ctx-size or start a new session)");
   }
-  const ForwardContext ctx{c,         model_.weights(), *pool_,    *kv_,
+  const ForwardContext ctx{c,         model_.weights(), *exec_,    *kv_,
                            *experts_, RopeParamsFor(c), *kernels_, *ws_};
   const int64_t D = c.n_embd;
   float* x = Grow(ws_->x, n_tok * D);      // [T x D] residual stream

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -24,13 +25,18 @@
 #include "core/model/model_weights.h"
 #include "cpu_kernels/cpu_features.h"
 #include "cpu_kernels/gemv/gemv.h"
+#include "numa/plan.h"
 
 namespace moesplit::numa {
+class Executor;
+class NodeFanout;
+class NodePool;
 class ThreadPool;
-}
+}  // namespace moesplit::numa
 namespace moesplit::moe {
-class ExpertEngine;
-}
+class ExpertStore;
+class GroupedExperts;
+}  // namespace moesplit::moe
 
 namespace moesplit::engine {
 
@@ -58,6 +64,21 @@ class Model {
   ModelWeights weights_;
 };
 
+// Where the CPU work runs and where the expert weights live (numa/plan.h modes). Empty `groups`:
+// one unpinned pool of n_threads workers reading the file mapping (the default everywhere).
+struct CpuPlacement {
+  struct Group {
+    std::vector<int> mem_nodes;  // OS node(s) of its expert memory (interleave: several)
+    std::vector<int> cpus;       // [workers] OS CPU ids its workers pin to
+  };
+  numa::NumaMode mode = numa::NumaMode::kSingle;
+  // single / interleave: exactly 1 group; replicate / shard: one group per node (a node may
+  // repeat: a fake node map, for tests on a one-node machine).
+  std::vector<Group> groups;
+  bool pin = true;
+  bool copy_single = false;  // single: copy the experts into node memory (multi-node machines)
+};
+
 struct SessionOptions {
   int64_t ctx_size = 4096;  // KV cache positions; <= 0: the model's context_length (max 32768)
   int n_threads = 0;        // <= 0: all hardware threads
@@ -65,10 +86,17 @@ struct SessionOptions {
   // ISA tier of the CPU kernels (cpu::EffectiveIsaTier: the apps apply MOESPLIT_MAX_ISA);
   // nullopt: the best tier this CPU supports. A tier above that is a CHECK failure (SIGILL).
   std::optional<cpu::IsaTier> isa_tier;
+  CpuPlacement placement;
+  // Called while the experts are copied to their nodes: (bytes done, bytes total).
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 class Session {
  public:
+  // Any placement; errors: node ids the machine lacks, memory that cannot be allocated.
+  static StatusOr<std::unique_ptr<Session>> Create(const Model& model,
+                                                   const SessionOptions& options);
+  // The default placement only (options.placement.groups empty; CHECKed): cannot fail.
   Session(const Model& model, const SessionOptions& options);
   ~Session();
   Session(const Session&) = delete;
@@ -86,16 +114,28 @@ class Session {
   uint64_t kv_cache_bytes() const;
   int n_threads() const;
   cpu::IsaTier isa_tier() const { return kernels_->tier; }
+  // Start-up lines: pools (node, workers, cpus), pinning not honoured, where the experts are.
+  const std::vector<std::string>& placement_report() const { return report_; }
+  numa::NumaMode numa_mode() const;
   // Model::FallbackTypes at this session's tier.
   std::vector<GgmlType> FallbackTypes() const { return model_.FallbackTypes(*kernels_); }
 
  private:
+  struct Tag {};
+  Session(const Model& model, const SessionOptions& options, Tag);
+  Status Place(const SessionOptions& options);
+
   const Model& model_;
   const gemv::GemvKernels* kernels_;
-  std::unique_ptr<numa::ThreadPool> pool_;
+  std::unique_ptr<numa::ThreadPool> pool_;    // the default: unpinned workers
+  std::unique_ptr<numa::NodePool> node_pool_;  // single / interleave placement
+  std::unique_ptr<numa::NodeFanout> fanout_;   // replicate / shard: one pool per group
+  numa::Executor* exec_ = nullptr;             // attention, dense layers, head: one of the above
   std::unique_ptr<KvCache> kv_;
-  std::unique_ptr<moe::ExpertEngine> experts_;
+  std::unique_ptr<moe::ExpertStore> store_;
+  std::unique_ptr<moe::GroupedExperts> experts_;
   std::unique_ptr<Workspace> ws_;
+  std::vector<std::string> report_;
   int64_t position_ = 0;
 };
 

@@ -18,7 +18,8 @@
 #include "cpu_kernels/ops/ops.h"
 #include "cpu_kernels/qmatmul/qmatmul.h"
 #include "moe/expert_engine.h"
-#include "numa/thread_pool.h"
+#include "moe/grouped_experts.h"
+#include "numa/executor.h"
 
 namespace moesplit::engine {
 
@@ -53,9 +54,9 @@ struct Workspace {
 struct ForwardContext {
   const ModelConfig& cfg;
   const ModelWeights& w;
-  numa::ThreadPool& pool;
+  numa::Executor& pool;  // attention, dense layers, head (node 0's pool when placed)
   KvCache& kv;
-  moe::ExpertEngine& experts;
+  moe::GroupedExperts& experts;  // routed experts over the placement's groups
   ops::RopeParams rope;  // from cfg (RopeParamsFor)
   const gemv::GemvKernels& kernels;
   Workspace& ws;

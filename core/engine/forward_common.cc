@@ -102,7 +102,7 @@ void FeedForward(const ForwardContext& ctx, int64_t il, const float* h, int64_t 
   const ModelConfig& c = ctx.cfg;
   const LayerWeights& l = ctx.w.layers[static_cast<size_t>(il)];
   if (!c.IsMoeLayer(il)) {
-    ctx.experts.ForwardDense({l.ffn_gate, l.ffn_up, l.ffn_down}, h, n_tok, out);
+    ctx.experts.engine(0).ForwardDense({l.ffn_gate, l.ffn_up, l.ffn_down}, h, n_tok, out);
     return;
   }
   const int64_t E = c.n_expert, k = c.n_expert_used;
@@ -115,9 +115,8 @@ void FeedForward(const ForwardContext& ctx, int64_t il, const float* h, int64_t 
       Present(l.exp_probs_b) ? static_cast<const float*>(l.exp_probs_b.data) : nullptr;
   moe::Route(RouterFor(c), router, bias, n_tok, ids, weights);
   // Routed experts and the shared expert(s) (added with weight 1) in one fused pass.
-  ctx.experts.Forward({l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps, l.ffn_gate_shexp,
-                       l.ffn_up_shexp, l.ffn_down_shexp},
-                      h, n_tok, ids, weights, static_cast<int>(k), out);
+  // (The expert store holds layer il's tensors as placed: the file mapping, or node copies.)
+  ctx.experts.Forward(il, h, n_tok, ids, weights, static_cast<int>(k), out);
 }
 
 void Logits(const ForwardContext& ctx, const float* x, int64_t n_tok, int64_t n_out,

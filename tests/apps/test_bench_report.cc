@@ -68,7 +68,7 @@ TEST(BenchReport, JsonAndCsvCarryLlamaBenchFields) {
   const std::string csv = FormatBenchReport(Model(), {tg}, BenchFormat::kCsv);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "build_commit,cpu_info,backends,model_filename,model_type,model_size,model_n_params,"
-            "n_threads,n_prompt,n_gen,n_depth,avg_ns,stddev_ns,avg_ts,stddev_ts,isa");
+            "n_threads,n_prompt,n_gen,n_depth,avg_ns,stddev_ns,avg_ts,stddev_ts,isa,numa");
   EXPECT_NE(csv.find("\"deepseek2 16B Q4_K - Medium\",10359886848,15706484224,1,0,128,0,"
                      "1500000000,707106781,96.000000,45.254834,\"avx512vnni\""),
             std::string::npos)

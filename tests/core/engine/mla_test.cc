@@ -6,6 +6,9 @@
 // 2 more through the cache).
 #include <gtest/gtest.h>
 
+#include "moe/expert_store.h"
+#include "moe/grouped_experts.h"
+
 #include <cmath>
 #include <random>
 #include <vector>
@@ -193,7 +196,10 @@ void CheckMla(int64_t Q, bool split) {
   mw.layers.push_back(Layer(w, c));
   numa::ThreadPool pool(2);
   KvCache kv(c, 8);
-  moe::ExpertEngine experts(&pool, &gemv::KernelsFor(cpu::IsaTier::kScalar));
+  // Attention only: an expert store with no MoE layer, read in place.
+  std::unique_ptr<moe::ExpertStore> store =
+      *moe::ExpertStore::Build(std::vector<moe::ExpertEngine::Layer>(1), {.nodes = {0}});
+  moe::GroupedExperts experts(store.get(), {&pool}, {}, &gemv::KernelsFor(cpu::IsaTier::kScalar));
   Workspace ws;
   const ForwardContext ctx{
       c, mw, pool, kv, experts, RopeParamsFor(c), gemv::KernelsFor(cpu::IsaTier::kScalar), ws};

@@ -1,0 +1,60 @@
+// The NUMA flags shared by run / chat / bench: --numa, --nodes, --plan, --no-pin (and -t), and
+// their resolution against the live topology into an engine::CpuPlacement.
+//
+//   moesplit run -m R1.gguf --plan r1.yaml              the planner's saved choice
+//   moesplit run -m R1.gguf --numa shard --nodes 0,1    two sockets, experts sharded
+//   moesplit bench -m x.gguf -t 8 --nodes 1             8 pinned workers on node 1
+//
+// Precedence: a flag given on the command line > the plan file > defaults. Without any of them
+// the session keeps the default: one unpinned pool of -t threads reading the file mapping.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/engine/engine.h"
+#include "numa/topology.h"
+
+namespace moesplit::app {
+
+struct PlacementFlags {
+  std::string plan;   // --plan FILE (YAML written by `moesplit plan -o`)
+  std::string numa;   // --numa single|interleave|replicate|shard
+  std::string nodes;  // --nodes 0,1 (OS node ids, ranges allowed: 0-3)
+  bool no_pin = false;
+
+  bool Any() const { return !plan.empty() || !numa.empty() || !nodes.empty(); }
+};
+
+// Adds --numa, --nodes, --plan, --no-pin to a subcommand.
+void AddPlacementFlags(CLI::App* cmd, PlacementFlags* flags);
+
+// The placement for `threads` workers in total (0 = one per physical core of the chosen nodes, or
+// the plan's counts) on `topo`. Errors: unknown mode, nodes the machine lacks or without CPUs,
+// single over several nodes, a plan that does not load, more threads than the nodes' CPUs.
+// An empty placement (groups empty) when no flag is set. Pinning problems are not errors here
+// (the pools warn).
+StatusOr<engine::CpuPlacement> ResolvePlacement(const PlacementFlags& flags, int threads,
+                                                const numa::Topology& topo);
+
+// Loads the live topology and resolves; prints nothing.
+StatusOr<engine::CpuPlacement> ResolvePlacement(const PlacementFlags& flags, int threads);
+
+// "shard over nodes 0,1: 2 x 32 workers" — for logs and the bench table.
+std::string DescribePlacement(const engine::CpuPlacement& p);
+
+// A progress callback for copying experts to their nodes: "numa: placing experts 37% (12.1 of
+// 32.6 GiB)" rewritten in place on a terminal, a line per 10% otherwise.
+std::function<void(uint64_t, uint64_t)> CopyProgress(std::ostream& err);
+
+// Session::Create with the placement, printing the session's placement report to err.
+StatusOr<std::unique_ptr<engine::Session>> MakeSession(const engine::Model& model,
+                                                       const engine::SessionOptions& options,
+                                                       std::ostream& err);
+
+}  // namespace moesplit::app

@@ -1,0 +1,113 @@
+// Session::Place: builds the pools and the expert store of a CpuPlacement (engine.h).
+#include <sstream>
+#include <thread>
+
+#include "core/engine/engine.h"
+#include "core/engine/forward.h"
+#include "moe/expert_store.h"
+#include "moe/grouped_experts.h"
+#include "numa/node_pool.h"
+#include "numa/thread_pool.h"
+
+namespace moesplit::engine {
+
+namespace {
+
+int ResolveThreads(int n) {
+  if (n > 0) return n;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+// One group's pool seen as an Executor from outside the fan-out: its ParallelFor runs inside a
+// NodeFanout::Run so that the group's own (pinned) leader drives it — used to copy each group's
+// experts with that group's workers.
+class GroupExecutor : public numa::Executor {
+ public:
+  GroupExecutor(numa::NodeFanout* fanout, int group) : fanout_(fanout), group_(group) {}
+  int size() const override { return fanout_->pool(group_).size(); }
+  void ParallelFor(int64_t n, const std::function<void(int64_t, int)>& fn) override {
+    fanout_->Run([&](int g, numa::NodePool& pool) {
+      if (g == group_) pool.ParallelFor(n, fn);
+    });
+  }
+
+ private:
+  numa::NodeFanout* fanout_;
+  int group_;
+};
+
+std::string PoolLine(const numa::NodePool& p, const char* what) {
+  std::ostringstream s;
+  s << what << " node " << p.node() << ": " << p.size() << " workers on cpus ";
+  for (size_t i = 0; i < p.cpus().size(); ++i) s << (i ? "," : "") << p.cpus()[i];
+  return s.str();
+}
+
+}  // namespace
+
+Status Session::Place(const SessionOptions& options) {
+  const ModelConfig& c = model_.config();
+  std::vector<moe::ExpertEngine::Layer> layers(static_cast<size_t>(c.n_layer));
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    const LayerWeights& l = model_.weights().layers[static_cast<size_t>(il)];
+    if (!c.IsMoeLayer(il)) continue;
+    layers[il] = {l.ffn_gate_exps, l.ffn_up_exps,  l.ffn_down_exps,
+                  l.ffn_gate_shexp, l.ffn_up_shexp, l.ffn_down_shexp};
+  }
+  const CpuPlacement& p = options.placement;
+  using numa::NumaMode;
+  std::vector<numa::Executor*> pools;
+  std::vector<std::unique_ptr<GroupExecutor>> copiers;
+  moe::RunGroupsFn run_groups;
+  moe::ExpertStoreOptions so{.mode = p.mode, .copy = p.copy_single, .progress = options.progress};
+  if (p.groups.empty()) {
+    pool_ = std::make_unique<numa::ThreadPool>(ResolveThreads(options.n_threads));
+    exec_ = pool_.get();
+    so.mode = NumaMode::kSingle;
+    so.nodes = {0};  // unused: the file mapping is read as is
+  } else if (p.mode == NumaMode::kSingle || p.mode == NumaMode::kInterleave) {
+    if (p.groups.size() != 1) {
+      return InvalidArgumentError("numa mode ", numa::NumaModeName(p.mode),
+                                  " runs one pool; got ", p.groups.size(), " groups");
+    }
+    const CpuPlacement::Group& g = p.groups[0];
+    node_pool_ = std::make_unique<numa::NodePool>(numa::NodePoolOptions{
+        .node = g.mem_nodes.at(0), .cpus = g.cpus, .pin = p.pin, .pin_caller = true});
+    exec_ = node_pool_.get();
+    report_.push_back(PoolLine(*node_pool_, "pool"));
+    for (const std::string& w : node_pool_->warnings()) report_.push_back("warning: " + w);
+    so.nodes = g.mem_nodes;
+    so.copiers = {exec_};
+  } else {
+    std::vector<numa::NodePoolOptions> opts;
+    for (const CpuPlacement::Group& g : p.groups) {
+      opts.push_back({.node = g.mem_nodes.at(0), .cpus = g.cpus, .pin = p.pin});
+      so.nodes.push_back(g.mem_nodes.at(0));
+    }
+    fanout_ = std::make_unique<numa::NodeFanout>(std::move(opts));
+    for (int g = 0; g < fanout_->num_nodes(); ++g) {
+      pools.push_back(&fanout_->pool(g));
+      copiers.push_back(std::make_unique<GroupExecutor>(fanout_.get(), g));
+      so.copiers.push_back(copiers.back().get());
+      report_.push_back(PoolLine(fanout_->pool(g), "pool"));
+    }
+    for (const std::string& w : fanout_->warnings()) report_.push_back("warning: " + w);
+    exec_ = pools[0];
+    numa::NodeFanout* f = fanout_.get();
+    run_groups = [f](const std::function<void(int)>& fn) {
+      f->Run([&](int g, numa::NodePool&) { fn(g); });
+    };
+  }
+  if (pools.empty()) pools = {exec_};
+  MOESPLIT_ASSIGN_OR_RETURN(store_, moe::ExpertStore::Build(std::move(layers), so));
+  if (!p.groups.empty()) {
+    for (const std::string& line : store_->Report()) report_.push_back(line);
+  }
+  for (const std::string& w : store_->warnings()) report_.push_back("warning: " + w);
+  experts_ = std::make_unique<moe::GroupedExperts>(store_.get(), pools, run_groups, kernels_);
+  ws_->workers.resize(static_cast<size_t>(exec_->size()));
+  return Status::Ok();
+}
+
+}  // namespace moesplit::engine

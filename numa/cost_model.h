@@ -1,0 +1,89 @@
+// The planner's cost model (internal to numa/planner.cc, exposed for its tests): seconds per
+// decoded token and per prompt batch for one layout (mode, nodes, threads, what is on the GPU).
+//
+// Decode of one token reads, from DRAM, k routed experts per MoE layer (k x bytes per expert-layer
+// x MoE layers: 11.5 GB for DeepSeek-V3 at Q4_K_M) plus every CPU-resident non-expert weight once
+// (plus the KV cache rows at the decode depth); the GEMV kernels are bandwidth-bound, so
+//   decode s = bytes / (read GB/s of the mode x decode_fraction)        [DRAM / interconnect]
+//            + GPU bytes / GPU GB/s + 2 PCIe hand-offs per MoE layer   [gpu / pcie, with a GPU]
+//            + barriers: barrier_us x parallel phases per layer x layers
+// where the read GB/s of a mode is (per node i with t_i of the T threads, GB/s from the profile):
+//   single      B / R_i(t_i)                                 one node reads everything locally
+//   interleave  max_i sum_j (B t_i/T / n) / R_ij             pages round-robin over n nodes: 1/n
+//               of every thread's bytes is local, the rest crosses to node j at the cross-node
+//               GB/s R_ij (the interconnect): this is what makes a naive 2-socket run slower
+//   replicate   max_i B c_i/k / R_i(t_i)                    node i computes c_i of the k experts
+//   shard       max_i B t_i/T / R_i(t_i) + exchange          every node reads its slice of every
+//               expert locally; the partial outputs (D floats per node) are summed over the
+//               interconnect once per MoE layer
+// Prefill of P prompt tokens: per part, max(MACs / (gemm_gmacs_per_core x threads), weight bytes
+// read once per batch / read GB/s), summed; routed experts touched by a batch: the fraction
+// 1 - (1 - k/E)^P of them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "numa/machine_profile.h"
+#include "numa/model_shape.h"
+#include "numa/plan.h"
+#include "numa/planner.h"
+#include "numa/topology.h"
+
+namespace moesplit::numa {
+
+// Named constants of the model (each one's source in its comment).
+//
+// Parallel phases (ParallelFor barriers) per layer of the CPU engine's decode step
+// (core/engine/forward_mla.cc, moe/fused_ffn.cc): MLA projections (q_a + kv_a_mqa), q_b,
+// attention, attn_output, router, experts up/gate, experts down = 7 in a MoE layer; a dense
+// layer has 4 + FFN up, down = 6; with a GPU the CPU runs only the experts' 2.
+inline constexpr int kCpuPhasesMoeLayer = 7;
+inline constexpr int kCpuPhasesDenseLayer = 6;
+inline constexpr int kExpertPhasesMoeLayer = 2;
+// A cache line moving between sockets costs ~3.5x one moving between cores of a socket
+// (published core-to-core latencies of 2-socket EPYC 9004 / Xeon 4th gen: ~120 ns within a
+// socket, ~400-500 ns across xGMI / UPI). A flat barrier's arrival counter is one line every
+// worker updates in turn, so its cost grows with the workers (barrier_us x T / T_node) and by
+// this factor when the workers span packages; same-package nodes (NPS4 / SNC) cost 1.3x.
+inline constexpr double kCrossPackageLineFactor = 3.5;
+inline constexpr double kCrossNodeLineFactor = 1.3;
+// One hand-off between node pools (NodeFanout: a leader wakes / is waited for): one cache-line
+// round trip, ~2 x the latencies above.
+inline constexpr double kCrossPackageHopUs = 1.0;
+inline constexpr double kCrossNodeHopUs = 0.3;
+// One small host<->device copy plus stream synchronisation (cudaMemcpyAsync + event wait of a
+// few KB): ~10 us measured by llama.cpp / KTransformers users; two per MoE layer per token.
+inline constexpr double kPcieHopUs = 10;
+// Cross-node GB/s when the profile has no figure for a pair: local GB/s x 10 / SLIT distance
+// (EPYC 2-socket NPS1: 10/32 -> 31% of local, close to xGMI's ~120 of ~380 GB/s).
+inline constexpr double kSlitLocalDistance = 10;
+
+// Which threads share one barrier / which memory they read.
+struct NodeUse {
+  int id = 0;       // OS node id
+  int index = 0;    // index into Topology::nodes
+  int package = 0;  // Topology package index
+  int threads = 0;  // workers on this node
+};
+
+// A layout to cost: everything the planner decided except the prediction.
+struct Layout {
+  NumaMode mode = NumaMode::kSingle;
+  std::vector<NodeUse> nodes;  // ascending id, at least one
+  TensorClassSizes gpu_bytes;  // classes placed on the GPU (bytes / params)
+  TensorClassSizes gpu_params;
+  TensorClassSizes cpu_bytes;  // classes left on the CPU
+  TensorClassSizes cpu_params;
+  bool kv_on_gpu = false;
+};
+
+struct CostResult {
+  Prediction predicted;
+  std::vector<std::string> notes;  // the arithmetic, one line each, for the plan's reasons
+};
+
+CostResult PredictCost(const Topology& topo, const MachineProfile& profile,
+                       const PlanRequest& request, const Layout& layout);
+
+}  // namespace moesplit::numa
