@@ -26,39 +26,22 @@
 // many as fit (printed).
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <memory>
-#include <numeric>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "bench/bandwidth.h"
 #include "bench/bench_common.h"
+#include "bench/moe_layer_setup.h"
 #include "core/base/dtype.h"
-#include "core/base/tensor_view.h"
 #include "cpu_kernels/cpu_features.h"
 #include "cpu_kernels/gemv/gemv.h"
-#include "cpu_kernels/quant/quant.h"
 #include "moe/expert_engine.h"
 #include "numa/thread_pool.h"
 
 namespace moesplit::bench {
 namespace {
-
-struct Variant {
-  const char* name;  // "v3/q4_K-q6_K"
-  int64_t d;         // hidden size
-  int64_t f;         // expert FFN width
-  int64_t experts;   // routed experts of the model
-  int k;             // experts per token
-  GgmlType gate_up;
-  GgmlType down;
-};
 
 constexpr Variant kVariants[] = {
     {"v3/q4_K-q6_K", 7168, 2048, 256, 8, GgmlType::kQ4_K, GgmlType::kQ6_K},
@@ -68,137 +51,6 @@ constexpr Variant kVariants[] = {
 };
 constexpr int64_t kTokens[] = {1, 64, 512};  // decode, prefill 64, prefill 512
 constexpr int kThreads[] = {1, 2};
-constexpr int64_t kSpareBytes = int64_t{2} << 30;  // left to the other users of the machine
-
-// Stacked expert slabs of one layer, llama.cpp layout: gate/up [D, F, E], down [F, D, E].
-struct ExpertLayer {
-  const Variant* variant = nullptr;
-  int64_t experts = 0;       // E built (<= variant->experts)
-  int64_t expert_bytes = 0;  // gate + up + down bytes of one expert
-  LargeBuffer gate, up, down;
-  moe::ExpertEngine::Layer views;
-};
-
-// Quantizes one [rows x cols] matrix from random floats into expert 0's slab and copies it to
-// experts 1..E-1: `slab` is [E x rows x row_bytes].
-void FillSlab(GgmlType type, int64_t rows, int64_t cols, int64_t experts, uint32_t seed,
-              uint8_t* slab) {
-  const int64_t row_bytes = RowBytes(type, cols);
-  const std::vector<float> w = RandomValues(rows * cols, seed, 0.02f);  // [rows x cols]
-  for (int64_t r = 0; r < rows; ++r) {
-    quant::QuantizeRow(type, w.data() + r * cols, slab + r * row_bytes, cols);
-  }
-  const size_t matrix = static_cast<size_t>(rows * row_bytes);
-  for (int64_t e = 1; e < experts; ++e) std::memcpy(slab + e * matrix, slab, matrix);
-}
-
-TensorView SlabView(const char* name, GgmlType type, int64_t cols, int64_t rows, int64_t experts,
-                    const LargeBuffer& buf) {
-  TensorView v;
-  v.name = name;
-  v.type = type;
-  v.n_dims = 3;
-  v.ne = {cols, rows, experts, 1};
-  v.data = buf.data();
-  v.nbytes = buf.size();
-  return v;
-}
-
-// How many experts to build: the model's, capped by MOESPLIT_BENCH_EXPERTS and by free memory.
-int64_t ExpertsToBuild(const Variant& v, int64_t expert_bytes) {
-  int64_t e = v.experts;
-  if (const char* env = std::getenv("MOESPLIT_BENCH_EXPERTS"); env != nullptr && *env != '\0') {
-    e = std::clamp<int64_t>(std::atoll(env), v.k, v.experts);
-  }
-  const int64_t avail = MemAvailableBytes();
-  if (avail > 0 && e * expert_bytes > avail - kSpareBytes) {
-    const int64_t fit = std::max<int64_t>(v.k, (avail - kSpareBytes) / expert_bytes);
-    std::fprintf(stderr,
-                 "%s: %lld experts x %.1f MB do not fit in MemAvailable %.1f GB - 2 GiB; "
-                 "building %lld\n",
-                 v.name, static_cast<long long>(e), expert_bytes * 1e-6, avail * 1e-9,
-                 static_cast<long long>(fit));
-    e = std::min(e, fit);
-  }
-  return e;
-}
-
-// One layer at a time: Google Benchmark calls a benchmark function several times, and the
-// benchmarks of one variant are registered together, so each variant is built once per run.
-class LayerCache {
- public:
-  const ExpertLayer& Get(const Variant& v);
-
- private:
-  std::unique_ptr<ExpertLayer> layer_;
-};
-
-const ExpertLayer& LayerCache::Get(const Variant& v) {
-  if (layer_ && layer_->variant == &v) return *layer_;
-  layer_.reset();  // free the previous variant first
-  const auto t0 = std::chrono::steady_clock::now();
-  auto l = std::make_unique<ExpertLayer>();
-  l->variant = &v;
-  const int64_t gate_bytes = RowBytes(v.gate_up, v.d) * v.f;  // one expert's gate (= up)
-  const int64_t down_bytes = RowBytes(v.down, v.f) * v.d;
-  l->expert_bytes = 2 * gate_bytes + down_bytes;
-  l->experts = ExpertsToBuild(v, l->expert_bytes);
-  const int64_t e = l->experts;
-  l->gate = LargeBuffer(static_cast<size_t>(e * gate_bytes));
-  l->up = LargeBuffer(static_cast<size_t>(e * gate_bytes));
-  l->down = LargeBuffer(static_cast<size_t>(e * down_bytes));
-  FillSlab(v.gate_up, v.f, v.d, e, 11, l->gate.data());
-  FillSlab(v.gate_up, v.f, v.d, e, 12, l->up.data());
-  FillSlab(v.down, v.d, v.f, e, 13, l->down.data());
-  l->views.gate_exps = SlabView("ffn_gate_exps", v.gate_up, v.d, v.f, e, l->gate);
-  l->views.up_exps = SlabView("ffn_up_exps", v.gate_up, v.d, v.f, e, l->up);
-  l->views.down_exps = SlabView("ffn_down_exps", v.down, v.f, v.d, e, l->down);
-  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
-  std::fprintf(stderr, "%s: built %lld experts, %.2f GB, in %.1f s\n", v.name,
-               static_cast<long long>(e), e * l->expert_bytes * 1e-9, dt.count());
-  layer_ = std::move(l);
-  return *layer_;
-}
-
-// One iteration's routing: ids/weights [n_tok x k]; distinct = experts with >= 1 token.
-struct RouteSet {
-  std::vector<int32_t> ids;    // [n_tok x k]
-  std::vector<float> weights;  // [n_tok x k], each row sums to 1
-  int64_t distinct = 0;
-};
-
-// Decode (n_tok == 1): k distinct experts uniformly. Prefill: per token k distinct experts from
-// P(rank r) ~ 1 / (r + 1) over a random ranking of the E experts (rejection of repeats).
-RouteSet MakeRoutes(int64_t experts, int k, int64_t n_tok, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> rank_to_expert(static_cast<size_t>(experts));
-  std::iota(rank_to_expert.begin(), rank_to_expert.end(), 0);
-  std::shuffle(rank_to_expert.begin(), rank_to_expert.end(), rng);
-  std::vector<double> zipf(static_cast<size_t>(experts));
-  for (int64_t r = 0; r < experts; ++r) {
-    zipf[static_cast<size_t>(r)] = n_tok == 1 ? 1.0 : 1.0 / static_cast<double>(r + 1);
-  }
-  std::discrete_distribution<int64_t> pick(zipf.begin(), zipf.end());
-  std::uniform_real_distribution<float> gate(0.05f, 1.0f);
-  RouteSet s;
-  std::vector<char> active(static_cast<size_t>(experts), 0);
-  for (int64_t t = 0; t < n_tok; ++t) {
-    float sum = 0;
-    for (int j = 0; j < k; ++j) {
-      int32_t e;
-      do {
-        e = rank_to_expert[static_cast<size_t>(pick(rng))];
-      } while (std::find(s.ids.end() - j, s.ids.end(), e) != s.ids.end());
-      s.ids.push_back(e);
-      s.weights.push_back(gate(rng));
-      sum += s.weights.back();
-      active[static_cast<size_t>(e)] = 1;
-    }
-    for (int j = 0; j < k; ++j) s.weights[static_cast<size_t>(t * k + j)] /= sum;
-  }
-  s.distinct = std::count(active.begin(), active.end(), 1);
-  return s;
-}
 
 struct Context {
   cpu::IsaTier tier = cpu::IsaTier::kScalar;

@@ -57,7 +57,8 @@ class ThreadPool : public Executor {
   void Publish(uint32_t gen, uint64_t job, const std::function<void(int64_t, int)>* fn);
   // Returns when done_ == n (spin, then sleep on done_cv_).
   void WaitDone(int64_t n);
-  // Claims and runs tasks of job `gen` until none is left; false if the job is not `gen`.
+  // Claims and runs tasks of job `gen` until none is left (a broadcast: runs this worker's
+  // share once); returns at once when the live job is not `gen`.
   void RunTasks(uint32_t gen, int worker);
 
   const int n_threads_;
