@@ -266,7 +266,7 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
   std::vector<BenchTest> done;
   MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchConfig> configs, Configs(args, threads));
   for (const BenchConfig& c : configs) {
-    MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement, ResolvePlacement(c.flags, c.threads));
+    MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement, ResolvePlacement(c.flags, c.threads, args.model, &err));
     const std::string label = PlacementLabel(placement);
     if (!label.empty()) err << "bench: " << c.threads << " threads, " << DescribePlacement(placement) << "\n";
     MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchTest> tests, PlanTests(args, c.threads));

@@ -68,7 +68,7 @@ Status RunChat(const ChatArgs& args, std::istream& in, std::ostream& out, std::o
   MOESPLIT_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, ChooseTemplate(args, *model, tok));
   MOESPLIT_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::Create(args.sampling));
   MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement,
-                            ResolvePlacement(args.placement, args.threads));
+                            ResolvePlacement(args.placement, args.threads, args.model, &err));
   MOESPLIT_ASSIGN_OR_RETURN(
       std::unique_ptr<engine::Session> owned,
       MakeSession(*model,

@@ -46,7 +46,7 @@ Status RunRun(const RunArgs& args, std::ostream& out, std::ostream& err) {
                                 args.ctx_size, " leaves no room to generate (raise --ctx-size)");
   }
   MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement,
-                            ResolvePlacement(args.placement, args.threads));
+                            ResolvePlacement(args.placement, args.threads, args.model, &err));
   MOESPLIT_ASSIGN_OR_RETURN(
       std::unique_ptr<engine::Session> owned,
       MakeSession(*model,

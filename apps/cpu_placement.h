@@ -6,7 +6,8 @@
 //   moesplit bench -m x.gguf -t 8 --nodes 1             8 pinned workers on node 1
 //
 // Precedence: a flag given on the command line > the plan file > defaults. Without any of them
-// the session keeps the default: one unpinned pool of -t threads reading the file mapping.
+// a one-node machine keeps the default (one unpinned pool of -t threads reading the file mapping)
+// and a machine with several nodes gets the planner's choice for the model.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -37,13 +38,19 @@ void AddPlacementFlags(CLI::App* cmd, PlacementFlags* flags);
 // The placement for `threads` workers in total (0 = one per physical core of the chosen nodes, or
 // the plan's counts) on `topo`. Errors: unknown mode, nodes the machine lacks or without CPUs,
 // single over several nodes, a plan that does not load, more threads than the nodes' CPUs.
-// An empty placement (groups empty) when no flag is set. Pinning problems are not errors here
-// (the pools warn).
+// Pinning problems are not errors here (the pools warn).
+// Without any flag: on a machine with one node with CPUs, an empty placement (groups empty: the
+// default pool); with several and a `model_path`, the planner's choice for that model (numa/
+// planner.h, assumed figures), logged to `log` — never one pool spread over sockets.
 StatusOr<engine::CpuPlacement> ResolvePlacement(const PlacementFlags& flags, int threads,
-                                                const numa::Topology& topo);
+                                                const numa::Topology& topo,
+                                                const std::string& model_path = "",
+                                                std::ostream* log = nullptr);
 
-// Loads the live topology and resolves; prints nothing.
-StatusOr<engine::CpuPlacement> ResolvePlacement(const PlacementFlags& flags, int threads);
+// The same on the live topology (loaded only when needed).
+StatusOr<engine::CpuPlacement> ResolvePlacement(const PlacementFlags& flags, int threads,
+                                                const std::string& model_path,
+                                                std::ostream* log);
 
 // "shard over nodes 0,1: 2 x 32 workers" — for logs and the bench table.
 std::string DescribePlacement(const engine::CpuPlacement& p);

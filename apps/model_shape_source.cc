@@ -28,6 +28,7 @@ struct TensorRow {
   std::array<int64_t, 3> ne = {1, 1, 1};  // ggml order: ne[0] = row length
   uint64_t bytes = 0;                     // as stored
   uint64_t elements = 0;
+  GgmlType type = GgmlType::kF32;
 };
 
 void Add(TensorRole role, uint64_t v, numa::TensorClassSizes* s) {
@@ -62,6 +63,14 @@ numa::ModelShape BuildShape(const Dims& d, const std::vector<TensorRow>& tensors
     const TensorRole role = ClassifyTensor(t.name);
     Add(role, t.bytes, &s.bytes);
     Add(role, t.elements, &s.params);
+    // Multiply-adds per type for the prefill rate of each kernel (embeddings are row lookups,
+    // norms and the rest element-wise: not matrix products).
+    if (role == TensorRole::kRoutedExperts) {
+      s.routed_params_by_type[TypeName(t.type)] += t.elements;
+    } else if (role == TensorRole::kSharedExperts || role == TensorRole::kDenseFfn ||
+               role == TensorRole::kAttention || role == TensorRole::kRouter) {
+      s.dense_params_by_type[TypeName(t.type)] += t.elements;
+    }
     const std::string_view base = Base(t.name);
     if (role == TensorRole::kRoutedExperts) {
       moe_layers.insert(LayerOfTensor(t.name));
@@ -114,7 +123,7 @@ StatusOr<numa::ModelShape> ModelShapeFromGguf(const std::string& path) {
   rows.reserve(file->tensors().size());
   for (const gguf::TensorInfo& t : file->tensors()) {
     rows.push_back({t.name, {t.ne[0], t.ne[1], t.ne[2]}, t.nbytes,
-                    static_cast<uint64_t>(t.NumElements())});
+                    static_cast<uint64_t>(t.NumElements()), t.type});
   }
   numa::ModelShape s = BuildShape(d, rows);
   s.name = path;
@@ -142,7 +151,7 @@ StatusOr<numa::ModelShape> ModelShapeFromPreset(const std::string& preset, int64
   std::vector<TensorRow> rows;
   rows.reserve(spec.tensors.size());
   for (const synth::TensorSpec& t : spec.tensors) {
-    TensorRow r{t.name, {1, 1, 1}, t.Bytes(), static_cast<uint64_t>(t.NumElements())};
+    TensorRow r{t.name, {1, 1, 1}, t.Bytes(), static_cast<uint64_t>(t.NumElements()), t.type};
     for (size_t i = 0; i < t.ne.size() && i < 3; ++i) r.ne[i] = t.ne[i];
     rows.push_back(r);
   }

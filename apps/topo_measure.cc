@@ -13,6 +13,7 @@
 #include "core/base/dtype.h"
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/quant/quant.h"
+#include "apps/moe_calibration.h"
 #include "numa/affinity.h"
 #include "numa/bandwidth_probe.h"
 #include "numa/node_memory.h"
@@ -92,16 +93,6 @@ void PinPoolWorkers(numa::ThreadPool& pool, const std::vector<int>& cpus,
   }
 }
 
-void AddBufferWarnings(const numa::NodeBuffer& buf, int node, std::vector<std::string>* warnings) {
-  for (const std::string& w : buf.warnings()) warnings->push_back(w);
-  StatusOr<numa::PlacementReport> r = numa::QueryPlacement(buf.data(), buf.size(), 256);
-  if (!r.ok()) {
-    warnings->push_back("weights placement not verified: " + r.status().message());
-  } else if (r->node_ids.size() != 1 || r->node_ids[0] != node) {
-    warnings->push_back(StrCat("weights not all on node ", node, ": ", r->Summary()));
-  }
-}
-
 // One activation row of kK values quantized for the weight type's kernels (Q8_K for Q4_K),
 // `count` rows `stride` bytes apart: [count x stride] bytes, 8-byte aligned.
 std::vector<uint64_t> Activations(const gemv::GemvKernels& kernels, GgmlType act_type,
@@ -145,57 +136,6 @@ std::vector<int> ThreadCounts(const std::vector<int>& requested, int cores) {
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   return counts;
-}
-
-StatusOr<double> MeasureDecodeGbps(const numa::NumaNode& node, int threads,
-                                   const MeasureOptions& options,
-                                   std::vector<std::string>* warnings) {
-  const gemv::GemvKernels& kernels = gemv::KernelsFor(options.tier);
-  const gemv::TypeKernels* tk = kernels.For(kWeightType);
-  if (tk == nullptr)
-    return UnimplementedError("no Q4_K kernel at tier ", IsaTierName(options.tier));
-  const std::vector<int> primary = node.PrimaryCpus();
-  MOESPLIT_CHECK(threads >= 1 && threads <= static_cast<int>(primary.size()));
-  const int64_t row_bytes = RowBytes(kWeightType, kK);
-  const int64_t matrix_bytes = kRows * row_bytes;
-  // Matrices ("experts") in the set: the probe's buffer size, at least 2, so a pass streams
-  // from DRAM (1 GiB / 8.26 MB = 130 matrices, 32x a 32 MiB L3).
-  const int64_t copies = std::max<int64_t>(2, options.bytes / matrix_bytes);
-  MOESPLIT_ASSIGN_OR_RETURN(
-      numa::NodeBuffer weights,
-      numa::AllocateOnNodes(static_cast<size_t>(copies * matrix_bytes), {.nodes = {node.id}}));
-  FillWeights(weights.data(), kRows);
-  const size_t a_stride = static_cast<size_t>((RowBytes(tk->act_type, kK) + 63) / 64 * 64);
-  const std::vector<uint64_t> a = Activations(kernels, tk->act_type, 1, a_stride);
-  std::vector<float> y(static_cast<size_t>(kRows));  // [kRows] output of the current matrix
-  std::vector<double> gbps;                          // [passes]
-  OnFreshThread([&] {
-    numa::ThreadPool pool(threads);
-    PinPoolWorkers(pool, std::vector<int>(primary.begin(), primary.begin() + threads), warnings);
-    // Copies of matrix 0, written by the pinned workers (first touch on the node).
-    pool.ParallelFor(copies - 1, [&](int64_t c, int) {
-      std::memcpy(weights.data() + (c + 1) * matrix_bytes, weights.data(),
-                  static_cast<size_t>(matrix_bytes));
-    });
-    // Rows split in 8 blocks per thread (dynamic tasks balance a slow core); a task runs its
-    // rows of every matrix, so one pass is one parallel-for and the barrier is not timed.
-    const int64_t tasks = std::min<int64_t>(8 * threads, kRows / 16);
-    auto pass = [&](int64_t task, int) {
-      const int64_t r0 = kRows * task / tasks, r1 = kRows * (task + 1) / tasks;
-      for (int64_t c = 0; c < copies; ++c) {
-        gemv::Gemv(kernels, kWeightType, weights.data() + c * matrix_bytes + r0 * row_bytes,
-                   static_cast<size_t>(row_bytes), r1 - r0, kK, a.data(), y.data() + r0);
-      }
-    };
-    pool.ParallelFor(tasks, pass);  // warm-up
-    for (int p = 0; p < options.passes; ++p) {
-      const Clock::time_point t0 = Clock::now();
-      pool.ParallelFor(tasks, pass);
-      gbps.push_back(static_cast<double>(copies * matrix_bytes) / Seconds(t0, Clock::now()) * 1e-9);
-    }
-  });
-  AddBufferWarnings(weights, node.id, warnings);
-  return Median(gbps);
 }
 
 StatusOr<double> MeasureGemmGmacs(int cpu, const MeasureOptions& options,
@@ -367,43 +307,114 @@ Status MeasureCross(Context& ctx, const std::vector<const numa::NumaNode*>& cpu_
   return Status::Ok();
 }
 
+// Dense prefill types measured (those the tier's kernel table has): what GGUF files put on
+// DeepSeek's tensors.
+constexpr GgmlType kDenseTypes[] = {GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
+                                    GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0,
+                                    GgmlType::kBF16, GgmlType::kF16, GgmlType::kF32};
+
+int DenseTypeCount(cpu::IsaTier tier) {
+  const gemv::GemvKernels& table = gemv::KernelsFor(tier);
+  int n = 0;
+  for (GgmlType t : kDenseTypes) {
+    n += table.For(t) != nullptr ? 1 : 0;
+  }
+  return n;
+}
+
+// MoE prefill batches measured, ascending so the last is the 512-token figure.
+constexpr int64_t kMoeTokens[] = {64, 171, 512};
+
+// Probe / MoE-decode pairs taken for decode_fraction (one with --quick).
+int KernelRounds(const MeasureOptions& o) { return o.quick ? 1 : 3; }
+
 Status MeasureKernels(Context& ctx, const numa::NumaNode& node, numa::MachineProfile* profile) {
   const int threads = node.NumCores();
-  const numa::NodeProfile* np = profile->FindNode(node.id);
-  MOESPLIT_CHECK(np != nullptr);
+  MOESPLIT_CHECK(profile->FindNode(node.id) != nullptr);
   ctx.report << "kernels (" << IsaTierName(ctx.options.tier) << ", node " << node.id << "):\n";
-  // The probe again, just before the decode run: on a shared machine a figure taken minutes
-  // earlier may have been disturbed; other load only ever lowers a bandwidth, so the larger of
-  // the two is the better estimate of what the node delivers.
-  MOESPLIT_ASSIGN_OR_RETURN(numa::ReadResult fresh,
-                            Read(ctx, node, threads, node.id, numa::ReadKernel::kProbe));
-  const double probe = std::max(np->read.back().gbps, fresh.gbps);  // at `threads`
-
-  ctx.progress.Start(StrCat("Q4_K decode GEMV, ", threads, " thread(s)"));
-  MOESPLIT_ASSIGN_OR_RETURN(double decode,
-                            MeasureDecodeGbps(node, threads, ctx.options, &ctx.warnings));
-  ctx.progress.Done(Fmt("%.1f GB/s", decode));
-  const double ratio = probe > 0 ? decode / probe : 0;
-  ctx.report << "  Q4_K decode GEMV (2048x7168 experts, 1 token), " << threads
-             << " thread(s): " << Fmt("%.1f", decode) << " GB/s of weights = " << Fmt("%.3f", ratio)
-             << " of the probe (" << Fmt("%.1f", probe) << " GB/s)\n";
-  // The kernel cannot stream weights faster than the memory delivers them: a ratio above 1
-  // means the probe was disturbed (or the kernel's software prefetch beats plain loads on one
-  // core). The profile keeps 1.0, the planner's "as fast as the probe".
+  // Probe and MoE decode in alternation, the fraction taken per pair: on a shared machine the
+  // bandwidth drifts by tens of percent within a minute (45-67 GB/s on the 2-core development
+  // box), so a probe taken minutes earlier says little about the decode run; the median of the
+  // pairs' ratios does.
+  std::vector<double> ratios, decodes, probes;  // [rounds]
+  for (int round = 0; round < KernelRounds(ctx.options); ++round) {
+    MOESPLIT_ASSIGN_OR_RETURN(numa::ReadResult fresh,
+                              Read(ctx, node, threads, node.id, numa::ReadKernel::kProbe));
+    ctx.progress.Start(StrCat("MoE layer decode (V2-Lite shape), ", threads, " thread(s)"));
+    MOESPLIT_ASSIGN_OR_RETURN(double decode,
+                              MeasureMoeDecodeGbps(node, threads, ctx.options, &ctx.warnings));
+    ctx.progress.Done(Fmt("%.1f GB/s", decode));
+    probes.push_back(fresh.gbps);
+    decodes.push_back(decode);
+    ratios.push_back(fresh.gbps > 0 ? decode / fresh.gbps : 0);
+  }
+  const double ratio = Median(ratios);
+  ctx.report << "  MoE layer decode (moe::ExpertEngine, 2048x1408 experts, 1 token, top-6), "
+             << threads << " thread(s), " << ratios.size() << " probe/decode pair(s):";
+  for (size_t i = 0; i < ratios.size(); ++i) {
+    ctx.report << (i ? "," : "") << " " << Fmt("%.1f", decodes[i]) << "/" << Fmt("%.1f", probes[i])
+               << " GB/s";
+  }
+  ctx.report << "; median fraction of the probe " << Fmt("%.3f", ratio) << "\n";
+  // The kernels cannot stream weights faster than the memory delivers them: a ratio above 1
+  // means the probe was disturbed (or software prefetch beats plain loads on one core). The
+  // profile keeps 1.0, the planner's "as fast as the probe".
   profile->kernels.decode_fraction = std::min(ratio, 1.0);
   if (ratio > 1.0) {
-    ctx.warnings.push_back(StrCat("decode GEMV read ", Fmt("%.2f", ratio),
+    ctx.warnings.push_back(StrCat("MoE decode read ", Fmt("%.2f", ratio),
                                   "x the probe's bandwidth; decode_fraction saved as 1.0 (was the "
                                   "machine busy? re-run on a quiet one)"));
   }
 
-  ctx.progress.Start("Q4_K x Q8_K GEMM, 256 tokens, 1 thread");
   const int cpu = node.PrimaryCpus().front();
-  MOESPLIT_ASSIGN_OR_RETURN(double gmacs, MeasureGemmGmacs(cpu, ctx.options, &ctx.warnings));
-  ctx.progress.Done(Fmt("%.1f GMAC/s", gmacs));
-  profile->kernels.gemm_gmacs_per_core = gmacs;
-  ctx.report << "  Q4_K x Q8_K GEMM, 256 tokens, 1 thread (cpu " << cpu
-             << "): " << Fmt("%.1f", gmacs) << " GMAC/s\n";
+  double moe_gmacs = 0;  // at 512 tokens
+  std::string moe_curve;
+  for (int64_t tokens : kMoeTokens) {
+    ctx.progress.Start(StrCat("MoE layer prefill (V2-Lite shape, ", tokens, " tokens), 1 thread"));
+    MOESPLIT_ASSIGN_OR_RETURN(double g,
+                              MeasureMoePrefillGmacs(node, tokens, ctx.options, &ctx.warnings));
+    ctx.progress.Done(Fmt("%.1f GMAC/s", g));
+    const double experts = ctx.options.quick ? 8 : 64;
+    profile->kernels.moe_gmacs_by_tokens_per_expert[tokens * 6 / experts] = g;
+    moe_curve += StrCat(moe_curve.empty() ? "" : ", ", tokens, " tokens (",
+                        Fmt("%.0f", tokens * 6 / experts), " per expert) ", Fmt("%.0f", g));
+    moe_gmacs = g;
+  }
+  profile->kernels.moe_gmacs_per_core = moe_gmacs;
+  // The dense rate per weight type the tier has a kernel for (the types GGUF files put on
+  // DeepSeek's tensors); q4_K's is gemm_gmacs_per_core.
+  const gemv::GemvKernels& table = gemv::KernelsFor(ctx.options.tier);
+  std::string by_type;
+  for (GgmlType t : kDenseTypes) {
+    if (table.For(t) == nullptr) continue;
+    ctx.progress.Start(StrCat("dense ", TypeName(t), " projection, 512 tokens, 1 thread"));
+    MOESPLIT_ASSIGN_OR_RETURN(double g, MeasureDenseGmacs(node, t, ctx.options, &ctx.warnings));
+    ctx.progress.Done(Fmt("%.1f GMAC/s", g));
+    profile->kernels.gemm_gmacs_by_type[TypeName(t)] = g;
+    by_type += StrCat(by_type.empty() ? "" : ", ", TypeName(t), " ", Fmt("%.0f", g));
+  }
+  const double dense_gmacs = profile->kernels.gemm_gmacs_by_type["q4_K"];
+  if (dense_gmacs <= 0) {
+    return FailedPreconditionError("no q4_K kernel at tier ", IsaTierName(ctx.options.tier));
+  }
+  profile->kernels.gemm_gmacs_per_core = dense_gmacs;
+  ctx.progress.Start("dense SwiGLU FFN (2048 -> 11264 q4_K), 512 tokens, 1 thread");
+  MOESPLIT_ASSIGN_OR_RETURN(double ffn_gmacs, MeasureFfnGmacs(node, ctx.options, &ctx.warnings));
+  ctx.progress.Done(Fmt("%.1f GMAC/s", ffn_gmacs));
+  profile->kernels.ffn_gmacs_per_core = ffn_gmacs;
+  ctx.progress.Start("Q4_K x Q8_K GEMM kernel alone, 256 tokens, 1 thread");
+  MOESPLIT_ASSIGN_OR_RETURN(double peak, MeasureGemmGmacs(cpu, ctx.options, &ctx.warnings));
+  ctx.progress.Done(Fmt("%.1f GMAC/s", peak));
+  // Prefill per core, what the planner uses against the kernel alone (the gap is dispatch,
+  // quantization, SiLU and combine, and short per-expert token runs).
+  ctx.report << "  prefill, 1 thread (cpu " << cpu << "), GMAC/s: MoE layer (512 tokens x top-6 of "
+             << "64 experts) " << Fmt("%.1f", moe_gmacs) << ", dense q4_K projection (512 tokens) "
+             << Fmt("%.1f", dense_gmacs) << "; the Q4_K x Q8_K GEMM kernel alone "
+             << Fmt("%.1f", peak) << " (MoE " << Fmt("%.2f", moe_gmacs / peak) << "x, dense "
+             << Fmt("%.2f", dense_gmacs / peak) << "x of it)\n";
+  ctx.report << "  dense prefill by weight type, GMAC/s per core: " << by_type
+             << "; SwiGLU FFN (q4_K) " << Fmt("%.0f", ffn_gmacs) << "\n";
+  ctx.report << "  MoE layer prefill by batch, GMAC/s per core: " << moe_curve << "\n";
 
   ctx.progress.Start(StrCat("empty parallel-for, ", threads, " worker(s)"));
   const double us = MeasureBarrierUs(node.PrimaryCpus(), ctx.options, &ctx.warnings);
@@ -424,7 +435,9 @@ StatusOr<numa::MachineProfile> MeasureMachine(const numa::Topology& topo,
     if (n.NumCores() > 0) cpu_nodes.push_back(&n);
   }
   if (cpu_nodes.empty()) return FailedPreconditionError("no NUMA node with CPUs to measure");
-  int steps = 4;  // the kernel calibrations and the probe before the decode run
+  // The kernel calibrations: probe + decode pairs, MoE and dense prefill, the bare GEMM, the
+  // barrier.
+  int steps = 2 * KernelRounds(options) + 3 + std::size(kMoeTokens) + DenseTypeCount(options.tier);
   for (const numa::NumaNode* n : cpu_nodes) {
     steps += static_cast<int>(ThreadCounts(options.threads, n->NumCores()).size()) + 2;
   }

@@ -5,9 +5,11 @@
 //                 STREAM-style sum at the largest count (probe vs STREAM must agree within 10%);
 //   cross-node    every ordered pair (a, b) of nodes with CPUs: all cores of a reading memory
 //                 bound to b;
-//   kernels       on the first node with CPUs: Q4_K decode GEMV weight GB/s over the probe at
-//                 the same threads (decode_fraction), Q4_K x Q8_K GEMM GMAC/s on one core, the
-//                 median cost of an empty parallel-for over the node's workers.
+//   kernels       on the first node with CPUs, through the engine's MoE path
+//                 (apps/moe_calibration.h): decode weight GB/s over the probe at the same threads
+//                 (decode_fraction), prefill GMAC/s on one core (gemm_gmacs_per_core; the bare
+//                 Q4_K x Q8_K GEMM kernel is reported beside it), the median cost of an empty
+//                 parallel-for over the node's workers.
 // Every figure is measured here; what the OS did not honour (pinning, placement) is listed as
 // warnings in the report, never a crash.
 #pragma once
@@ -36,14 +38,7 @@ struct MeasureOptions {
 // [1, cores] (empty: the powers of two below cores), always ending with `cores`; ascending.
 std::vector<int> ThreadCounts(const std::vector<int>& requested, int cores);
 
-// Q4_K decode GEMV (one token, 2048 x 7168 expert matrices, a set of ~options.bytes bound to
-// the node) with `threads` workers of a numa::ThreadPool pinned to the node's first cores, rows
-// split over them: weight bytes read / s, 1e9. Warnings (pinning, placement) are appended.
-StatusOr<double> MeasureDecodeGbps(const numa::NumaNode& node, int threads,
-                                   const MeasureOptions& options,
-                                   std::vector<std::string>* warnings);
-
-// Q4_K x Q8_K GEMM, 256 tokens, one thread pinned to `cpu`: 1e9 multiply-adds / s.
+// The bare Q4_K x Q8_K GEMM kernel (the peak the MoE path is compared with), 256 tokens, one thread pinned to `cpu`: 1e9 multiply-adds / s.
 StatusOr<double> MeasureGemmGmacs(int cpu, const MeasureOptions& options,
                                   std::vector<std::string>* warnings);
 

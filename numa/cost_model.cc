@@ -306,23 +306,55 @@ void AddPrefillPart(double macs, double gmacs, const ReadTime& read, Parts* part
   }
 }
 
+// The CPU's non-routed prefill work: SwiGLU FFNs (dense layers, shared experts) at the FFN
+// rate, the other projections (attention, router, norms, the head's last row) at the GEMM rate,
+// both scaled by the model's weight-type mix, and attention over the cache at the f32 rate.
+struct DenseWork {
+  double macs = 0;
+  double core_s = 0;  // seconds on one core
+};
+
+DenseWork CpuDenseWork(const KernelProfile& k, const ModelShape& m, const TensorClassSizes& params,
+                       double P, double attn_macs) {
+  const double slow = TypeMixSlowdown(k, m.dense_params_by_type);
+  const double gemm = k.gemm_gmacs_per_core / slow;
+  const double ffn = (k.ffn_gmacs_per_core > 0 ? k.ffn_gmacs_per_core : k.gemm_gmacs_per_core) /
+                     slow;
+  const auto f32 = k.gemm_gmacs_by_type.find("f32");
+  const double attn =
+      f32 != k.gemm_gmacs_by_type.end() && f32->second > 0 ? f32->second : k.gemm_gmacs_per_core;
+  const double ffn_macs = P * static_cast<double>(params.dense_ffn + params.shared_experts);
+  const double proj_macs =
+      P * static_cast<double>(params.attention + params.router + params.norms + params.other) +
+      static_cast<double>(params.output);
+  return {ffn_macs + proj_macs + attn_macs,
+          (ffn_macs / ffn + proj_macs / gemm + attn_macs / attn) * 1e-9};
+}
+
 Parts PrefillParts(const Rates& r, const MachineProfile& p, const PlanRequest& rq,
                    const Layout& l, std::vector<std::string>* notes) {
   const ModelShape& m = rq.model;
   const bool gpu = rq.gpu.memory_bytes > 0;
   const double P = std::max(1, rq.batch);
   const int64_t k = m.n_expert_used;
-  const double core_gmacs = p.kernels.gemm_gmacs_per_core;
-  const double all_threads = TotalThreads(l.nodes);
-  const double dense_threads = Spread(l) ? all_threads : l.nodes.front().threads;
-  Parts parts;
   // Routed experts: P tokens x k experts x params per expert-layer x MoE layers MACs; a batch
   // touches the fraction 1 - (1 - k/E)^P of the experts, each read once.
   const double touched =
       m.n_expert > 0 ? 1 - std::pow(1 - static_cast<double>(k) / m.n_expert, P) : 0;
+  // Tokens per touched expert: V2-Lite 512 x 6 / 64 = 48, V3 512 x 8 / 256 = 16.
+  const double tokens_per_expert =
+      m.n_expert > 0 ? P * k / (m.n_expert * std::max(touched, 1e-9)) : P;
+  // The MoE rate at that batch, scaled by the model's expert types against the calibration's
+  // (gate/up q4_K, down q8_0: apps/moe_calibration.h).
+  const double moe_gmacs = MoeGmacsPerCore(p.kernels, tokens_per_expert) *
+                           TypeMixSlowdown(p.kernels, {{"q4_K", 2}, {"q8_0", 1}}) /
+                           TypeMixSlowdown(p.kernels, m.routed_params_by_type);
+  const double all_threads = TotalThreads(l.nodes);
+  const double dense_threads = Spread(l) ? all_threads : l.nodes.front().threads;
+  Parts parts;
   const double routed_macs = P * k * m.routed_params_per_expert_layer * m.n_moe_layers;
   const double routed_bytes = static_cast<double>(m.bytes.routed_experts) * touched;
-  AddPrefillPart(routed_macs, core_gmacs * all_threads, ReadExperts(r, l, k, routed_bytes),
+  AddPrefillPart(routed_macs, moe_gmacs * all_threads, ReadExperts(r, l, k, routed_bytes),
                  &parts);
   // Attention over the cache: P tokens at positions 0..P-1 see (P + 1) / 2 positions on average.
   const double attn_macs = static_cast<double>(m.attn_macs_per_position) * P * (P + 1) / 2;
@@ -331,13 +363,21 @@ Parts PrefillParts(const Rates& r, const MachineProfile& p, const PlanRequest& r
     return P * static_cast<double>(DenseSum(params) - params.output) +
            static_cast<double>(params.output);
   };
-  const double cpu_macs = dense_macs(l.cpu_params) + (gpu ? 0 : attn_macs);
-  AddPrefillPart(cpu_macs, core_gmacs * dense_threads,
-                 ReadDense(r, l, static_cast<double>(DenseSum(l.cpu_bytes))), &parts);
+  const DenseWork cpu = CpuDenseWork(p.kernels, m, l.cpu_params, P, gpu ? 0 : attn_macs);
+  const double compute_s = cpu.core_s / dense_threads;
+  const ReadTime read = ReadDense(r, l, static_cast<double>(DenseSum(l.cpu_bytes)));
+  if (compute_s >= read.Total()) {
+    parts.compute += compute_s;
+  } else {
+    parts.dram += read.dram_s, parts.link += read.link_s;
+  }
   AddBarriers(p, l, CountPhases(m, l, gpu), &parts);
-  notes->push_back(Fmt("prefill of %.0f tokens: %.0f%% of the experts touched, %.1f GMAC on the "
-                       "CPU at %.0f GMAC/s per core",
-                       P, touched * 100, (routed_macs + cpu_macs) / 1e9, core_gmacs));
+  notes->push_back(Fmt("prefill of %.0f tokens: %.0f%% of the experts touched, ", P,
+                       touched * 100) +
+                   Fmt("routed experts %.1f GMAC at %.0f GMAC/s per core ", routed_macs / 1e9,
+                       moe_gmacs) +
+                   Fmt("(%.0f tokens per expert), ", tokens_per_expert) +
+                   Fmt("other CPU work %.1f GMAC in %.2f core-s", cpu.macs / 1e9, cpu.core_s));
   if (!gpu) return parts;
   const double g_macs = dense_macs(l.gpu_params) + attn_macs;
   const double g_read = static_cast<double>(DenseSum(l.gpu_bytes)) / (GpuGbps(rq.gpu) * kGB);

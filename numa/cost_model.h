@@ -16,9 +16,10 @@
 //   shard       max_i B t_i/T / R_i(t_i) + exchange          every node reads its slice of every
 //               expert locally; the partial outputs (D floats per node) are summed over the
 //               interconnect once per MoE layer
-// Prefill of P prompt tokens: per part, max(MACs / (gemm_gmacs_per_core x threads), weight bytes
+// Prefill of P prompt tokens: per part, max(MACs / (GMAC/s per core x threads), weight bytes
 // read once per batch / read GB/s), summed; routed experts touched by a batch: the fraction
-// 1 - (1 - k/E)^P of them.
+// 1 - (1 - k/E)^P of them. Routed experts run at moe_gmacs_per_core (the MoE path: a few dozen
+// tokens per expert, dispatch and combine), everything else at gemm_gmacs_per_core.
 #pragma once
 
 #include <string>

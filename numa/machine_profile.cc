@@ -1,3 +1,5 @@
+#include <cmath>
+#include <iterator>
 #include "numa/machine_profile.h"
 
 #include <yaml-cpp/yaml.h>
@@ -7,6 +9,33 @@
 #include <sstream>
 
 namespace moesplit::numa {
+
+double TypeMixSlowdown(const KernelProfile& k, const std::map<std::string, uint64_t>& mix) {
+  const auto q4k = k.gemm_gmacs_by_type.find("q4_K");
+  const double base = q4k != k.gemm_gmacs_by_type.end() ? q4k->second : k.gemm_gmacs_per_core;
+  double total = 0, weighted = 0;
+  for (const auto& [type, elements] : mix) {
+    const auto it = k.gemm_gmacs_by_type.find(type);
+    const double rate = it != k.gemm_gmacs_by_type.end() && it->second > 0 ? it->second : base;
+    total += static_cast<double>(elements);
+    weighted += static_cast<double>(elements) * (base > 0 ? base / rate : 1.0);
+  }
+  return total > 0 ? weighted / total : 1.0;
+}
+
+double MoeGmacsPerCore(const KernelProfile& k, double tokens_per_expert) {
+  const std::map<double, double>& c = k.moe_gmacs_by_tokens_per_expert;
+  if (!c.empty()) {
+    if (tokens_per_expert <= c.begin()->first) return c.begin()->second;
+    if (tokens_per_expert >= c.rbegin()->first) return c.rbegin()->second;
+    const auto hi = c.upper_bound(tokens_per_expert);
+    const auto lo = std::prev(hi);
+    const double f = std::log(tokens_per_expert / lo->first) / std::log(hi->first / lo->first);
+    return lo->second + f * (hi->second - lo->second);
+  }
+  return k.moe_gmacs_per_core > 0 ? k.moe_gmacs_per_core
+                                  : k.gemm_gmacs_per_core * kAssumedMoeGemmShare;
+}
 
 const NodeProfile* MachineProfile::FindNode(int node) const {
   for (const NodeProfile& n : nodes) {
@@ -68,6 +97,27 @@ std::string MachineProfileToYaml(const MachineProfile& p) {
   out << YAML::Key << "isa" << YAML::Value << p.kernels.isa;
   out << YAML::Key << "decode_fraction" << YAML::Value << p.kernels.decode_fraction;
   out << YAML::Key << "gemm_gmacs_per_core" << YAML::Value << p.kernels.gemm_gmacs_per_core;
+  if (p.kernels.moe_gmacs_per_core > 0) {
+    out << YAML::Key << "moe_gmacs_per_core" << YAML::Value << p.kernels.moe_gmacs_per_core;
+  }
+  if (p.kernels.ffn_gmacs_per_core > 0) {
+    out << YAML::Key << "ffn_gmacs_per_core" << YAML::Value << p.kernels.ffn_gmacs_per_core;
+  }
+  if (!p.kernels.moe_gmacs_by_tokens_per_expert.empty()) {
+    out << YAML::Key << "moe_gmacs_by_tokens_per_expert" << YAML::Value << YAML::Flow
+        << YAML::BeginMap;
+    for (const auto& [tpe, rate] : p.kernels.moe_gmacs_by_tokens_per_expert) {
+      out << YAML::Key << tpe << YAML::Value << rate;
+    }
+    out << YAML::EndMap;
+  }
+  if (!p.kernels.gemm_gmacs_by_type.empty()) {
+    out << YAML::Key << "gemm_gmacs_by_type" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [type, rate] : p.kernels.gemm_gmacs_by_type) {
+      out << YAML::Key << type << YAML::Value << rate;
+    }
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "barrier_us" << YAML::Value << p.kernels.barrier_us;
   out << YAML::EndMap << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
@@ -160,6 +210,41 @@ Status ParseProfile(const YAML::Node& root, const std::string& name, MachineProf
     MOESPLIT_RETURN_IF_ERROR(
         Field(k, "gemm_gmacs_per_core", path, false, &p->kernels.gemm_gmacs_per_core));
     MOESPLIT_RETURN_IF_ERROR(Field(k, "barrier_us", path, false, &p->kernels.barrier_us));
+    MOESPLIT_RETURN_IF_ERROR(
+        Field(k, "moe_gmacs_per_core", path, false, &p->kernels.moe_gmacs_per_core));
+    MOESPLIT_RETURN_IF_ERROR(
+        Field(k, "ffn_gmacs_per_core", path, false, &p->kernels.ffn_gmacs_per_core));
+    if (const YAML::Node curve = k["moe_gmacs_by_tokens_per_expert"]) {
+      const std::string cpath = path + ".moe_gmacs_by_tokens_per_expert";
+      if (!curve.IsMap()) return InvalidArgumentError(cpath, ": expected a map");
+      for (const auto& kv : curve) {
+        double tpe = 0, rate = 0;
+        try {
+          tpe = kv.first.as<double>();
+          rate = kv.second.as<double>();
+        } catch (const YAML::Exception&) {
+          return InvalidArgumentError(cpath, ": expected tokens-per-expert: GMAC/s numbers");
+        }
+        if (tpe <= 0 || rate <= 0) {
+          return InvalidArgumentError(cpath, ".", tpe, ": ", rate, " must both be > 0");
+        }
+        p->kernels.moe_gmacs_by_tokens_per_expert[tpe] = rate;
+      }
+    }
+    if (const YAML::Node types = k["gemm_gmacs_by_type"]) {
+      if (!types.IsMap()) return InvalidArgumentError(path, ".gemm_gmacs_by_type: expected a map");
+      for (const auto& kv : types) {
+        const std::string type = kv.first.as<std::string>();
+        double rate = 0;
+        MOESPLIT_RETURN_IF_ERROR(Field(types, type.c_str(), path + ".gemm_gmacs_by_type", true,
+                                       &rate));
+        if (rate <= 0) {
+          return InvalidArgumentError(path, ".gemm_gmacs_by_type.", type, ": ", rate,
+                                      " must be > 0 (GMAC/s per core)");
+        }
+        p->kernels.gemm_gmacs_by_type[type] = rate;
+      }
+    }
     if (p->kernels.decode_fraction > 1.5) {
       return InvalidArgumentError(path, ".decode_fraction: ", p->kernels.decode_fraction,
                                   " is not a fraction of the read bandwidth (expected 0..1)");

@@ -8,6 +8,7 @@
 // Units: GB/s = 1e9 bytes/s; GMAC/s = 1e9 multiply-adds/s.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,10 +37,39 @@ struct CrossProfile {
 
 struct KernelProfile {
   std::string isa;                // kernel tier the calibration ran ("avx512vnni")
-  double decode_fraction = 0;     // Q4_K decode GEMV weight bytes/s ÷ probe read GB/s, same threads
-  double gemm_gmacs_per_core = 0; // Q4_K x Q8_K GEMM with many tokens, per core
+  double decode_fraction = 0;     // MoE decode weight bytes/s ÷ probe read GB/s, same threads
+  double gemm_gmacs_per_core = 0; // dense prefill: a Q4_K projection over 512 tokens, per core
+  // Routed experts in prefill: the MoE layer over 512 tokens (dispatch, SiLU, combine in the
+  // time; ~48 tokens per expert), per core. 0 = not measured: gemm_gmacs_per_core x
+  // kAssumedMoeGemmShare.
+  double moe_gmacs_per_core = 0;
+  // The same at several batch sizes, keyed by tokens per expert (P x k / E: V2-Lite's 512-token
+  // batch gives 48, DeepSeek-V3's 16): an expert's GEMM with few tokens reuses each weight row
+  // less. Empty = moe_gmacs_per_core at every size.
+  std::map<double, double> moe_gmacs_by_tokens_per_expert;
+  // Dense SwiGLU FFN prefill (DeepSeek's leading dense layers, shared experts) per core, q4_K.
+  // 0 = not measured: gemm_gmacs_per_core.
+  double ffn_gmacs_per_core = 0;
+  // Dense prefill GMAC/s per core by weight type ("q6_K": 120, ...), the same projection as
+  // gemm_gmacs_per_core (which is q4_K's); a type absent here runs at gemm_gmacs_per_core.
+  std::map<std::string, double> gemm_gmacs_by_type;
   double barrier_us = 0;          // one empty parallel-for over one node's workers
 };
+
+// The MoE path's prefill rate over the dense one where a profile has no measurement: measured
+// on the development box (Zen 4/5, avx512vnni) by `moesplit topo --measure` as ~95 / ~150
+// GMAC/s per core.
+inline constexpr double kAssumedMoeGemmShare = 0.6;
+
+// Routed-expert prefill GMAC/s per core at `tokens_per_expert`: the measured curve
+// interpolated in log(tokens per expert) and clamped at its ends, else moe_gmacs_per_core, else
+// the assumed share of the dense rate.
+double MoeGmacsPerCore(const KernelProfile& k, double tokens_per_expert);
+
+// How much slower than Q4_K a mix of weight types multiplies: sum_t share_t x (rate(q4_K) /
+// rate(t)), shares by elements; 1 for an empty mix or a profile without per-type rates.
+// E.g. DeepSeek-V3 Q4_K_M's experts, ~2/3 q4_K and ~1/3 q6_K at half the rate: 1.33.
+double TypeMixSlowdown(const KernelProfile& k, const std::map<std::string, uint64_t>& mix);
 
 struct MachineProfile {
   std::string source;      // the file it came from, or what it was derived from

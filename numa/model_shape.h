@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace moesplit::numa {
@@ -65,6 +66,12 @@ struct ModelShape {
   // Attention multiply-adds per token per cached position, all layers: MLA (absorbed) n_head *
   // ((kv_lora + qk_rope) + kv_lora); GQA n_head * (head_dim_k + head_dim_v).
   uint64_t attn_macs_per_position = 0;
+
+  // Elements per weight type ("q4_K", "q6_K", "q8_0", ...: ggml's names), for the prefill rate
+  // of each type's kernel: the routed experts, and the other matrix products of a token
+  // (shared experts, dense FFN, attention, router; the head is one row per prompt).
+  std::map<std::string, uint64_t> routed_params_by_type;
+  std::map<std::string, uint64_t> dense_params_by_type;
 };
 
 }  // namespace moesplit::numa

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "apps/cmd_plan.h"
+#include "apps/cpu_placement.h"
 #include "apps/model_shape_source.h"
 #include "core/synth/model_spec.h"
 #include "core/synth/model_writer.h"
@@ -100,6 +101,51 @@ TEST(ModelShapeSource, Errors) {
 // The reference observation (DESIGN.md): 2x EPYC 9554, DeepSeek-R1 Q4_K_M, another runtime:
 // 13.7 tok/s on one socket, 8.4 on both. The planner must predict one socket > the naive spread
 // over both, and shard ahead of both — with and without a GPU.
+// No placement flag: a one-node machine keeps the default pool; a two-socket machine gets the
+// planner's choice (one socket when the model fits: never one pool spread over both sockets).
+TEST(AutoPlacement, NoFlagsOnTwoSocketsUsesThePlan) {
+  StatusOr<synth::ModelSpec> spec =
+      synth::BuildModelSpec({.preset = "ds-tiny", .quant = synth::QuantMix::kQ8_0});
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  const std::string path = testing::ScratchDir() + "/auto-placement.gguf";
+  ASSERT_TRUE(synth::WriteModel(*spec, {.path = path, .threads = 1, .show_progress = false}).ok());
+
+  StatusOr<numa::Topology> one = numa::LoadTopology("pack:1 numa:1 core:4 pu:2");
+  ASSERT_TRUE(one.ok());
+  std::ostringstream log;
+  StatusOr<engine::CpuPlacement> p = ResolvePlacement({}, 0, *one, path, &log);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->groups.empty());  // the default pool
+  EXPECT_EQ(log.str(), "");
+
+  StatusOr<numa::Topology> two = numa::LoadTopology(Source(kTopo2s));
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  p = ResolvePlacement({}, 0, *two, path, &log);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->mode, numa::NumaMode::kSingle);
+  ASSERT_EQ(p->groups.size(), 1u);
+  EXPECT_EQ(p->groups[0].mem_nodes, std::vector<int>{0});
+  EXPECT_EQ(p->groups[0].cpus.size(), 64u);  // one worker per physical core of socket 0
+  EXPECT_TRUE(p->pin);
+  EXPECT_NE(log.str().find("the planner's choice, single over node 0: 64 workers"),
+            std::string::npos)
+      << log.str();
+  // -t 8: 8 workers, still on one socket; a flag replaces the plan entirely.
+  p = ResolvePlacement({}, 8, *two, path, nullptr);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->groups.size(), 1u);
+  EXPECT_EQ(p->groups[0].cpus.size(), 8u);
+  p = ResolvePlacement({.numa = "shard", .nodes = "0,1"}, 8, *two, path, nullptr);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->mode, numa::NumaMode::kShard);
+  EXPECT_EQ(p->groups.size(), 2u);
+  // A model the planner cannot read is the reader's error, with the path.
+  p = ResolvePlacement({}, 0, *two, "/nonexistent/auto.gguf", nullptr);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("/nonexistent/auto.gguf"), std::string::npos);
+  std::remove(path.c_str());
+}
+
 TEST(PlanReference, OneSocketBeatsInterleaveAndShardBeatsBoth) {
   StatusOr<numa::Topology> topo = numa::LoadTopology(Source(kTopo2s));
   ASSERT_TRUE(topo.ok()) << topo.status().ToString();
