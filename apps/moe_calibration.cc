@@ -341,4 +341,60 @@ StatusOr<double> MeasureFfnGmacs(const numa::NumaNode& node, const MeasureOption
   return result;
 }
 
+StatusOr<double> MeasureDenseDecodeGbps(const numa::NumaNode& node, int threads,
+                                        const MeasureOptions& options,
+                                        std::vector<std::string>* warnings) {
+  const std::vector<int> primary = node.PrimaryCpus();
+  MOESPLIT_CHECK(threads >= 1 && threads <= static_cast<int>(primary.size()));
+  // 2816 x 2048 q4_K matrices (6.5 MB, V2-Lite's shared-expert gate), options.bytes of them.
+  const int64_t rows = 2 * kF, cols = kD, rb = RowBytes(kGateUp, cols);
+  const int64_t matrix = rows * rb;
+  const int64_t copies = options.quick ? 4 : std::max<int64_t>(8, options.bytes / matrix);
+  StatusOr<double> result = 0.0;
+  OnFreshThread([&] {
+    numa::NodePool pool({.node = node.id,
+                         .cpus = std::vector<int>(primary.begin(), primary.begin() + threads),
+                         .pin_caller = true});
+    PoolWarnings(pool, warnings);
+    StatusOr<numa::NodeBuffer> buf = numa::AllocateOnNodes(static_cast<size_t>(copies * matrix),
+                                                           {.nodes = {node.id}, .toucher = &pool});
+    if (!buf.ok()) {
+      result = buf.status();
+      return;
+    }
+    const std::vector<uint8_t> pattern = PatternRows(kGateUp, cols, 29);
+    pool.ParallelFor(copies, [&](int64_t c, int) {
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(buf->data() + c * matrix + r * rb, pattern.data() + (r % kPatternRows) * rb,
+                    static_cast<size_t>(rb));
+      }
+    });
+    AddBufferWarnings(*buf, node.id, warnings);
+    const gemv::GemvKernels& k = gemv::KernelsFor(options.tier);
+    const std::vector<float> x = Normal(cols, 3, 1.0f);  // [1 x cols]
+    std::vector<float> y(static_cast<size_t>(rows));     // [1 x rows]
+    qmatmul::QuantizedRows xq;
+    qmatmul::Quantize(k, qmatmul::ActTypeFor(k, kGateUp), x.data(), cols, 1, cols, &xq);
+    auto pass = [&] {
+      for (int64_t c = 0; c < copies; ++c) {
+        const matmul::WeightMatrix w{.type = kGateUp,
+                                     .data = buf->data() + c * matrix,
+                                     .cols = cols,
+                                     .rows = rows,
+                                     .row_bytes = rb};
+        qmatmul::MatMul(pool, k, w, xq, y.data(), rows);
+      }
+    };
+    pass();  // warm-up
+    std::vector<double> gbps;
+    for (int p = 0; p < options.passes; ++p) {
+      const Clock::time_point t0 = Clock::now();
+      pass();
+      gbps.push_back(static_cast<double>(copies * matrix) / Seconds(t0, Clock::now()) * 1e-9);
+    }
+    result = Median(gbps);
+  });
+  return result;
+}
+
 }  // namespace moesplit::app

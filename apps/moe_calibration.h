@@ -31,6 +31,13 @@ StatusOr<double> MeasureMoeDecodeGbps(const numa::NumaNode& node, int threads,
                                       const MeasureOptions& options,
                                       std::vector<std::string>* warnings);
 
+// Decode of the non-expert weights: one token through qmatmul::MatMul over options.bytes of
+// 2816 x 2048 q4_K matrices bound to the node (what attention, shared experts and the head
+// read per token), `threads` pinned workers: weight GB/s. --quick: 4 matrices.
+StatusOr<double> MeasureDenseDecodeGbps(const numa::NumaNode& node, int threads,
+                                        const MeasureOptions& options,
+                                        std::vector<std::string>* warnings);
+
 // Prefill of `tokens` tokens (512: 48 per expert; 171: 16, V3's 512-token batch; 64: 6):
 // multiply-adds per second on the node's first core, weights on the node, 1e9. --quick: 8
 // experts (the tokens per expert grow 8x).

@@ -336,7 +336,7 @@ Status MeasureKernels(Context& ctx, const numa::NumaNode& node, numa::MachinePro
   // bandwidth drifts by tens of percent within a minute (45-67 GB/s on the 2-core development
   // box), so a probe taken minutes earlier says little about the decode run; the median of the
   // pairs' ratios does.
-  std::vector<double> ratios, decodes, probes;  // [rounds]
+  std::vector<double> ratios, decodes, probes, dense_ratios;  // [rounds]
   for (int round = 0; round < KernelRounds(ctx.options); ++round) {
     MOESPLIT_ASSIGN_OR_RETURN(numa::ReadResult fresh,
                               Read(ctx, node, threads, node.id, numa::ReadKernel::kProbe));
@@ -344,9 +344,14 @@ Status MeasureKernels(Context& ctx, const numa::NumaNode& node, numa::MachinePro
     MOESPLIT_ASSIGN_OR_RETURN(double decode,
                               MeasureMoeDecodeGbps(node, threads, ctx.options, &ctx.warnings));
     ctx.progress.Done(Fmt("%.1f GB/s", decode));
+    ctx.progress.Start(StrCat("dense q4_K decode (GEMV), ", threads, " thread(s)"));
+    MOESPLIT_ASSIGN_OR_RETURN(double dense,
+                              MeasureDenseDecodeGbps(node, threads, ctx.options, &ctx.warnings));
+    ctx.progress.Done(Fmt("%.1f GB/s", dense));
     probes.push_back(fresh.gbps);
     decodes.push_back(decode);
     ratios.push_back(fresh.gbps > 0 ? decode / fresh.gbps : 0);
+    dense_ratios.push_back(fresh.gbps > 0 ? dense / fresh.gbps : 0);
   }
   const double ratio = Median(ratios);
   ctx.report << "  MoE layer decode (moe::ExpertEngine, 2048x1408 experts, 1 token, top-6), "
@@ -356,6 +361,16 @@ Status MeasureKernels(Context& ctx, const numa::NumaNode& node, numa::MachinePro
                << " GB/s";
   }
   ctx.report << "; median fraction of the probe " << Fmt("%.3f", ratio) << "\n";
+  const double dense_ratio = Median(dense_ratios);
+  ctx.report << "  dense q4_K GEMV (2816x2048 matrices, 1 token), " << threads
+             << " thread(s): median fraction of the probe " << Fmt("%.3f", dense_ratio) << "\n";
+  // Long sequential GEMV streams can beat the probe's access pattern a little; kept as
+  // measured up to 1.5x (more means the probe was disturbed).
+  profile->kernels.dense_decode_fraction = std::clamp(dense_ratio, 0.01, 1.5);
+  if (dense_ratio > 1.5) {
+    ctx.warnings.push_back(StrCat("dense decode read ", Fmt("%.2f", dense_ratio),
+                                  "x the probe's bandwidth; saved as 1.5 (machine busy?)"));
+  }
   // The kernels cannot stream weights faster than the memory delivers them: a ratio above 1
   // means the probe was disturbed (or software prefetch beats plain loads on one core). The
   // profile keeps 1.0, the planner's "as fast as the probe".
@@ -437,7 +452,7 @@ StatusOr<numa::MachineProfile> MeasureMachine(const numa::Topology& topo,
   if (cpu_nodes.empty()) return FailedPreconditionError("no NUMA node with CPUs to measure");
   // The kernel calibrations: probe + decode pairs, MoE and dense prefill, the bare GEMM, the
   // barrier.
-  int steps = 2 * KernelRounds(options) + 3 + std::size(kMoeTokens) + DenseTypeCount(options.tier);
+  int steps = 3 * KernelRounds(options) + 3 + std::size(kMoeTokens) + DenseTypeCount(options.tier);
   for (const numa::NumaNode* n : cpu_nodes) {
     steps += static_cast<int>(ThreadCounts(options.threads, n->NumCores()).size()) + 2;
   }

@@ -219,7 +219,11 @@ ReadTime ReadExperts(const Rates& r, const Layout& l, int64_t k, double bytes) {
 
 // Non-expert CPU bytes: over the pool's nodes (single / interleave) or on the first node, whose
 // pool runs the dense work in shard / replicate.
-ReadTime ReadDense(const Rates& r, const Layout& l, double bytes) {
+ReadTime ReadDense(const Rates& routed_rates, const Layout& l, double bytes) {
+  // Large dense GEMVs stream at their own measured fraction of the probe.
+  const KernelProfile& k = routed_rates.profile.kernels;
+  const Rates r{routed_rates.topo, routed_rates.profile,
+                k.dense_decode_fraction > 0 ? k.dense_decode_fraction : k.decode_fraction};
   if (Spread(l) && l.nodes.size() > 1) return ReadSpread(r, l.nodes, bytes);
   return ReadLocal(r, {l.nodes.front()}, {1.0}, bytes);
 }

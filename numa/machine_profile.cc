@@ -1,11 +1,11 @@
-#include <cmath>
-#include <iterator>
 #include "numa/machine_profile.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace moesplit::numa {
@@ -23,18 +23,28 @@ double TypeMixSlowdown(const KernelProfile& k, const std::map<std::string, uint6
   return total > 0 ? weighted / total : 1.0;
 }
 
+namespace {
+
+// A curve {tokens per expert -> value} interpolated in log(tokens per expert), clamped at its
+// ends.
+double Interpolate(const std::map<double, double>& c, double x) {
+  if (x <= c.begin()->first) return c.begin()->second;
+  if (x >= c.rbegin()->first) return c.rbegin()->second;
+  const auto hi = c.upper_bound(x);
+  const auto lo = std::prev(hi);
+  const double f = std::log(x / lo->first) / std::log(hi->first / lo->first);
+  return lo->second + f * (hi->second - lo->second);
+}
+
+}  // namespace
+
 double MoeGmacsPerCore(const KernelProfile& k, double tokens_per_expert) {
-  const std::map<double, double>& c = k.moe_gmacs_by_tokens_per_expert;
-  if (!c.empty()) {
-    if (tokens_per_expert <= c.begin()->first) return c.begin()->second;
-    if (tokens_per_expert >= c.rbegin()->first) return c.rbegin()->second;
-    const auto hi = c.upper_bound(tokens_per_expert);
-    const auto lo = std::prev(hi);
-    const double f = std::log(tokens_per_expert / lo->first) / std::log(hi->first / lo->first);
-    return lo->second + f * (hi->second - lo->second);
+  if (!k.moe_gmacs_by_tokens_per_expert.empty()) {
+    return Interpolate(k.moe_gmacs_by_tokens_per_expert, tokens_per_expert);
   }
-  return k.moe_gmacs_per_core > 0 ? k.moe_gmacs_per_core
-                                  : k.gemm_gmacs_per_core * kAssumedMoeGemmShare;
+  if (k.moe_gmacs_per_core > 0) return k.moe_gmacs_per_core;
+  const std::map<double, double> share(std::begin(kAssumedMoeShare), std::end(kAssumedMoeShare));
+  return k.gemm_gmacs_per_core * Interpolate(share, tokens_per_expert);
 }
 
 const NodeProfile* MachineProfile::FindNode(int node) const {
@@ -96,6 +106,9 @@ std::string MachineProfileToYaml(const MachineProfile& p) {
   out << YAML::Key << "kernels" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "isa" << YAML::Value << p.kernels.isa;
   out << YAML::Key << "decode_fraction" << YAML::Value << p.kernels.decode_fraction;
+  if (p.kernels.dense_decode_fraction > 0) {
+    out << YAML::Key << "dense_decode_fraction" << YAML::Value << p.kernels.dense_decode_fraction;
+  }
   out << YAML::Key << "gemm_gmacs_per_core" << YAML::Value << p.kernels.gemm_gmacs_per_core;
   if (p.kernels.moe_gmacs_per_core > 0) {
     out << YAML::Key << "moe_gmacs_per_core" << YAML::Value << p.kernels.moe_gmacs_per_core;
@@ -207,6 +220,13 @@ Status ParseProfile(const YAML::Node& root, const std::string& name, MachineProf
     if (!k.IsMap()) return InvalidArgumentError(path, ": expected a map");
     MOESPLIT_RETURN_IF_ERROR(Field(k, "isa", path, false, &p->kernels.isa));
     MOESPLIT_RETURN_IF_ERROR(Field(k, "decode_fraction", path, false, &p->kernels.decode_fraction));
+    MOESPLIT_RETURN_IF_ERROR(
+        Field(k, "dense_decode_fraction", path, false, &p->kernels.dense_decode_fraction));
+    if (p->kernels.dense_decode_fraction > 1.5) {
+      return InvalidArgumentError(path, ".dense_decode_fraction: ",
+                                  p->kernels.dense_decode_fraction,
+                                  " is not a fraction of the read bandwidth (expected 0..1.5)");
+    }
     MOESPLIT_RETURN_IF_ERROR(
         Field(k, "gemm_gmacs_per_core", path, false, &p->kernels.gemm_gmacs_per_core));
     MOESPLIT_RETURN_IF_ERROR(Field(k, "barrier_us", path, false, &p->kernels.barrier_us));

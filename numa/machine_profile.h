@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -38,10 +39,13 @@ struct CrossProfile {
 struct KernelProfile {
   std::string isa;                // kernel tier the calibration ran ("avx512vnni")
   double decode_fraction = 0;     // MoE decode weight bytes/s ÷ probe read GB/s, same threads
+  // The same for the non-expert weights (one-token GEMV over large dense matrices); 0 = not
+  // measured: decode_fraction.
+  double dense_decode_fraction = 0;
   double gemm_gmacs_per_core = 0; // dense prefill: a Q4_K projection over 512 tokens, per core
   // Routed experts in prefill: the MoE layer over 512 tokens (dispatch, SiLU, combine in the
   // time; ~48 tokens per expert), per core. 0 = not measured: gemm_gmacs_per_core x
-  // kAssumedMoeGemmShare.
+  // kAssumedMoeShare (below).
   double moe_gmacs_per_core = 0;
   // The same at several batch sizes, keyed by tokens per expert (P x k / E: V2-Lite's 512-token
   // batch gives 48, DeepSeek-V3's 16): an expert's GEMM with few tokens reuses each weight row
@@ -56,10 +60,11 @@ struct KernelProfile {
   double barrier_us = 0;          // one empty parallel-for over one node's workers
 };
 
-// The MoE path's prefill rate over the dense one where a profile has no measurement: measured
-// on the development box (Zen 4/5, avx512vnni) by `moesplit topo --measure` as ~95 / ~150
-// GMAC/s per core.
-inline constexpr double kAssumedMoeGemmShare = 0.6;
+// The MoE path's prefill rate as a share of the dense (q4_K) rate where a profile has no
+// measurement, by tokens per expert: what `moesplit topo --measure` found on the development box
+// (Zen 5, avx512vnni; dense 210 GMAC/s per core, MoE 40 / 61 / 100 at 6 / 16 / 48 tokens per
+// expert). Interpolated like a measured curve.
+inline constexpr std::pair<double, double> kAssumedMoeShare[] = {{6, 0.19}, {16, 0.29}, {48, 0.48}};
 
 // Routed-expert prefill GMAC/s per core at `tokens_per_expert`: the measured curve
 // interpolated in log(tokens per expert) and clamped at its ends, else moe_gmacs_per_core, else

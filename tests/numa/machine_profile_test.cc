@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace moesplit::numa {
 namespace {
 
@@ -43,6 +45,49 @@ TEST(MachineProfile, YamlRoundTrip) {
   EXPECT_DOUBLE_EQ(q->CrossGbps(0, 1), 110);
   EXPECT_EQ(q->kernels.isa, "avx512vnni");
   EXPECT_DOUBLE_EQ(q->kernels.barrier_us, 3.5);
+}
+
+// The prefill calibrations of `topo --measure`: the MoE curve by tokens per expert, the dense
+// rate by weight type and the SwiGLU FFN survive a round trip, and the lookups interpolate.
+TEST(MachineProfile, PrefillCalibrations) {
+  MachineProfile p = TwoNodes();
+  p.kernels.moe_gmacs_per_core = 100;
+  p.kernels.moe_gmacs_by_tokens_per_expert = {{6, 40}, {16, 60}, {48, 100}};
+  p.kernels.ffn_gmacs_per_core = 170;
+  p.kernels.gemm_gmacs_by_type = {{"q4_K", 200}, {"q6_K", 100}, {"f32", 44}};
+  StatusOr<MachineProfile> q = MachineProfileFromYaml(MachineProfileToYaml(p), "x.yaml");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ(q->kernels.moe_gmacs_by_tokens_per_expert, p.kernels.moe_gmacs_by_tokens_per_expert);
+  EXPECT_EQ(q->kernels.gemm_gmacs_by_type, p.kernels.gemm_gmacs_by_type);
+  EXPECT_DOUBLE_EQ(q->kernels.ffn_gmacs_per_core, 170);
+  EXPECT_DOUBLE_EQ(q->kernels.moe_gmacs_per_core, 100);
+
+  // Clamped at the ends, linear in log(tokens per expert) between points.
+  EXPECT_DOUBLE_EQ(MoeGmacsPerCore(p.kernels, 2), 40);
+  EXPECT_DOUBLE_EQ(MoeGmacsPerCore(p.kernels, 16), 60);
+  EXPECT_DOUBLE_EQ(MoeGmacsPerCore(p.kernels, 500), 100);
+  EXPECT_NEAR(MoeGmacsPerCore(p.kernels, std::sqrt(16.0 * 48)), 80, 1e-9);
+  // No curve: the 512-token figure; nothing measured: the assumed share of the dense rate.
+  KernelProfile flat = p.kernels;
+  flat.moe_gmacs_by_tokens_per_expert.clear();
+  EXPECT_DOUBLE_EQ(MoeGmacsPerCore(flat, 16), 100);
+  flat.moe_gmacs_per_core = 0;
+  EXPECT_DOUBLE_EQ(MoeGmacsPerCore(flat, 16), 120 * 0.29);
+  EXPECT_DOUBLE_EQ(MoeGmacsPerCore(flat, 1000), 120 * 0.48);
+
+  // Half the elements at half q4_K's rate: 1.5x slower; unknown types run at q4_K's rate.
+  EXPECT_DOUBLE_EQ(TypeMixSlowdown(p.kernels, {{"q4_K", 10}, {"q6_K", 10}}), 1.5);
+  EXPECT_DOUBLE_EQ(TypeMixSlowdown(p.kernels, {{"iq2_xxs", 10}}), 1.0);
+  EXPECT_DOUBLE_EQ(TypeMixSlowdown(p.kernels, {}), 1.0);
+
+  EXPECT_FALSE(MachineProfileFromYaml("nodes: [{node: 0, read: [{threads: 1, gbps: 1}]}]\n"
+                                      "kernels: {gemm_gmacs_by_type: {q4_K: -3}}",
+                                      "p.yaml")
+                   .ok());
+  EXPECT_FALSE(MachineProfileFromYaml("nodes: [{node: 0, read: [{threads: 1, gbps: 1}]}]\n"
+                                      "kernels: {moe_gmacs_by_tokens_per_expert: {fast: 3}}",
+                                      "p.yaml")
+                   .ok());
 }
 
 TEST(MachineProfile, ErrorsNameTheField) {
