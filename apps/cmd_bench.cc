@@ -144,7 +144,13 @@ StatusOr<std::vector<BenchConfig>> Configs(const BenchArgs& a, const std::vector
   std::vector<BenchConfig> out;
   std::vector<int> sweep_threads = threads;
   std::vector<std::string> sweep_numa = {a.placement.numa};
-  for (const std::string& item : a.sweep) {
+  // Quoted ("threads=1,2 numa=single,shard") or separate words: split on blanks.
+  std::vector<std::string> items;
+  for (const std::string& arg : a.sweep) {
+    std::istringstream words(arg);
+    for (std::string w; words >> w;) items.push_back(w);
+  }
+  for (const std::string& item : items) {
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq), values = eq == std::string::npos ? "" : item.substr(eq + 1);
     if (eq == std::string::npos || values.empty()) {

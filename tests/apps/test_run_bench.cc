@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <nlohmann/json.hpp>
+#include <fstream>
 #include <sstream>
 
 #include "apps/cmd_bench.h"
@@ -107,6 +108,39 @@ TEST(BenchCommand, LlamaBenchTable) {
   EXPECT_GT(j[0]["avg_ts"].get<double>(), 0.0);
   EXPECT_EQ(j[0]["isa"], best);
   EXPECT_NE(js.find("| prompt tokens |"), std::string::npos);
+}
+
+// --sweep as separate words or one quoted string: the same configurations, one table with the
+// numa column, and the chart file.
+TEST(BenchCommand, SweepQuotedOrSeparateWords) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  BenchArgs a;
+  a.model = TestDataPath("models/ds-tiny-Q4_K_M.gguf");
+  a.n_prompt = {8};
+  a.n_gen = {2};
+  a.repetitions = 1;
+  a.sweep_chart = moesplit::testing::ScratchDir() + "/sweep-test.svg";
+  for (const std::vector<std::string>& sweep :
+       {std::vector<std::string>{"threads=1,2", "numa=single"},
+        std::vector<std::string>{"threads=1,2 numa=single"}}) {
+    a.sweep = sweep;
+    std::ostringstream out, err;
+    Status s = RunBench(a, out, err);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    const std::string md = out.str();
+    EXPECT_NE(md.find("numa"), std::string::npos) << md;
+    int rows = 0;
+    for (size_t at = md.find("| single 0"); at != std::string::npos;
+         at = md.find("| single 0", at + 1)) {
+      ++rows;
+    }
+    EXPECT_EQ(rows, 4) << md;  // (pp8, tg2) x threads 1, 2
+    std::ifstream chart(a.sweep_chart);
+    EXPECT_TRUE(chart.good());
+  }
+  a.sweep = {"threads=1,2 colour=red"};
+  std::ostringstream out, err;
+  EXPECT_NE(RunBench(a, out, err).message().find("colour"), std::string::npos);
 }
 
 TEST(BenchCommand, UserErrors) {
