@@ -58,6 +58,13 @@ std::vector<uint8_t> PatternRows(GgmlType type, int64_t cols, uint32_t seed) {
   return out;
 }
 
+// `rows` rows of `rb` bytes at dst, cycling through the pattern's kPatternRows rows.
+void FillRows(uint8_t* dst, int64_t rows, const std::vector<uint8_t>& pattern, int64_t rb) {
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(dst + r * rb, pattern.data() + (r % kPatternRows) * rb, static_cast<size_t>(rb));
+  }
+}
+
 // One layer of `experts` experts in one node buffer: gate [E x F x rb(D)], up (same), down
 // [E x D x rb(F)], filled expert by expert by the pool's pinned workers (first touch).
 struct LayerCopy {
@@ -91,15 +98,9 @@ StatusOr<LayerCopy> BuildLayer(int node, int64_t experts, numa::Executor& pool) 
   const std::vector<uint8_t> pd = PatternRows(kDown, kF, 13);
   const int64_t rb_g = RowBytes(kGateUp, kD), rb_d = RowBytes(kDown, kF);
   pool.ParallelFor(experts, [&](int64_t e, int) {
-    for (int64_t r = 0; r < kF; ++r) {
-      const uint8_t* src = pg.data() + (r % kPatternRows) * rb_g;
-      std::memcpy(gate + e * gate_bytes + r * rb_g, src, static_cast<size_t>(rb_g));
-      std::memcpy(up + e * gate_bytes + r * rb_g, src, static_cast<size_t>(rb_g));
-    }
-    for (int64_t r = 0; r < kD; ++r) {
-      std::memcpy(down + e * down_bytes + r * rb_d, pd.data() + (r % kPatternRows) * rb_d,
-                  static_cast<size_t>(rb_d));
-    }
+    FillRows(gate + e * gate_bytes, kF, pg, rb_g);
+    FillRows(up + e * gate_bytes, kF, pg, rb_g);
+    FillRows(down + e * down_bytes, kD, pd, rb_d);
   });
   l.views.gate_exps = Slab("ffn_gate_exps", kGateUp, kD, kF, experts, gate);
   l.views.up_exps = Slab("ffn_up_exps", kGateUp, kD, kF, experts, up);
@@ -260,11 +261,7 @@ StatusOr<double> MeasureDenseGmacs(const numa::NumaNode& node, GgmlType type,
       result = buf.status();
       return;
     }
-    const std::vector<uint8_t> pattern = PatternRows(type, cols, 17);
-    for (int64_t r = 0; r < rows; ++r) {
-      std::memcpy(buf->data() + r * rb, pattern.data() + (r % kPatternRows) * rb,
-                  static_cast<size_t>(rb));
-    }
+    FillRows(buf->data(), rows, PatternRows(type, cols, 17), rb);
     const matmul::WeightMatrix w{
         .type = type, .data = buf->data(), .cols = cols, .rows = rows, .row_bytes = rb};
     const std::vector<float> x = Normal(tokens * cols, 3, 1.0f);  // [tokens x cols]
@@ -308,16 +305,9 @@ StatusOr<double> MeasureFfnGmacs(const numa::NumaNode& node, const MeasureOption
     uint8_t* up = gate + up_bytes;
     uint8_t* down = up + up_bytes;
     const std::vector<uint8_t> pin = PatternRows(kGateUp, kD, 19);
-    const std::vector<uint8_t> pout = PatternRows(kGateUp, f, 23);
-    for (int64_t r = 0; r < f; ++r) {
-      const uint8_t* src = pin.data() + (r % kPatternRows) * rb_in;
-      std::memcpy(gate + r * rb_in, src, static_cast<size_t>(rb_in));
-      std::memcpy(up + r * rb_in, src, static_cast<size_t>(rb_in));
-    }
-    for (int64_t r = 0; r < kD; ++r) {
-      std::memcpy(down + r * rb_out, pout.data() + (r % kPatternRows) * rb_out,
-                  static_cast<size_t>(rb_out));
-    }
+    FillRows(gate, f, pin, rb_in);
+    FillRows(up, f, pin, rb_in);
+    FillRows(down, kD, PatternRows(kGateUp, f, 23), rb_out);
     moe::ExpertEngine::Dense ffn;
     ffn.gate = Slab("ffn_gate", kGateUp, kD, f, 1, gate);
     ffn.up = Slab("ffn_up", kGateUp, kD, f, 1, up);
@@ -363,12 +353,8 @@ StatusOr<double> MeasureDenseDecodeGbps(const numa::NumaNode& node, int threads,
       return;
     }
     const std::vector<uint8_t> pattern = PatternRows(kGateUp, cols, 29);
-    pool.ParallelFor(copies, [&](int64_t c, int) {
-      for (int64_t r = 0; r < rows; ++r) {
-        std::memcpy(buf->data() + c * matrix + r * rb, pattern.data() + (r % kPatternRows) * rb,
-                    static_cast<size_t>(rb));
-      }
-    });
+    pool.ParallelFor(copies,
+                     [&](int64_t c, int) { FillRows(buf->data() + c * matrix, rows, pattern, rb); });
     AddBufferWarnings(*buf, node.id, warnings);
     const gemv::GemvKernels& k = gemv::KernelsFor(options.tier);
     const std::vector<float> x = Normal(cols, 3, 1.0f);  // [1 x cols]

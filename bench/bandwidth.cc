@@ -8,56 +8,18 @@
 
 #include "bench/bench_common.h"
 #include "core/base/status.h"
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "numa/bandwidth_probe.h"
 
 namespace moesplit::bench {
 namespace {
 
 constexpr int64_t kLine = 64;  // bytes per cache line; slices are whole lines
 
-// Reads [p, p + bytes) once: 4 x 16-byte loads per 64-byte line into four independent 64-bit
-// add chains (one vector add per load: the adds keep pace with the loads at any DRAM speed).
-uint64_t ProbeRead(const uint8_t* p, int64_t bytes) {
-#if defined(__SSE2__)
-  __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = 0; i < bytes; i += kLine) {
-    const auto* v = reinterpret_cast<const __m128i*>(p + i);
-    a0 = _mm_add_epi64(a0, _mm_load_si128(v + 0));
-    a1 = _mm_add_epi64(a1, _mm_load_si128(v + 1));
-    a2 = _mm_add_epi64(a2, _mm_load_si128(v + 2));
-    a3 = _mm_add_epi64(a3, _mm_load_si128(v + 3));
-  }
-  const __m128i s = _mm_add_epi64(_mm_add_epi64(a0, a1), _mm_add_epi64(a2, a3));
-  alignas(16) uint64_t lanes[2];
-  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), s);
-  return lanes[0] + lanes[1];
-#else
-  const auto* w = reinterpret_cast<const uint64_t*>(p);
-  uint64_t s[8] = {};
-  for (int64_t i = 0; i < bytes / 8; i += 8) {
-    for (int j = 0; j < 8; ++j) s[j] += w[i + j];
-  }
-  return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
-#endif
-}
-
-// STREAM-style sum reduction over doubles: 8 partial sums (a single accumulator would be bound
-// by the 3-4 cycle FP add latency, ~8 bytes / 3 cycles ~ 10 GB/s, below one core's DRAM rate).
-double SumReduction(const uint8_t* p, int64_t bytes) {
-  const auto* a = reinterpret_cast<const double*>(p);
-  double s[8] = {};
-  for (int64_t i = 0; i < bytes / 8; i += 8) {
-    for (int j = 0; j < 8; ++j) s[j] += a[i + j];
-  }
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-
+// The read kernels are numa/bandwidth_probe.h's (the same code `moesplit topo --measure` runs).
 double ReadOnce(ReadKernel kernel, const uint8_t* p, int64_t bytes) {
-  if (kernel == ReadKernel::kSumReduction) return SumReduction(p, bytes);
-  return static_cast<double>(ProbeRead(p, bytes));
+  return numa::ReadOnce(
+      kernel == ReadKernel::kSumReduction ? numa::ReadKernel::kStream : numa::ReadKernel::kProbe,
+      p, bytes);
 }
 
 }  // namespace

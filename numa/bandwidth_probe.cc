@@ -58,17 +58,6 @@ double SumReduction(const uint8_t* p, int64_t bytes) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-double ReadOnce(ReadKernel kernel, const uint8_t* p, int64_t bytes) {
-  switch (kernel) {
-    case ReadKernel::kStream:
-      return SumReduction(p, bytes);
-    case ReadKernel::kStrided:
-      return static_cast<double>(ProbeRead(p, bytes, kStride));
-    case ReadKernel::kProbe:
-      break;
-  }
-  return static_cast<double>(ProbeRead(p, bytes, kLine));
-}
 
 // Warning when the sampled pages of the buffer are not (almost) all on `node`: a figure for
 // "memory on node b" measured with the memory elsewhere would be silently wrong.
@@ -91,6 +80,18 @@ void CheckPlacement(const NodeBuffer& buf, int node, std::vector<std::string>* w
 }
 
 }  // namespace
+
+double ReadOnce(ReadKernel kernel, const uint8_t* p, int64_t bytes) {
+  switch (kernel) {
+    case ReadKernel::kStream:
+      return SumReduction(p, bytes);
+    case ReadKernel::kStrided:
+      return static_cast<double>(ProbeRead(p, bytes, kStride));
+    case ReadKernel::kProbe:
+      break;
+  }
+  return static_cast<double>(ProbeRead(p, bytes, kLine));
+}
 
 const char* ReadKernelName(ReadKernel kernel) {
   switch (kernel) {

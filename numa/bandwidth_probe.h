@@ -36,6 +36,11 @@ namespace moesplit::numa {
 enum class ReadKernel { kProbe, kStream, kStrided };
 const char* ReadKernelName(ReadKernel kernel);  // "probe", "stream", "strided"
 
+// One pass of `kernel` over [p, p + bytes) on the calling thread (p 64-byte aligned, bytes a
+// multiple of 64, of 256 for kStrided); the result only keeps the reads from being optimised
+// away.
+double ReadOnce(ReadKernel kernel, const uint8_t* p, int64_t bytes);
+
 struct ReadOptions {
   std::vector<int> cpus;  // OS CPU ids, one reader thread per entry (one per physical core)
   int mem_node = 0;       // OS NUMA node id the buffer is bound to
