@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "numa/affinity.h"
 
@@ -50,22 +49,23 @@ TEST(BandwidthProbe, EveryKernelGivesAPositiveFigure) {
   }
 }
 
-TEST(BandwidthProbe, StreamAndProbeAgreeLoosely) {
+// Probe and STREAM kernels read the same span on the same cores. Their 10% agreement is a
+// timing claim, checked (and reported) by `moesplit topo --measure` on full-size buffers, not
+// here: a timed comparison in a unit test fails on a loaded CI machine or under sanitizers.
+TEST(BandwidthProbe, StreamAndProbeReadTheSameSpan) {
   const std::vector<int> allowed = AllowedCpus();
   const std::vector<int> cpus(allowed.begin(),
                               allowed.begin() + std::min<size_t>(2, allowed.size()));
-  // Best of three tries: other processes share this machine, so one pair can be disturbed.
-  double best = 0;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    StatusOr<ReadResult> probe = MeasureRead(Options(ReadKernel::kProbe, cpus));
-    StatusOr<ReadResult> stream = MeasureRead(Options(ReadKernel::kStream, cpus));
-    ASSERT_TRUE(probe.ok() && stream.ok());
-    const double ratio = probe->gbps / stream->gbps;
-    if (std::abs(ratio - 1) < std::abs(best - 1)) best = ratio;
-  }
-  // Loose: the 10% agreement is checked by `moesplit topo --measure` on full-size buffers.
-  EXPECT_GT(best, 0.5);
-  EXPECT_LT(best, 2.0);
+  StatusOr<ReadResult> probe = MeasureRead(Options(ReadKernel::kProbe, cpus));
+  StatusOr<ReadResult> stream = MeasureRead(Options(ReadKernel::kStream, cpus));
+  ASSERT_TRUE(probe.ok()) << probe.status().ToString();
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  EXPECT_EQ(probe->threads, static_cast<int>(cpus.size()));
+  EXPECT_EQ(stream->threads, static_cast<int>(cpus.size()));
+  EXPECT_EQ(probe->bytes_per_pass, stream->bytes_per_pass);
+  EXPECT_EQ(stream->checksum, static_cast<double>(kBytes / 8));
+  EXPECT_GT(probe->gbps, 0);
+  EXPECT_GT(stream->gbps, 0);
 }
 
 TEST(BandwidthProbe, UnpinnableCpuIsAWarning) {
