@@ -10,7 +10,7 @@
 //         and each iteration takes the next, so the weights stream from DRAM as in decode
 //         (V3 gate at Q4_K: 2048 x 7168 x 4.5 / 8 = 8.26 MB, 33 copies);
 //   hot   the same matrix every iteration: L2/L3-resident when it fits, the kernel's compute rate.
-// GEMM, n_tok = 8, 64, 256 tokens, on 256 x 7168 (one 256-row block of a V3 gate; hot):
+// GEMM, n_tok = 2, 4, 8, 16, 64, 256 tokens, on 256 x 7168 (one 256-row block of a V3 gate; hot):
 // the prefill tile, compute-bound.
 //
 // Counters: GB/s = weight bytes read / s (1e9), GFLOP/s = 2 * rows * K * n_tok / s, bw_frac =
@@ -43,7 +43,7 @@ struct Shape {
 };
 constexpr Shape kGemvShapes[] = {{2048, 7168}, {7168, 2048}, {1408, 2048}, {2048, 1408}};
 constexpr Shape kGemmShape = {256, 7168};
-constexpr int64_t kGemmTokens[] = {8, 64, 256};
+constexpr int64_t kGemmTokens[] = {2, 4, 8, 16, 64, 256};
 constexpr int64_t kColdBytes = int64_t{256} << 20;  // cold copies span at least this
 constexpr int64_t kPatternRows = 64;                // distinct quantized rows; the rest are copies
 

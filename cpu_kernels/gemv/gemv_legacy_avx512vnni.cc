@@ -13,6 +13,8 @@
 namespace moesplit::gemv::internal {
 
 #include "cpu_kernels/gemv/gemv_legacy_avx512_impl.inc"
+#include "cpu_kernels/gemv/gemv_avx512_reduce.inc"
+#include "cpu_kernels/gemv/gemv_legacy_gm_avx512vnni.inc"
 
 float DotQ4_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) {
   return DotImpl<KindQ4_0<true>>(w_row, a_row, n);
@@ -24,16 +26,28 @@ float DotQ5_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) {
 
 void GemmQ8_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  if (n_tok >= kGmMinTokens) {
+    GmGemm<GmQ8_0>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+    return;
+  }
   GemmImpl<KindQ8_0<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 void GemmQ4_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  if (n_tok >= kGmMinTokens) {
+    GmGemm<GmQ4Q5<false>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+    return;
+  }
   GemmImpl<KindQ4_0<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 void GemmQ5_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  if (n_tok >= kGmMinTokens) {
+    GmGemm<GmQ4Q5<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+    return;
+  }
   GemmImpl<KindQ5_0<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
