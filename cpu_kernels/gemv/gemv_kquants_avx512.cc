@@ -13,6 +13,7 @@ namespace moesplit::gemv::internal {
 
 #include "cpu_kernels/gemv/gemv_kquants_avx512.inc"
 #include "cpu_kernels/gemv/gemv_kquants_decode_avx512.inc"
+#include "cpu_kernels/gemv/gemv_kquants_q6k_decode_avx512.inc"
 
 using CoreAvx512 = Avx512Core<false>;
 
@@ -23,7 +24,7 @@ float DotQ5K_Q8K_Avx512(const void* w_row, const void* a_row, int64_t n) {
   return KQuantDot<CoreAvx512, Q5KFmt>(w_row, a_row, n);
 }
 float DotQ6K_Q8K_Avx512(const void* w_row, const void* a_row, int64_t n) {
-  return KQuantDot<CoreAvx512, Q6KFmt>(w_row, a_row, n);
+  return Q6KDecodeDot<false>(w_row, a_row, n);
 }
 
 void GemmQ4K_Q8K_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
@@ -40,6 +41,10 @@ void GemmQ5K_Q8K_Avx512(const void* w, size_t w_stride, int64_t n_rows, const vo
 }
 void GemmQ6K_Q8K_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  if (n_tok == 1) {  // decode: the packed-order tile (gemv_kquants_q6k_decode_avx512.inc)
+    Q6KDecodeGemv<false>(w, w_stride, n_rows, a, n, y);
+    return;
+  }
   KQuantGemm<CoreAvx512, Q6KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 

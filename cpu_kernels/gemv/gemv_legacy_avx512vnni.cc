@@ -26,29 +26,29 @@ float DotQ5_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) {
 
 void GemmQ8_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  if (n_tok >= kGmMinTokens) {
-    GmGemm<GmQ8_0>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
-    return;
+  const int64_t done = GmGemm16<GmQ8_0>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  if (done < n_tok) {
+    GemmImpl<KindQ8_0<true>>(w, w_stride, n_rows, static_cast<const uint8_t*>(a) + done * a_stride, a_stride,
+                 n_tok - done, n, y + done * ldy, ldy);
   }
-  GemmImpl<KindQ8_0<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 void GemmQ4_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  if (n_tok >= kGmMinTokens) {
-    GmGemm<GmQ4Q5<false>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
-    return;
+  const int64_t done = GmGemm16<GmQ4Q5<false>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  if (done < n_tok) {
+    GemmImpl<KindQ4_0<true>>(w, w_stride, n_rows, static_cast<const uint8_t*>(a) + done * a_stride, a_stride,
+                 n_tok - done, n, y + done * ldy, ldy);
   }
-  GemmImpl<KindQ4_0<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 void GemmQ5_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  if (n_tok >= kGmMinTokens) {
-    GmGemm<GmQ4Q5<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
-    return;
+  const int64_t done = GmGemm16<GmQ4Q5<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  if (done < n_tok) {
+    GemmImpl<KindQ5_0<true>>(w, w_stride, n_rows, static_cast<const uint8_t*>(a) + done * a_stride, a_stride,
+                 n_tok - done, n, y + done * ldy, ldy);
   }
-  GemmImpl<KindQ5_0<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 }  // namespace moesplit::gemv::internal
