@@ -47,6 +47,11 @@ struct Workspace {
   std::vector<int32_t> ids;        // [T x k] routed experts
   std::vector<float> weights;      // [T x k] their weights
   std::vector<float> xn;           // [n_out x D] output_norm'ed rows for the head
+  // MLA prefill in the expanded form, for a group of G heads (see forward_mla.cc):
+  std::vector<float> mla_wkb;  // [G x nope x L] W_kb of each head, f32
+  std::vector<float> mla_wvb;  // [G x v x L] W_vb of each head, f32
+  std::vector<float> mla_k;    // [G x ctx x (nope+R)] expanded keys [W_kb c_s, k_pe_s]
+  std::vector<float> mla_vt;   // [G x v x ctx] expanded values, transposed
   std::array<qmatmul::QuantizedRows, 3> rows;  // an input in F32 / Q8_K / Q8_0 (Project)
   std::vector<WorkerScratch> workers;          // [threads]
 };
@@ -83,9 +88,20 @@ void Project(const ForwardContext& ctx, const float* x, int64_t ldx, int64_t n_t
 // x[T x D] = token_embd rows of tokens[T].
 void Embed(const ForwardContext& ctx, const int32_t* tokens, int64_t n_tok, float* x);
 
+// How MLA attention is computed (the same values either way, up to rounding):
+//   kAbsorbed  queries absorbed into the latent space: (L+R) + L multiply-adds per (token,
+//              head, position); the only sensible form for decode;
+//   kExpanded  keys and values of every position expanded per head first ((nope + v) x L per
+//              position and head), then (nope+R) + v per (token, head, position): fewer
+//              multiply-adds once a batch attends to about as many positions as it has tokens;
+//   kAuto      whichever costs fewer multiply-adds (MlaExpandedIsCheaper).
+enum class MlaForm { kAuto, kAbsorbed, kExpanded };
+
+bool MlaExpandedIsCheaper(const ModelConfig& c, int64_t n_tok, int64_t pos0);
+
 // out[T x D] = MLA attention of h[T x D] (already attn_norm'ed); writes the latent cache rows.
 void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok,
-                  int64_t pos0, float* out);
+                  int64_t pos0, float* out, MlaForm form = MlaForm::kAuto);
 
 // out[T x D] = GQA attention of h[T x D] (qwen3moe / llama); writes K/V cache rows.
 void GqaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok,

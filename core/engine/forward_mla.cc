@@ -1,4 +1,6 @@
-// DeepSeek MLA attention in the absorbed form (llama.cpp's is_mla path, DeepSeek-V2 paper §2.1):
+// DeepSeek MLA attention. Decode (and short batches late in the context) in the absorbed form
+// (llama.cpp's is_mla path, DeepSeek-V2 paper §2.1); prefill in the expanded form when it costs
+// fewer multiply-adds (MlaExpandedIsCheaper; ExpandedAttention below). The absorbed form:
 // the cache holds per token only the normalised latent c (L floats) and the roped shared key
 // k_pe (R floats). Per head h, with W_kb[h] [L x nope] and W_vb[h] [v x L]:
 //   q_abs = W_kb[h]^T q_nope                  (nope -> L: the key up-projection moved onto q)
@@ -15,6 +17,7 @@
 #include "core/base/int_math.h"
 #include "core/engine/forward.h"
 #include "cpu_kernels/matmul/matmul.h"
+#include "cpu_kernels/quant/quant.h"
 
 namespace moesplit::engine {
 
@@ -165,10 +168,117 @@ void AttendBlock(const ForwardContext& ctx, const LayerWeights& l, const LatentC
   }
 }
 
+// ---- the expanded form (prefill) ---------------------------------------------------------------
+
+// W_kb[h] as [nope x L] and W_vb[h] as [v x L] f32 rows, for both layouts (split attn_k_b is
+// stored [L x nope] per head: transposed here).
+void DequantizeHeadMaps(const ModelConfig& c, const LayerWeights& l, int64_t h, float* wkb,
+                        float* wvb) {
+  const int64_t L = c.kv_lora_rank, nope = c.qk_nope, hv = c.head_dim_v;
+  const HeadMaps m = MapsForHead(c, l, h);
+  if (m.transposed_k) {  // legacy: rows of W_kb[h] directly
+    for (int64_t i = 0; i < nope; ++i) quant::DequantizeRow(m.k.type, m.k.Row(i), wkb + i * L, L);
+  } else {
+    std::vector<float> row(static_cast<size_t>(nope));  // [nope] row l of W_kb^T
+    for (int64_t li = 0; li < L; ++li) {
+      quant::DequantizeRow(m.k.type, m.k.Row(li), row.data(), nope);
+      for (int64_t i = 0; i < nope; ++i) wkb[i * L + li] = row[static_cast<size_t>(i)];
+    }
+  }
+  for (int64_t j = 0; j < hv; ++j) quant::DequantizeRow(m.v.type, m.v.Row(j), wvb + j * L, L);
+}
+
+// Heads per expanded group: their keys and values for n_ctx positions stay within ~64 MB
+// ((nope+R) + v floats per position and head: 320 x 4 B x 4096 positions = 5 MB per head).
+int64_t ExpandedGroupHeads(const ModelConfig& c, int64_t n_ctx) {
+  const int64_t per_head = n_ctx * (c.head_dim_k + c.head_dim_v) * 4;
+  return std::clamp<int64_t>((int64_t{64} << 20) / std::max<int64_t>(per_head, 1), 1, c.n_head);
+}
+
+// Attention of all n_tok tokens over positions [0, pos0 + n_tok) in the expanded form, head
+// group by head group: one ParallelFor expands keys K_h [ctx x (nope+R)] = [C W_kb[h]^T, k_pe]
+// and transposed values V_h^T [v x ctx] = W_vb[h] C^T over position blocks, a second one runs
+// (token block, head) tasks: s = K_h q (causal), p = softmax, o = V_h^T p.
+void ExpandedAttention(const ForwardContext& ctx, const LayerWeights& l, const LatentCache& cache,
+                       int64_t n_tok, int64_t pos0, float* o) {
+  const ModelConfig& c = ctx.cfg;
+  const int64_t H = c.n_head, L = c.kv_lora_rank, R = c.qk_rope, W = L + R;
+  const int64_t nope = c.qk_nope, hk = c.head_dim_k, hv = c.head_dim_v;
+  const int64_t n_ctx = cache.n_ctx, G = ExpandedGroupHeads(c, n_ctx);
+  float* wkb = Grow(ctx.ws.mla_wkb, G * nope * L);
+  float* wvb = Grow(ctx.ws.mla_wvb, G * hv * L);
+  float* kx = Grow(ctx.ws.mla_k, G * n_ctx * hk);
+  float* vt = Grow(ctx.ws.mla_vt, G * hv * n_ctx);
+  const float* q = ctx.ws.q.data();
+  constexpr int64_t kPosBlock = 64, kTokBlock = 16;
+  const int64_t n_pos_blocks = CeilDiv(n_ctx, kPosBlock), n_tok_blocks = CeilDiv(n_tok, kTokBlock);
+  for (int64_t h0 = 0; h0 < H; h0 += G) {
+    const int64_t g_n = std::min(G, H - h0);
+    ctx.pool.ParallelFor(g_n, [&](int64_t j, int) {
+      DequantizeHeadMaps(c, l, h0 + j, wkb + j * nope * L, wvb + j * hv * L);
+    });
+    ctx.pool.ParallelFor(g_n * n_pos_blocks, [&](int64_t task, int) {
+      const int64_t j = task / n_pos_blocks, s0 = (task % n_pos_blocks) * kPosBlock;
+      const int64_t ns = std::min(kPosBlock, n_ctx - s0);
+      float* kj = kx + j * n_ctx * hk;
+      // K rows s0.. : [W_kb c_s] (nope) then k_pe_s (R).
+      qmatmul::MatMulRows(ctx.kernels, F32Matrix(wkb + j * nope * L, nope, L, L),
+                          F32Rows(cache.rows + s0 * W, ns, L, W), kj + s0 * hk, hk, 0, nope);
+      for (int64_t s = s0; s < s0 + ns; ++s) {
+        std::copy(cache.rows + s * W + L, cache.rows + s * W + W, kj + s * hk + nope);
+      }
+      // V^T columns s0.. : row d = W_vb[d] . c_s for s in the block.
+      qmatmul::MatMulRows(ctx.kernels, F32Matrix(cache.rows + s0 * W, ns, L, W),
+                          F32Rows(wvb + j * hv * L, hv, L, L), vt + j * hv * n_ctx + s0, n_ctx, 0,
+                          ns);
+    });
+    // Latest token blocks (longest causal rows) first.
+    ctx.pool.ParallelFor(g_n * n_tok_blocks, [&](int64_t task, int worker) {
+      const int64_t j = task % g_n, t0 = (n_tok_blocks - 1 - task / g_n) * kTokBlock;
+      const int64_t nt = std::min(kTokBlock, n_tok - t0), n = pos0 + t0 + nt;
+      WorkerScratch& sw = ctx.ws.workers[static_cast<size_t>(worker)];
+      float* scores = Grow(sw.scores, nt * n);  // [nt x n]
+      qmatmul::MatMulRows(ctx.kernels, F32Matrix(kx + j * n_ctx * hk, n, hk, hk),
+                          F32Rows(q + (t0 * H + h0 + j) * hk, nt, hk, H * hk), scores, n, 0, n);
+      for (int64_t i = 0; i < nt; ++i) {
+        const int64_t valid = pos0 + t0 + i + 1;  // causal: positions 0 .. own
+        float* sr = scores + i * n;
+        for (int64_t k = 0; k < valid; ++k) sr[k] *= c.kq_scale;
+        ops::Softmax(sr, valid);
+        std::fill(sr + valid, sr + n, 0.0f);
+      }
+      qmatmul::MatMulRows(ctx.kernels, F32Matrix(vt + j * hv * n_ctx, hv, n, n_ctx),
+                          F32Rows(scores, nt, n, n), o + t0 * H * hv + (h0 + j) * hv, H * hv, 0,
+                          hv);
+    });
+  }
+}
+
 }  // namespace
 
+// Multiply-adds of the two forms for n_tok tokens at positions pos0.. (causal: a token at
+// position p attends to p + 1 positions, n_tok (pos0 + (n_tok + 1) / 2) pairs in all):
+//   absorbed  pairs H ((L+R) + L) + n_tok H (nope L + L v)     (q absorption, output map)
+//   expanded  pairs H ((nope+R) + v) + n_ctx H (nope + v) L    (keys and values expanded)
+// With DeepSeek's shapes (L 512, R 64, nope 128, v 128) the expanded form wins for prefill from
+// position 0 at any length and loses for decode and short batches deep in the context.
+bool MlaExpandedIsCheaper(const ModelConfig& c, int64_t n_tok, int64_t pos0) {
+  // Below 32 tokens attention is a small part of the work either way, and decode must stay in
+  // the absorbed form: the two forms round differently (f32 expanded keys vs Q8_0-quantized
+  // absorbed queries, as llama.cpp), which on a small random model flips MoE routing near-ties
+  // between a prompt's batch and its token-by-token decode (oracle tests: 10/16 positions).
+  if (n_tok < 32) return false;
+  const int64_t H = c.n_head, L = c.kv_lora_rank, R = c.qk_rope, nope = c.qk_nope;
+  const int64_t hv = c.head_dim_v;
+  const double pairs = static_cast<double>(n_tok) * static_cast<double>(pos0 + (n_tok + 1) / 2);
+  const double absorbed = pairs * H * (2 * L + R) + static_cast<double>(n_tok) * H * (nope + hv) * L;
+  const double expanded =
+      pairs * H * (nope + R + hv) + static_cast<double>(pos0 + n_tok) * H * (nope + hv) * L;
+  return expanded < absorbed;
+}
+
 void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok,
-                  int64_t pos0, float* out) {
+                  int64_t pos0, float* out, MlaForm form) {
   const ModelConfig& c = ctx.cfg;
   const LayerWeights& l = ctx.w.layers[static_cast<size_t>(il)];
   const int64_t H = c.n_head, hv = c.head_dim_v;
@@ -189,16 +299,26 @@ void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
   const int64_t hg = CeilDiv(H, groups_wanted);  // heads per task
   const int64_t n_groups = CeilDiv(H, hg);
   if (ctx.ws.workers.size() < static_cast<size_t>(n_threads)) ctx.ws.workers.resize(n_threads);
+  const bool expanded = form == MlaForm::kExpanded ||
+                        (form == MlaForm::kAuto && MlaExpandedIsCheaper(c, n_tok, pos0));
   LatentCache cache;
   cache.rows = ctx.kv.Rows(KvCache::kK, il, n_ctx_max, &ctx.ws.cache_f32);  // [ctx x W]
-  cache.c_t = ctx.kv.LatentTransposed(il, n_ctx_max, &ctx.ws.cache_f32_v, &cache.t_stride);
+  cache.c_t = nullptr;  // the absorbed form's C^T; the expanded form reads rows only
+  cache.t_stride = 0;
+  if (!expanded) {
+    cache.c_t = ctx.kv.LatentTransposed(il, n_ctx_max, &ctx.ws.cache_f32_v, &cache.t_stride);
+  }
   cache.n_ctx = n_ctx_max;
   float* o = Grow(ctx.ws.o, n_tok * H * hv);  // [T x H*v]
-  ctx.pool.ParallelFor(n_blocks * n_groups, [&](int64_t task, int worker) {
-    const int64_t t0 = (n_blocks - 1 - task / n_groups) * tb, h0 = (task % n_groups) * hg;
-    AttendBlock(ctx, l, cache, pos0, t0, std::min(tb, n_tok - t0), h0, std::min(hg, H - h0),
-                ctx.ws.workers[static_cast<size_t>(worker)], o);
-  });
+  if (expanded) {
+    ExpandedAttention(ctx, l, cache, n_tok, pos0, o);
+  } else {
+    ctx.pool.ParallelFor(n_blocks * n_groups, [&](int64_t task, int worker) {
+      const int64_t t0 = (n_blocks - 1 - task / n_groups) * tb, h0 = (task % n_groups) * hg;
+      AttendBlock(ctx, l, cache, pos0, t0, std::min(tb, n_tok - t0), h0, std::min(hg, H - h0),
+                  ctx.ws.workers[static_cast<size_t>(worker)], o);
+    });
+  }
   const qmatmul::Product p{matmul::FromTensor(l.attn_output), out, c.n_embd};
   engine::Project(ctx, o, H * hv, n_tok, {&p, 1});
 }

@@ -189,7 +189,7 @@ std::vector<double> Naive(const Weights& w, const ModelConfig& c, const std::vec
   return out;
 }
 
-void CheckMla(int64_t Q, bool split) {
+void CheckMla(int64_t Q, bool split, MlaForm form = MlaForm::kAuto) {
   const Weights w = MakeWeights(Q, 42);
   const ModelConfig c = Config(Q, split);
   ModelWeights mw;
@@ -208,8 +208,8 @@ void CheckMla(int64_t Q, bool split) {
   std::vector<float> hs(5 * D);
   for (float& x : hs) x = n(rng);
   std::vector<float> out(5 * D, NAN);
-  MlaAttention(ctx, 0, hs.data(), 3, 0, out.data());                  // prefill 3 tokens
-  MlaAttention(ctx, 0, hs.data() + 3 * D, 2, 3, out.data() + 3 * D);  // then 2 through the cache
+  MlaAttention(ctx, 0, hs.data(), 3, 0, out.data(), form);                  // prefill 3 tokens
+  MlaAttention(ctx, 0, hs.data() + 3 * D, 2, 3, out.data() + 3 * D, form);  // then 2 more
   const std::vector<double> ref = Naive(w, c, hs, 5);
   for (int64_t i = 0; i < 5 * D; ++i) {
     ASSERT_NEAR(out[i], ref[i], 2e-4 * (1 + std::fabs(ref[i])))
@@ -218,6 +218,36 @@ void CheckMla(int64_t Q, bool split) {
 }
 
 TEST(MlaTest, SplitLayoutWithQLora) { CheckMla(10, true); }
+TEST(MlaTest, ExpandedFormSplitLayout) {
+  CheckMla(10, true, MlaForm::kExpanded);
+  CheckMla(0, true, MlaForm::kExpanded);
+}
+TEST(MlaTest, ExpandedFormLegacyLayout) {
+  CheckMla(10, false, MlaForm::kExpanded);
+  CheckMla(0, false, MlaForm::kExpanded);
+}
+TEST(MlaTest, AbsorbedFormBothLayouts) {
+  CheckMla(10, true, MlaForm::kAbsorbed);
+  CheckMla(10, false, MlaForm::kAbsorbed);
+}
+// DeepSeek-V3 shapes: prefill of 32+ tokens from position 0 expands; decode, batches under 32
+// tokens, and a short batch deep in the context stay absorbed.
+TEST(MlaTest, FormChoiceFollowsTheMultiplyAdds) {
+  ModelConfig c;
+  c.n_head = 128;
+  c.kv_lora_rank = 512;
+  c.qk_rope = 64;
+  c.qk_nope = 128;
+  c.head_dim_v = 128;
+  c.head_dim_k = 192;
+  EXPECT_TRUE(MlaExpandedIsCheaper(c, 512, 0));
+  EXPECT_TRUE(MlaExpandedIsCheaper(c, 32, 0));
+  EXPECT_FALSE(MlaExpandedIsCheaper(c, 16, 0));
+  EXPECT_TRUE(MlaExpandedIsCheaper(c, 4096, 0));
+  EXPECT_FALSE(MlaExpandedIsCheaper(c, 1, 100));
+  EXPECT_FALSE(MlaExpandedIsCheaper(c, 64, 4000));
+  EXPECT_TRUE(MlaExpandedIsCheaper(c, 2048, 4000));
+}
 TEST(MlaTest, LegacyLayoutWithQLora) { CheckMla(10, false); }
 TEST(MlaTest, SplitLayoutWithoutQLora) { CheckMla(0, true); }
 TEST(MlaTest, LegacyLayoutWithoutQLora) { CheckMla(0, false); }
