@@ -120,8 +120,13 @@ void MatMulRows(const gemv::GemvKernels& k, const WeightMatrix& w, const Quantiz
   }
   MOESPLIT_CHECK(rows.type == tk->act_type, TypeName(w.type), " takes ", TypeName(tk->act_type),
                  " activations, got ", TypeName(rows.type));
-  const int64_t row_bytes = std::max<int64_t>(1, static_cast<int64_t>(rows.stride));
-  const int64_t chunk = std::max<int64_t>(8, kChunkBytes / row_bytes / 8 * 8);
+  // The bytes a row occupies in L2 are its values, not its stride: one head's q rows inside
+  // [T x H*192] f32 are 768 B 12 KB apart, and sizing by the stride cut MLA's score products
+  // to 8-token chunks (the f32 kernel's dot form, ~3x slower than its packed form at 16).
+  // At least 16 tokens per chunk: every prefill tile (K-quant, legacy block-major, f32 packed)
+  // wants 12-16 tokens; 16 rows of 16 KB (f32 scores at 4096 positions) still fit L2.
+  const int64_t row_bytes = std::max<int64_t>(1, RowBytes(rows.type, rows.cols));
+  const int64_t chunk = std::max<int64_t>(16, kChunkBytes / row_bytes / 8 * 8);
   for (int64_t t0 = 0; t0 < rows.n_tok; t0 += chunk) {
     const int64_t nt = std::min(chunk, rows.n_tok - t0);
     tk->gemm(w.Row(r0), static_cast<size_t>(w.row_bytes), r1 - r0, rows.Row(t0), rows.stride, nt,
