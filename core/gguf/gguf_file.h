@@ -101,10 +101,11 @@ class GgufFile {
   const std::string& path() const { return shards_.front().path; }
   uint64_t total_file_bytes() const;
 
-  // Maps every page of every shard into this process now (MADV_POPULATE_READ, Linux >= 5.14;
-  // elsewhere one read per 4 KiB page), so the first pass over the weights does not pay ~2.5M
-  // minor page faults (10 GB / 4 KiB) inside the timed work. Reads the file from disk where it is
-  // not in the page cache. Used by `bench` before its warm-up.
+  // Maps every page of every shard into this process now (MADV_POPULATE_READ, Linux >= 5.14),
+  // then reads one byte per 4 KiB page (a hypervisor may have reclaimed an idle guest's pages
+  // behind present page tables), so the first pass over the weights does not pay ~2.5M page
+  // faults (10 GB / 4 KiB) inside the timed work. Reads the file from disk where it is not in the
+  // page cache. Used by `bench` before its warm-up.
   void Prefault() const;
 
  private:
