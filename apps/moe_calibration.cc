@@ -39,18 +39,11 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-std::vector<float> Normal(int64_t count, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(static_cast<size_t>(count));  // [count]
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // kPatternRows quantized rows of `type`, `cols` wide: [kPatternRows x RowBytes(type, cols)].
 std::vector<uint8_t> PatternRows(GgmlType type, int64_t cols, uint32_t seed) {
   const int64_t rb = RowBytes(type, cols);
-  const std::vector<float> w = Normal(kPatternRows * cols, seed, 0.02f);
+  const std::vector<float> w = NormalValues(kPatternRows * cols, seed, 0.02f);
   std::vector<uint8_t> out(static_cast<size_t>(kPatternRows * rb));
   for (int64_t r = 0; r < kPatternRows; ++r) {
     quant::QuantizeRow(type, w.data() + r * cols, out.data() + r * rb, cols);
@@ -155,6 +148,14 @@ void PoolWarnings(const numa::NodePool& pool, std::vector<std::string>* warnings
 
 }  // namespace
 
+std::vector<float> NormalValues(int64_t count, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(static_cast<size_t>(count));  // [count]
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
 StatusOr<double> MeasureMoeDecodeGbps(const numa::NumaNode& node, int threads,
                                       const MeasureOptions& options,
                                       std::vector<std::string>* warnings) {
@@ -186,7 +187,7 @@ StatusOr<double> MeasureMoeDecodeGbps(const numa::NumaNode& node, int threads,
     std::vector<float> weights;
     for (int s = 0; s < kSets; ++s) Routes(experts, 1, false, 100 + s, &ids, &weights);
     const int k = static_cast<int>(std::min<int64_t>(kTopK, experts));
-    const std::vector<float> hidden = Normal(kD, 7, 1.0f);  // [1 x D]
+    const std::vector<float> hidden = NormalValues(kD, 7, 1.0f);  // [1 x D]
     std::vector<float> out(kD);                             // [1 x D]
     moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier));
     const int64_t steps = copies * 16;  // token-layers per timed pass
@@ -228,7 +229,7 @@ StatusOr<double> MeasureMoePrefillGmacs(const numa::NumaNode& node, int64_t toke
     std::vector<float> weights;
     Routes(experts, tokens, true, 5, &ids, &weights);
     const int k = static_cast<int>(std::min<int64_t>(kTopK, experts));
-    const std::vector<float> hidden = Normal(tokens * kD, 7, 1.0f);  // [tokens x D]
+    const std::vector<float> hidden = NormalValues(tokens * kD, 7, 1.0f);  // [tokens x D]
     std::vector<float> out(static_cast<size_t>(tokens * kD));        // [tokens x D]
     moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier));
     const double macs = static_cast<double>(tokens) * k * 3 * kD * kF;
@@ -264,7 +265,7 @@ StatusOr<double> MeasureDenseGmacs(const numa::NumaNode& node, GgmlType type,
     FillRows(buf->data(), rows, PatternRows(type, cols, 17), rb);
     const matmul::WeightMatrix w{
         .type = type, .data = buf->data(), .cols = cols, .rows = rows, .row_bytes = rb};
-    const std::vector<float> x = Normal(tokens * cols, 3, 1.0f);  // [tokens x cols]
+    const std::vector<float> x = NormalValues(tokens * cols, 3, 1.0f);  // [tokens x cols]
     std::vector<float> y(static_cast<size_t>(tokens * rows));    // [tokens x rows]
     qmatmul::QuantizedRows scratch;
     const gemv::GemvKernels& k = gemv::KernelsFor(options.tier);
@@ -313,7 +314,7 @@ StatusOr<double> MeasureFfnGmacs(const numa::NumaNode& node, const MeasureOption
     ffn.up = Slab("ffn_up", kGateUp, kD, f, 1, up);
     ffn.down = Slab("ffn_down", kGateUp, f, kD, 1, down);
     for (TensorView* v : {&ffn.gate, &ffn.up, &ffn.down}) v->n_dims = 2;
-    const std::vector<float> x = Normal(tokens * kD, 3, 1.0f);  // [tokens x D]
+    const std::vector<float> x = NormalValues(tokens * kD, 3, 1.0f);  // [tokens x D]
     std::vector<float> y(static_cast<size_t>(tokens * kD));    // [tokens x D]
     moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier));
     const int runs = options.quick ? 2 : 4;  // the first is a warm-up
@@ -357,7 +358,7 @@ StatusOr<double> MeasureDenseDecodeGbps(const numa::NumaNode& node, int threads,
                      [&](int64_t c, int) { FillRows(buf->data() + c * matrix, rows, pattern, rb); });
     AddBufferWarnings(*buf, node.id, warnings);
     const gemv::GemvKernels& k = gemv::KernelsFor(options.tier);
-    const std::vector<float> x = Normal(cols, 3, 1.0f);  // [1 x cols]
+    const std::vector<float> x = NormalValues(cols, 3, 1.0f);  // [1 x cols]
     std::vector<float> y(static_cast<size_t>(rows));     // [1 x rows]
     qmatmul::QuantizedRows xq;
     qmatmul::Quantize(k, qmatmul::ActTypeFor(k, kGateUp), x.data(), cols, 1, cols, &xq);

@@ -15,6 +15,7 @@
 //            the bare Q4_K x Q8_K GEMM's ~208: the planner predicts prefill from this one.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@
 #include "numa/topology.h"
 
 namespace moesplit::app {
+
+// [count] normal(0, scale) floats from mt19937(seed): the calibration weights and activations.
+std::vector<float> NormalValues(int64_t count, uint32_t seed, float scale);
 
 // Decode weight GB/s of `threads` workers of a NodePool pinned to the node's first cores.
 // --quick (options.quick): 8 experts, one copy (a smoke test).

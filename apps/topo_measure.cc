@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <random>
 #include <sstream>
 #include <thread>
 
@@ -46,14 +45,6 @@ constexpr int64_t kRows = 2048;
 constexpr int64_t kK = 7168;
 constexpr int64_t kPatternRows = 64;  // distinct quantized rows; the rest are copies
 constexpr GgmlType kWeightType = GgmlType::kQ4_K;
-
-std::vector<float> RandomValues(int64_t count, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(static_cast<size_t>(count));  // [count]
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // Runs fn on a fresh thread and waits: pool worker 0 is the thread that calls ParallelFor, so
 // pinning a pool inside it leaves the caller's own affinity alone.
@@ -98,7 +89,7 @@ void PinPoolWorkers(numa::ThreadPool& pool, const std::vector<int>& cpus,
 std::vector<uint64_t> Activations(const gemv::GemvKernels& kernels, GgmlType act_type,
                                   int64_t count, size_t stride) {
   std::vector<uint64_t> a(stride * static_cast<size_t>(count) / 8 + 1);
-  const std::vector<float> x = RandomValues(count * kK, 2, 1.0f);  // [count x kK]
+  const std::vector<float> x = NormalValues(count * kK, 2, 1.0f);  // [count x kK]
   const gemv::QuantizeFn quantize = kernels.Quantizer(act_type);
   MOESPLIT_CHECK(quantize != nullptr);
   auto* base = reinterpret_cast<uint8_t*>(a.data());
@@ -110,7 +101,7 @@ std::vector<uint64_t> Activations(const gemv::GemvKernels& kernels, GgmlType act
 // kernels' speed does not depend on the values, and this keeps set-up to memcpy.
 void FillWeights(uint8_t* dst, int64_t rows) {
   const int64_t row_bytes = RowBytes(kWeightType, kK);
-  const std::vector<float> wf = RandomValues(kPatternRows * kK, 1, 0.02f);  // [64 x kK]
+  const std::vector<float> wf = NormalValues(kPatternRows * kK, 1, 0.02f);  // [64 x kK]
   std::vector<uint8_t> pattern(static_cast<size_t>(kPatternRows * row_bytes));
   for (int64_t r = 0; r < kPatternRows; ++r) {
     quant::QuantizeRow(kWeightType, wf.data() + r * kK, pattern.data() + r * row_bytes, kK);
