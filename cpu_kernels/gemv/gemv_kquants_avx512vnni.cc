@@ -15,6 +15,7 @@ namespace moesplit::gemv::internal {
 #include "cpu_kernels/gemv/gemv_kquants_avx512.inc"
 #include "cpu_kernels/gemv/gemv_kquants_decode_avx512.inc"
 #include "cpu_kernels/gemv/gemv_kquants_q6k_decode_avx512.inc"
+#include "cpu_kernels/gemv/gemv_kquants_rowlane_avx512vnni.inc"
 
 using CoreAvx512Vnni = Avx512Core<true>;
 
@@ -34,7 +35,17 @@ void GemmQ4K_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, cons
     Q4KDecodeGemv<true>(w, w_stride, n_rows, a, n, y);
     return;
   }
-  KQuantGemm<CoreAvx512Vnni, Q4KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  // Several tokens: groups of 16 rows in the row-lane tile (gemv_kquants_rowlane_avx512vnni.inc),
+  // the remaining rows (and few tokens) in the group-major token tile.
+  int64_t r = 0;
+  if (n_tok >= kRowLaneMinTokens) {
+    r = n_rows / kRowLaneRows * kRowLaneRows;
+    Q4KRowLaneGemm(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
+  }
+  if (r < n_rows) {
+    KQuantGemm<CoreAvx512Vnni, Q4KFmt>(static_cast<const uint8_t*>(w) + r * w_stride, w_stride,
+                                       n_rows - r, a, a_stride, n_tok, n, y + r, ldy);
+  }
 }
 void GemmQ5K_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {

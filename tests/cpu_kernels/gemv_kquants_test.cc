@@ -273,10 +273,11 @@ TEST(KQuantExtremeTest, MaxQuantsAllTiers) {
 using TierType = std::tuple<IsaTier, GgmlType>;
 class KQuantGemmTest : public ::testing::TestWithParam<TierType> {};
 
-// Rows 1..13 (not multiples of the decode row tile), tokens 1..33 (two full 16-token tiles and
-// every smaller tile), 1 to 28 blocks (partial chunks, a lone last block), padded strides for
-// weights, activations and y; y poisoned with NaN inside the tile and a sentinel in the ldy
-// padding (which must stay untouched).
+// Rows 1..13 (not multiples of the decode row tile), 16 and 35 (AVX-512 VNNI Q4_K: one and two
+// 16-row groups of the row-lane tile, 3 rows left for the token tile), tokens 1..33 (two full
+// 16-token tiles and every smaller tile), 1 to 28 blocks (partial chunks, a lone last block),
+// padded strides for weights, activations and y; y poisoned with NaN inside the tile and a sentinel
+// in the ldy padding (which must stay untouched).
 TEST_P(KQuantGemmTest, EqualsDotPerRowAndToken) {
   const auto [tier, type] = GetParam();
   if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
@@ -284,9 +285,9 @@ TEST_P(KQuantGemmTest, EqualsDotPerRowAndToken) {
   const TypeKernels& ref = Kernels(IsaTier::kScalar, type);
   constexpr float kSentinel = -12345.0f;
   for (int64_t n : {256, 2304, 7168}) {
-    const Matrix w = RandomByteWeights(type, 13, n, 18, static_cast<uint32_t>(n));
+    const Matrix w = RandomByteWeights(type, 35, n, 18, static_cast<uint32_t>(n));
     const Acts a = RandomActs(33, n, 36, 99);
-    for (int64_t rows : {1, 3, 4, 5, 13}) {
+    for (int64_t rows : {1, 3, 4, 5, 13, 16, 35}) {
       for (int64_t n_tok : {1, 2, 3, 7, 8, 9, 17, 33}) {
         const int64_t ldy = rows + 3;
         std::vector<float> y(n_tok * ldy, kSentinel);  // [n_tok, ldy]

@@ -214,12 +214,31 @@ TEST_P(ExpertEngineTest, MatchesPerTokenReference) {
           engine.Forward(m.Layer(shared), x.data(), r.T, r.ids.data(), r.w.data(), r.k, out.data());
           double scale = 0;  // largest |ref| of the case: float summation order differs
           for (float v : ref) scale = std::max(scale, double(std::fabs(v)));
-          for (size_t i = 0; i < ref.size(); ++i) {
-            ASSERT_NEAR(out[i], ref[i], 2e-5 * scale + 1e-6)
+          // The batched gate / up products sum in another order than the one-token reference
+          // (last bits), and the intermediate row is requantized (Q8_0 / Q8_K) before the down
+          // projection: where one of its values sits on a rounding boundary, that last bit
+          // moves it one quantization step, which shifts every output of that token by up to
+          // ~1e-3 of the scale (measured: 6e-4, one token of 40 with the Q4_K row-lane tile).
+          // So: each token within 2e-5 of the scale, or within 2e-3 for at most one token in
+          // 16 (a broken tile moves most tokens, or by more).
+          int flipped = 0;  // tokens beyond the tight bound
+          for (int64_t t = 0; t < r.T; ++t) {
+            double worst = 0;
+            for (int64_t d = 0; d < types.D; ++d) {
+              const size_t i = static_cast<size_t>(t * types.D + d);
+              ASSERT_FALSE(std::isnan(out[i])) << "token " << t << " d " << d;
+              worst = std::max(worst, double(std::fabs(out[i] - ref[i])));
+            }
+            if (worst <= 2e-5 * scale + 1e-6) continue;
+            ++flipped;
+            ASSERT_LE(worst, 2e-3 * scale)
                 << TypeName(types.gate) << "/" << TypeName(types.up) << "/" << TypeName(types.down)
                 << " " << r.name << (shared ? " +shared" : "") << " " << threads
-                << " threads, token " << i / types.D << " d " << i % types.D;
+                << " threads, token " << t;
           }
+          EXPECT_LE(flipped, std::max<int64_t>(1, r.T / 16))
+              << TypeName(types.gate) << "/" << TypeName(types.up) << "/" << TypeName(types.down)
+              << " " << r.name << (shared ? " +shared" : "") << " " << threads << " threads";
         }
       }
     }
