@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/gemv/gemv_isa_common.h"
@@ -40,7 +41,7 @@ void GemmQ4K_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, cons
   int64_t r = 0;
   if (n_tok >= kRowLaneMinTokens) {
     r = n_rows / kRowLaneRows * kRowLaneRows;
-    Q4KRowLaneGemm(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
+    KQuantRowLaneGemm<BlockQ4_K>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
   }
   if (r < n_rows) {
     KQuantGemm<CoreAvx512Vnni, Q4KFmt>(static_cast<const uint8_t*>(w) + r * w_stride, w_stride,
@@ -49,7 +50,15 @@ void GemmQ4K_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, cons
 }
 void GemmQ5K_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  KQuantGemm<CoreAvx512Vnni, Q5KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  int64_t r = 0;  // as Q4_K: 16-row groups in the row-lane tile from kRowLaneMinTokens tokens
+  if (n_tok >= kRowLaneMinTokens) {
+    r = n_rows / kRowLaneRows * kRowLaneRows;
+    KQuantRowLaneGemm<BlockQ5_K>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
+  }
+  if (r < n_rows) {
+    KQuantGemm<CoreAvx512Vnni, Q5KFmt>(static_cast<const uint8_t*>(w) + r * w_stride, w_stride,
+                                       n_rows - r, a, a_stride, n_tok, n, y + r, ldy);
+  }
 }
 void GemmQ6K_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
