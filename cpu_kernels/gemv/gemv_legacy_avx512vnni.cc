@@ -6,15 +6,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/quant/blocks.h"
 
 namespace moesplit::gemv::internal {
 
-#include "cpu_kernels/gemv/gemv_legacy_avx512_impl.inc"
 #include "cpu_kernels/gemv/gemv_avx512_reduce.inc"
+#include "cpu_kernels/gemv/gemv_legacy_avx512_impl.inc"
 #include "cpu_kernels/gemv/gemv_legacy_gm_avx512vnni.inc"
+#include "cpu_kernels/gemv/gemv_legacy_rowlane_avx512vnni.inc"
 
 float DotQ4_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) {
   return DotImpl<KindQ4_0<true>>(w_row, a_row, n);
@@ -24,31 +26,41 @@ float DotQ5_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) {
   return DotImpl<KindQ5_0<true>>(w_row, a_row, n);
 }
 
+// Several tokens: 16-row groups in the row-lane tile (gemv_legacy_rowlane_avx512vnni.inc); the
+// remaining rows, and fewer tokens, in the block-major tile (full 16-token tiles) and the pair
+// tiles (the rest).
+template <class Block, class Gm, class Kind>
+void LegacyGemm(const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  int64_t r = 0;
+  if (n_tok >= kLegacyRowLaneMinTokens) {
+    r = n_rows / kRowLaneRows * kRowLaneRows;
+    LegacyRowLaneGemm<Block>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
+  }
+  if (r == n_rows) return;
+  const auto* wr = static_cast<const uint8_t*>(w) + r * w_stride;
+  const int64_t done = GmGemm16<Gm>(wr, w_stride, n_rows - r, a, a_stride, n_tok, n, y + r, ldy);
+  if (done < n_tok) {
+    GemmImpl<Kind>(wr, w_stride, n_rows - r, static_cast<const uint8_t*>(a) + done * a_stride,
+                   a_stride, n_tok - done, n, y + r + done * ldy, ldy);
+  }
+}
+
 void GemmQ8_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  const int64_t done = GmGemm16<GmQ8_0>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
-  if (done < n_tok) {
-    GemmImpl<KindQ8_0<true>>(w, w_stride, n_rows, static_cast<const uint8_t*>(a) + done * a_stride, a_stride,
-                 n_tok - done, n, y + done * ldy, ldy);
-  }
+  LegacyGemm<BlockQ8_0, GmQ8_0, KindQ8_0<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 void GemmQ4_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  const int64_t done = GmGemm16<GmQ4Q5<false>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
-  if (done < n_tok) {
-    GemmImpl<KindQ4_0<true>>(w, w_stride, n_rows, static_cast<const uint8_t*>(a) + done * a_stride, a_stride,
-                 n_tok - done, n, y + done * ldy, ldy);
-  }
+  LegacyGemm<BlockQ4_0, GmQ4Q5<false>, KindQ4_0<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n,
+                                                       y, ldy);
 }
 
 void GemmQ5_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  const int64_t done = GmGemm16<GmQ4Q5<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
-  if (done < n_tok) {
-    GemmImpl<KindQ5_0<true>>(w, w_stride, n_rows, static_cast<const uint8_t*>(a) + done * a_stride, a_stride,
-                 n_tok - done, n, y + done * ldy, ldy);
-  }
+  LegacyGemm<BlockQ5_0, GmQ4Q5<true>, KindQ5_0<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y,
+                                                      ldy);
 }
 
 }  // namespace moesplit::gemv::internal

@@ -213,20 +213,22 @@ std::string GemmParamName(const ::testing::TestParamInfo<GemmParam>& info) {
   return TierName(tier) + "_" + TypeName(wtype);
 }
 
-// Odd shapes: rows not a multiple of the tiles (4 / 8), n_tok not a multiple of the token chunk,
-// padded row strides, ldy > rows. Every y entry equals the scalar dot; the gap between rows
+// Odd shapes: rows not a multiple of the tiles (4 / 8 / 16-row groups of the AVX-512 VNNI row-lane
+// tile: 17 and 35 leave rows to the other tiles), n_tok not a multiple of the token chunk (65
+// tokens of 4160 values: two token passes and three weight chunks of the row-lane tile), padded
+// row strides, ldy > rows. Every y entry equals the scalar dot; the gap between rows
 // and ldy stays NaN.
 TEST_P(LegacyGemmTest, MatchesScalarDotOddShapes) {
   const auto [tier, wtype] = GetParam();
   if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << TierName(tier);
   const TypeKernels& tk = *KernelsFor(tier).For(wtype);
   const DotFn ref = KernelsFor(IsaTier::kScalar).For(wtype)->dot;
-  for (int64_t n : {32, 96, 1408}) {
-    const Matrix w = RandomMatrix(wtype, 17, n, 6, static_cast<uint32_t>(n), 0.02f);
+  for (int64_t n : {32, 96, 1408, 4160}) {
+    const Matrix w = RandomMatrix(wtype, 35, n, 6, static_cast<uint32_t>(n), 0.02f);
     const Matrix a_all =
-        RandomMatrix(GgmlType::kQ8_0, 17, n, 10, static_cast<uint32_t>(n) + 3, 3.0f);
-    for (int64_t rows : {1, 3, 4, 5, 8, 9, 13, 17}) {
-      for (int64_t n_tok : {1, 2, 3, 7, 8, 9, 17}) {
+        RandomMatrix(GgmlType::kQ8_0, 65, n, 10, static_cast<uint32_t>(n) + 3, 3.0f);
+    for (int64_t rows : {1, 3, 4, 5, 8, 9, 13, 17, 35}) {
+      for (int64_t n_tok : {1, 2, 3, 7, 8, 9, 17, 65}) {
         Matrix w_part = w;
         w_part.rows = rows;
         Matrix a = a_all;
