@@ -30,35 +30,34 @@ float DotQ6K_Q8K_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) {
   return Q6KDecodeDot<true>(w_row, a_row, n);
 }
 
+// Several tokens, Q4_K / Q5_K: groups of 16 rows in the row-lane tile
+// (gemv_kquants_rowlane_avx512vnni.inc) from kRowLaneMinTokens tokens; the remaining rows (and
+// fewer tokens) in the group-major token tile.
+template <class Block, class Fmt>
+void RowLaneThenTokenTiles(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                           size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  int64_t r = 0;
+  if (n_tok >= kRowLaneMinTokens) {
+    r = n_rows / kRowLaneRows * kRowLaneRows;
+    KQuantRowLaneGemm<Block>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
+  }
+  if (r < n_rows) {
+    KQuantGemm<CoreAvx512Vnni, Fmt>(static_cast<const uint8_t*>(w) + r * w_stride, w_stride,
+                                    n_rows - r, a, a_stride, n_tok, n, y + r, ldy);
+  }
+}
+
 void GemmQ4K_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   if (n_tok == 1) {  // decode: the nibble-native tile (gemv_kquants_decode_avx512.inc)
     Q4KDecodeGemv<true>(w, w_stride, n_rows, a, n, y);
     return;
   }
-  // Several tokens: groups of 16 rows in the row-lane tile (gemv_kquants_rowlane_avx512vnni.inc),
-  // the remaining rows (and few tokens) in the group-major token tile.
-  int64_t r = 0;
-  if (n_tok >= kRowLaneMinTokens) {
-    r = n_rows / kRowLaneRows * kRowLaneRows;
-    KQuantRowLaneGemm<BlockQ4_K>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
-  }
-  if (r < n_rows) {
-    KQuantGemm<CoreAvx512Vnni, Q4KFmt>(static_cast<const uint8_t*>(w) + r * w_stride, w_stride,
-                                       n_rows - r, a, a_stride, n_tok, n, y + r, ldy);
-  }
+  RowLaneThenTokenTiles<BlockQ4_K, Q4KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 void GemmQ5K_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  int64_t r = 0;  // as Q4_K: 16-row groups in the row-lane tile from kRowLaneMinTokens tokens
-  if (n_tok >= kRowLaneMinTokens) {
-    r = n_rows / kRowLaneRows * kRowLaneRows;
-    KQuantRowLaneGemm<BlockQ5_K>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
-  }
-  if (r < n_rows) {
-    KQuantGemm<CoreAvx512Vnni, Q5KFmt>(static_cast<const uint8_t*>(w) + r * w_stride, w_stride,
-                                       n_rows - r, a, a_stride, n_tok, n, y + r, ldy);
-  }
+  RowLaneThenTokenTiles<BlockQ5_K, Q5KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 void GemmQ6K_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
