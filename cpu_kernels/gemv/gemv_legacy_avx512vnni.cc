@@ -33,7 +33,9 @@ template <class Block, class Gm, class Kind>
 void LegacyGemm(const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
                 int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   int64_t r = 0;
-  if (n_tok >= kLegacyRowLaneMinTokens) {
+  // (Rows of more than kLegacyTokValues blocks, 262144 values, would not fit the row-lane tile's
+  // per-pass token data: no model has them, the other tiles take them.)
+  if (n_tok >= kLegacyRowLaneMinTokens && n / kQk <= kLegacyTokValues) {
     r = n_rows / kRowLaneRows * kRowLaneRows;
     LegacyRowLaneGemm<Block>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
   }

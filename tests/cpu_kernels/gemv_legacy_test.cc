@@ -252,6 +252,25 @@ TEST_P(LegacyGemmTest, MatchesScalarDotOddShapes) {
   }
 }
 
+// Rows wider than the AVX-512 VNNI row-lane tile's per-pass token data (8192 blocks) go to the
+// other tiles: 16 rows (one row-lane group) x 4 tokens of 8200 blocks, every value checked.
+TEST_P(LegacyGemmTest, VeryLongRows) {
+  const auto [tier, wtype] = GetParam();
+  if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << TierName(tier);
+  const TypeKernels& tk = *KernelsFor(tier).For(wtype);
+  const DotFn ref = KernelsFor(IsaTier::kScalar).For(wtype)->dot;
+  const int64_t n = 32 * 8200;
+  const Matrix w = RandomMatrix(wtype, 16, n, 0, 71, 0.02f);
+  const Matrix a = RandomMatrix(GgmlType::kQ8_0, 4, n, 0, 72, 3.0f);
+  const std::vector<float> y = RunGemm(tk, w, a, 16);
+  for (int64_t t = 0; t < 4; ++t) {
+    for (int64_t r = 0; r < 16; ++r) {
+      ASSERT_NEAR(y[t * 16 + r], ref(w.Row(r), a.Row(t), n), 1e-5 * ExactDot(w, r, a, t).norm)
+          << "r " << r << " t " << t;
+    }
+  }
+}
+
 // The decode path at the real widths through the public Gemv entry (n_tok = 1, row blocks of
 // 16 .. 256 rows as the engine passes them, unpadded).
 TEST_P(LegacyGemmTest, GemvRealWidths) {
