@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/base/dtype.h"
+#include "core/base/random_values.h"
 #include "core/base/status.h"
 #include "core/base/tensor_view.h"
 #include "cpu_kernels/gemv/gemv.h"
@@ -22,8 +23,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int64_t kD = 2048;        // hidden size
-constexpr int64_t kF = 1408;        // expert FFN width
+constexpr int64_t kD = 2048;  // hidden size
+constexpr int64_t kF = 1408;  // expert FFN width
 constexpr int64_t kExperts = 64;
 constexpr int kTopK = 6;
 constexpr GgmlType kGateUp = GgmlType::kQ4_K;
@@ -38,7 +39,6 @@ double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
 }
-
 
 // kPatternRows quantized rows of `type`, `cols` wide: [kPatternRows x RowBytes(type, cols)].
 std::vector<uint8_t> PatternRows(GgmlType type, int64_t cols, uint32_t seed) {
@@ -148,14 +148,6 @@ void PoolWarnings(const numa::NodePool& pool, std::vector<std::string>* warnings
 
 }  // namespace
 
-std::vector<float> NormalValues(int64_t count, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(static_cast<size_t>(count));  // [count]
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
 StatusOr<double> MeasureMoeDecodeGbps(const numa::NumaNode& node, int threads,
                                       const MeasureOptions& options,
                                       std::vector<std::string>* warnings) {
@@ -188,7 +180,7 @@ StatusOr<double> MeasureMoeDecodeGbps(const numa::NumaNode& node, int threads,
     for (int s = 0; s < kSets; ++s) Routes(experts, 1, false, 100 + s, &ids, &weights);
     const int k = static_cast<int>(std::min<int64_t>(kTopK, experts));
     const std::vector<float> hidden = NormalValues(kD, 7, 1.0f);  // [1 x D]
-    std::vector<float> out(kD);                             // [1 x D]
+    std::vector<float> out(kD);                                   // [1 x D]
     moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier));
     const int64_t steps = copies * 16;  // token-layers per timed pass
     auto pass = [&](int64_t first) {
@@ -230,7 +222,7 @@ StatusOr<double> MeasureMoePrefillGmacs(const numa::NumaNode& node, int64_t toke
     Routes(experts, tokens, true, 5, &ids, &weights);
     const int k = static_cast<int>(std::min<int64_t>(kTopK, experts));
     const std::vector<float> hidden = NormalValues(tokens * kD, 7, 1.0f);  // [tokens x D]
-    std::vector<float> out(static_cast<size_t>(tokens * kD));        // [tokens x D]
+    std::vector<float> out(static_cast<size_t>(tokens * kD));              // [tokens x D]
     moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier));
     const double macs = static_cast<double>(tokens) * k * 3 * kD * kF;
     const int runs = options.quick ? 2 : 4;  // the first is a warm-up
@@ -254,7 +246,8 @@ StatusOr<double> MeasureDenseGmacs(const numa::NumaNode& node, GgmlType type,
   const int64_t rb = RowBytes(type, cols);
   StatusOr<double> result = 0.0;
   OnFreshThread([&] {
-    numa::NodePool pool({.node = node.id, .cpus = {node.PrimaryCpus().front()}, .pin_caller = true});
+    numa::NodePool pool(
+        {.node = node.id, .cpus = {node.PrimaryCpus().front()}, .pin_caller = true});
     PoolWarnings(pool, warnings);
     StatusOr<numa::NodeBuffer> buf = numa::AllocateOnNodes(static_cast<size_t>(rows * rb),
                                                            {.nodes = {node.id}, .toucher = &pool});
@@ -266,7 +259,7 @@ StatusOr<double> MeasureDenseGmacs(const numa::NumaNode& node, GgmlType type,
     const matmul::WeightMatrix w{
         .type = type, .data = buf->data(), .cols = cols, .rows = rows, .row_bytes = rb};
     const std::vector<float> x = NormalValues(tokens * cols, 3, 1.0f);  // [tokens x cols]
-    std::vector<float> y(static_cast<size_t>(tokens * rows));    // [tokens x rows]
+    std::vector<float> y(static_cast<size_t>(tokens * rows));           // [tokens x rows]
     qmatmul::QuantizedRows scratch;
     const gemv::GemvKernels& k = gemv::KernelsFor(options.tier);
     const int runs = options.quick ? 2 : 4;  // the first is a warm-up
@@ -294,7 +287,8 @@ StatusOr<double> MeasureFfnGmacs(const numa::NumaNode& node, const MeasureOption
   const int64_t up_bytes = f * rb_in, down_bytes = kD * rb_out;
   StatusOr<double> result = 0.0;
   OnFreshThread([&] {
-    numa::NodePool pool({.node = node.id, .cpus = {node.PrimaryCpus().front()}, .pin_caller = true});
+    numa::NodePool pool(
+        {.node = node.id, .cpus = {node.PrimaryCpus().front()}, .pin_caller = true});
     PoolWarnings(pool, warnings);
     StatusOr<numa::NodeBuffer> buf = numa::AllocateOnNodes(
         static_cast<size_t>(2 * up_bytes + down_bytes), {.nodes = {node.id}, .toucher = &pool});
@@ -315,7 +309,7 @@ StatusOr<double> MeasureFfnGmacs(const numa::NumaNode& node, const MeasureOption
     ffn.down = Slab("ffn_down", kGateUp, f, kD, 1, down);
     for (TensorView* v : {&ffn.gate, &ffn.up, &ffn.down}) v->n_dims = 2;
     const std::vector<float> x = NormalValues(tokens * kD, 3, 1.0f);  // [tokens x D]
-    std::vector<float> y(static_cast<size_t>(tokens * kD));    // [tokens x D]
+    std::vector<float> y(static_cast<size_t>(tokens * kD));           // [tokens x D]
     moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier));
     const int runs = options.quick ? 2 : 4;  // the first is a warm-up
     std::vector<double> gmacs;
@@ -354,12 +348,12 @@ StatusOr<double> MeasureDenseDecodeGbps(const numa::NumaNode& node, int threads,
       return;
     }
     const std::vector<uint8_t> pattern = PatternRows(kGateUp, cols, 29);
-    pool.ParallelFor(copies,
-                     [&](int64_t c, int) { FillRows(buf->data() + c * matrix, rows, pattern, rb); });
+    pool.ParallelFor(
+        copies, [&](int64_t c, int) { FillRows(buf->data() + c * matrix, rows, pattern, rb); });
     AddBufferWarnings(*buf, node.id, warnings);
     const gemv::GemvKernels& k = gemv::KernelsFor(options.tier);
     const std::vector<float> x = NormalValues(cols, 3, 1.0f);  // [1 x cols]
-    std::vector<float> y(static_cast<size_t>(rows));     // [1 x rows]
+    std::vector<float> y(static_cast<size_t>(rows));           // [1 x rows]
     qmatmul::QuantizedRows xq;
     qmatmul::Quantize(k, qmatmul::ActTypeFor(k, kGateUp), x.data(), cols, 1, cols, &xq);
     auto pass = [&] {

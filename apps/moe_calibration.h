@@ -26,9 +26,6 @@
 
 namespace moesplit::app {
 
-// [count] normal(0, scale) floats from mt19937(seed): the calibration weights and activations.
-std::vector<float> NormalValues(int64_t count, uint32_t seed, float scale);
-
 // Decode weight GB/s of `threads` workers of a NodePool pinned to the node's first cores.
 // --quick (options.quick): 8 experts, one copy (a smoke test).
 StatusOr<double> MeasureMoeDecodeGbps(const numa::NumaNode& node, int threads,

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/base/dtype.h"
+#include "core/base/random_values.h"
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/quant/quant.h"
 #include "apps/moe_calibration.h"

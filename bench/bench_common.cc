@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <string>
 #include <utility>
 
@@ -50,14 +49,6 @@ void LargeBuffer::Release() {
   if (data_ != nullptr) munmap(data_, mapped_);
   data_ = nullptr;
   size_ = mapped_ = 0;
-}
-
-std::vector<float> RandomValues(int64_t count, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(static_cast<size_t>(count));  // [count]
-  for (float& x : v) x = dist(rng);
-  return v;
 }
 
 int64_t MemAvailableBytes() {

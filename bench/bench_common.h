@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/bandwidth.h"
+#include "core/base/random_values.h"
 #include "cpu_kernels/cpu_features.h"
 
 namespace moesplit::bench {
@@ -35,9 +36,6 @@ class LargeBuffer {
   size_t size_ = 0;
   size_t mapped_ = 0;  // size_ rounded up to 2 MiB
 };
-
-// [count] values drawn from N(0, scale^2), deterministic per seed.
-std::vector<float> RandomValues(int64_t count, uint32_t seed, float scale);
 
 // MemAvailable from /proc/meminfo in bytes (0 if unreadable: callers then assume "enough").
 int64_t MemAvailableBytes();

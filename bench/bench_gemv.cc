@@ -85,7 +85,7 @@ const WeightSet& WeightCache::Get(GgmlType type, Shape shape, int64_t copies) {
   s->data = LargeBuffer(static_cast<size_t>(s->matrix_bytes * copies));
   // Quantize kPatternRows random rows, repeat them down the matrix, then copy the matrix: the
   // kernels' speed does not depend on the values, and this keeps set-up to a memcpy.
-  const std::vector<float> wf = RandomValues(kPatternRows * shape.k, 1, 0.02f);  // [64 x K]
+  const std::vector<float> wf = NormalValues(kPatternRows * shape.k, 1, 0.02f);  // [64 x K]
   std::vector<uint8_t> pattern(static_cast<size_t>(kPatternRows * s->row_bytes));
   for (int64_t r = 0; r < kPatternRows; ++r) {
     quant::QuantizeRow(type, wf.data() + r * shape.k, pattern.data() + r * s->row_bytes, shape.k);
@@ -120,7 +120,7 @@ Activations MakeActivations(const gemv::GemvKernels& kernels, GgmlType act_type,
   Activations a;
   a.stride = static_cast<size_t>((RowBytes(act_type, k) + 63) / 64 * 64);
   a.data.resize(a.stride * static_cast<size_t>(n_tok) / 8);
-  const std::vector<float> x = RandomValues(n_tok * k, 2, 1.0f);  // [n_tok x K]
+  const std::vector<float> x = NormalValues(n_tok * k, 2, 1.0f);  // [n_tok x K]
   auto* base = reinterpret_cast<uint8_t*>(a.data.data());
   const gemv::QuantizeFn quantize = kernels.Quantizer(act_type);
   for (int64_t t = 0; t < n_tok; ++t) {

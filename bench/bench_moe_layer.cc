@@ -66,7 +66,7 @@ void BM_MoeLayer(benchmark::State& state, Context* ctx, const Variant* v, int64_
   for (int i = 0; i < n_sets; ++i) {
     routes.push_back(MakeRoutes(layer.experts, v->k, n_tok, 100 + i));
   }
-  const std::vector<float> hidden = RandomValues(n_tok * v->d, 7, 1.0f);  // [n_tok x D]
+  const std::vector<float> hidden = NormalValues(n_tok * v->d, 7, 1.0f);  // [n_tok x D]
   std::vector<float> out(static_cast<size_t>(n_tok * v->d));              // [n_tok x D]
   numa::ThreadPool pool(threads);
   moe::ExpertEngine engine(&pool, &gemv::KernelsFor(ctx->tier));

@@ -25,13 +25,13 @@
 #include <functional>
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <random>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "core/base/dtype.h"
+#include "core/base/random_values.h"
 #include "cpu_kernels/cpu_features.h"
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/quant/quant.h"
@@ -55,17 +55,9 @@ constexpr Proj kProjs[] = {
 constexpr int64_t kTokens[] = {1, 64, 512};
 constexpr int kPatternRows = 64;  // distinct random rows, repeated (set-up speed only)
 
-std::vector<float> RandomValues(int64_t count, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(count);  // [count]
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
 // [n rows, k] f32 weights: kPatternRows random rows repeated.
 std::vector<float> WeightsF32(int64_t n, int64_t k) {
-  const std::vector<float> pattern = RandomValues(kPatternRows * k, 1, 0.02f);  // [64, k]
+  const std::vector<float> pattern = NormalValues(kPatternRows * k, 1, 0.02f);  // [64, k]
   std::vector<float> w(n * k);                                                  // [n, k]
   for (int64_t r = 0; r < n; ++r) {
     std::copy_n(pattern.begin() + (r % kPatternRows) * k, k, w.begin() + r * k);
@@ -134,7 +126,7 @@ void BM_Ours(benchmark::State& state, GgmlType wtype, Proj p, int64_t m, int thr
                          p.k);
     }
   }
-  const std::vector<float> x = RandomValues(m * p.k, 2, 1.0f);  // [m, k] activations
+  const std::vector<float> x = NormalValues(m * p.k, 2, 1.0f);  // [m, k] activations
   const gemv::QuantizeFn quantize = k.Quantizer(tk->act_type);  // nullptr: f32 rows as they are
   const size_t a_stride = static_cast<size_t>(RowBytes(tk->act_type, p.k));
   std::vector<uint32_t> aq(quantize ? (a_stride * m) / 4 + 1 : 0);  // [m, a_stride] bytes
@@ -221,7 +213,7 @@ bool MakeOneDnn(OneDnnMatmul* mm, Dt wdt, const Proj& p, int64_t m, std::vector<
 void BM_OneDnn(benchmark::State& state, Dt wdt, Proj p, int64_t m, int threads) {
   omp_set_num_threads(threads);
   std::vector<float> wf = WeightsF32(p.n, p.k);           // [n, k]
-  std::vector<float> x = RandomValues(m * p.k, 2, 1.0f);  // [m, k]
+  std::vector<float> x = NormalValues(m * p.k, 2, 1.0f);  // [m, k]
   std::vector<float> y(m * p.n);                          // [m, n]
   OneDnnMatmul mm;
   if (!MakeOneDnn(&mm, wdt, p, m, &x, &wf, &y)) {

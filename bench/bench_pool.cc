@@ -162,7 +162,7 @@ void BM_MoeLayer(benchmark::State& state, Context* ctx, Kind kind, int64_t n_tok
   for (int i = 0; i < n_sets; ++i) {
     routes.push_back(MakeRoutes(layer.experts, kV2Lite.k, n_tok, 100 + i));
   }
-  const std::vector<float> hidden = RandomValues(n_tok * kV2Lite.d, 7, 1.0f);  // [n_tok x D]
+  const std::vector<float> hidden = NormalValues(n_tok * kV2Lite.d, 7, 1.0f);  // [n_tok x D]
   std::vector<float> out(static_cast<size_t>(n_tok * kV2Lite.d));              // [n_tok x D]
   Runner run(*ctx, kind, threads);
   moe::ExpertEngine engine(&run.exec(), &gemv::KernelsFor(ctx->tier));

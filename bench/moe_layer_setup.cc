@@ -20,7 +20,7 @@ constexpr int64_t kSpareBytes = int64_t{2} << 30;  // left to the other users of
 void FillSlab(GgmlType type, int64_t rows, int64_t cols, int64_t experts, uint32_t seed,
               uint8_t* slab) {
   const int64_t row_bytes = RowBytes(type, cols);
-  const std::vector<float> w = RandomValues(rows * cols, seed, 0.02f);  // [rows x cols]
+  const std::vector<float> w = NormalValues(rows * cols, seed, 0.02f);  // [rows x cols]
   for (int64_t r = 0; r < rows; ++r) {
     quant::QuantizeRow(type, w.data() + r * cols, slab + r * row_bytes, cols);
   }
