@@ -264,8 +264,12 @@ Parts DecodeParts(const Rates& r, const MachineProfile& p, const PlanRequest& rq
   const bool gpu = rq.gpu.memory_bytes > 0;
   const int64_t k = m.n_expert_used;
   Parts parts;
-  // Routed: k experts x bytes per expert-layer x MoE layers, e.g. V3 Q4_K_M 8 x 24.8 MB x 58.
-  const double routed = static_cast<double>(k) * m.routed_bytes_per_expert_layer * m.n_moe_layers;
+  // Routed: k experts x bytes per expert-layer x MoE layers on the CPU, e.g. V3 Q4_K_M
+  // 8 x 24.8 MB x 58 (the layers whose experts are in VRAM are read by the GPU below).
+  const int64_t cpu_moe_layers = m.n_moe_layers - l.gpu_moe_layers;
+  const double routed = static_cast<double>(k) * m.routed_bytes_per_expert_layer * cpu_moe_layers;
+  const double gpu_routed =
+      static_cast<double>(k) * m.routed_bytes_per_expert_layer * l.gpu_moe_layers;
   const ReadTime rt = ReadExperts(r, l, k, routed);
   parts.dram += rt.dram_s, parts.link += rt.link_s;
   // Non-expert CPU weights once per token (+ one embedding row) + the KV rows at the depth.
@@ -290,7 +294,7 @@ Parts DecodeParts(const Rates& r, const MachineProfile& p, const PlanRequest& rq
   const double g_embed = m.n_vocab > 0 ? static_cast<double>(l.gpu_bytes.embeddings) / m.n_vocab
                                        : 0;
   const double g_bytes = static_cast<double>(DenseSum(l.gpu_bytes)) + g_embed +
-                         (l.kv_on_gpu ? kv : 0);
+                         (l.kv_on_gpu ? kv : 0) + gpu_routed;
   const double shared_s = static_cast<double>(l.gpu_bytes.shared_experts) / gpu_gbps;
   parts.gpu = g_bytes / gpu_gbps - std::min(shared_s, rt.Total());
   parts.pcie = PcieSeconds(rq, l, static_cast<double>(m.n_embd) * 4);
@@ -356,8 +360,10 @@ Parts PrefillParts(const Rates& r, const MachineProfile& p, const PlanRequest& r
   const double all_threads = TotalThreads(l.nodes);
   const double dense_threads = Spread(l) ? all_threads : l.nodes.front().threads;
   Parts parts;
-  const double routed_macs = P * k * m.routed_params_per_expert_layer * m.n_moe_layers;
-  const double routed_bytes = static_cast<double>(m.bytes.routed_experts) * touched;
+  const int64_t cpu_moe_layers = m.n_moe_layers - l.gpu_moe_layers;
+  const double routed_macs = P * k * m.routed_params_per_expert_layer * cpu_moe_layers;
+  const double gpu_routed_macs = P * k * m.routed_params_per_expert_layer * l.gpu_moe_layers;
+  const double routed_bytes = static_cast<double>(l.cpu_bytes.routed_experts) * touched;
   AddPrefillPart(routed_macs, moe_gmacs * all_threads, ReadExperts(r, l, k, routed_bytes),
                  &parts);
   // Attention over the cache: P tokens at positions 0..P-1 see (P + 1) / 2 positions on average.
@@ -383,8 +389,10 @@ Parts PrefillParts(const Rates& r, const MachineProfile& p, const PlanRequest& r
                    Fmt("(%.0f tokens per expert), ", tokens_per_expert) +
                    Fmt("other CPU work %.1f GMAC in %.2f core-s", cpu.macs / 1e9, cpu.core_s));
   if (!gpu) return parts;
-  const double g_macs = dense_macs(l.gpu_params) + attn_macs;
-  const double g_read = static_cast<double>(DenseSum(l.gpu_bytes)) / (GpuGbps(rq.gpu) * kGB);
+  const double g_macs = dense_macs(l.gpu_params) + attn_macs + gpu_routed_macs;
+  const double g_read =
+      (static_cast<double>(DenseSum(l.gpu_bytes)) + l.gpu_bytes.routed_experts * touched) /
+      (GpuGbps(rq.gpu) * kGB);
   parts.gpu = std::max(g_macs / (GpuGmacs(rq.gpu) * 1e9), g_read);
   parts.pcie = PcieSeconds(rq, l, P * static_cast<double>(m.n_embd) * 4);
   return parts;

@@ -77,6 +77,9 @@ struct Layout {
   TensorClassSizes cpu_bytes;  // classes left on the CPU
   TensorClassSizes cpu_params;
   bool kv_on_gpu = false;
+  // MoE layers whose routed experts are in VRAM (gpu_bytes.routed_experts holds their bytes):
+  // decode reads k experts of each of them on the GPU instead of from DRAM.
+  int64_t gpu_moe_layers = 0;
 };
 
 struct CostResult {

@@ -134,6 +134,10 @@ Status ParsePlan(const YAML::Node& root, const std::string& name, Plan* p) {
   MOESPLIT_RETURN_IF_ERROR(Field(root, "kv_bytes", name, &p->kv_bytes));
   MOESPLIT_RETURN_IF_ERROR(Field(root, "kv_device", name, &p->kv_device));
   MOESPLIT_RETURN_IF_ERROR(OneOf(p->kv_device, {"gpu", "cpu"}, name + ".kv_device"));
+  // Absent in plans saved before experts could go to VRAM: none there.
+  if (root["gpu_moe_layers"]) {
+    MOESPLIT_RETURN_IF_ERROR(Field(root, "gpu_moe_layers", name, &p->gpu_moe_layers));
+  }
   return ParsePrediction(root["predicted"], name + ".predicted", &p->predicted);
 }
 
@@ -189,6 +193,9 @@ std::string PlanToText(const Plan& p) {
   }
   os << "\nRAM needed: " << GiB(p.cpu_bytes) << "   VRAM needed: " << GiB(p.gpu_bytes)
      << "   KV cache: " << GiB(p.kv_bytes) << " on " << p.kv_device << "\n";
+  if (p.gpu_moe_layers > 0) {
+    os << "routed experts of the last " << p.gpu_moe_layers << " MoE layers in VRAM\n";
+  }
   const Prediction& r = p.predicted;
   std::snprintf(line, sizeof(line),
                 "predicted: decode %.2f tok/s (bottleneck: %s), prefill %.1f tok/s at %d-token "
@@ -227,6 +234,7 @@ std::string PlanToJson(const Plan& p) {
   j["cpu_bytes"] = p.cpu_bytes;
   j["kv_bytes"] = p.kv_bytes;
   j["kv_device"] = p.kv_device;
+  j["gpu_moe_layers"] = p.gpu_moe_layers;
   const Prediction& r = p.predicted;
   j["predicted"] = {{"decode_tok_s", r.decode_tok_s},
                     {"prefill_tok_s", r.prefill_tok_s},
@@ -265,6 +273,7 @@ std::string PlanToYaml(const Plan& p) {
   out << YAML::Key << "cpu_bytes" << YAML::Value << p.cpu_bytes;
   out << YAML::Key << "kv_bytes" << YAML::Value << p.kv_bytes;
   out << YAML::Key << "kv_device" << YAML::Value << p.kv_device;
+  out << YAML::Key << "gpu_moe_layers" << YAML::Value << p.gpu_moe_layers;
   const Prediction& r = p.predicted;
   out << YAML::Key << "predicted" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "decode_tok_s" << YAML::Value << r.decode_tok_s;

@@ -58,6 +58,9 @@ struct Plan {
   uint64_t cpu_bytes = 0;           // RAM needed over all nodes
   uint64_t kv_bytes = 0;
   std::string kv_device;            // "gpu" or "cpu"
+  // MoE layers whose routed experts sit in VRAM: always the last ones (blocks counted from the
+  // end), so that --n-cpu-moe N means "the first N MoE layers' experts on the CPU".
+  int64_t gpu_moe_layers = 0;
   Prediction predicted;
   std::vector<std::string> reasons; // why: one line per decision, for the text form
 

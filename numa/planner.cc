@@ -145,6 +145,51 @@ void MoveToGpu(const ModelShape& m, const ClassRef& c, Placement* p) {
   p->gpu_total += m.bytes.*c.field;
 }
 
+// Whole MoE layers' routed experts into the VRAM left (the last layers first), or as many as
+// --n-cpu-moe asks. One V3 Q4_K_M MoE layer's experts: 256 x 3 x 7168 x 2048 x ~4.6 bits =
+// ~6.2 GiB, so a 48 GB card holds a few after the ~13 GiB of non-expert weights.
+Status PlaceExpertLayers(const PlanRequest& rq, Placement* p) {
+  const ModelShape& m = rq.model;
+  const int64_t n_moe = m.n_moe_layers;
+  const uint64_t layer_bytes = n_moe > 0 ? m.bytes.routed_experts / n_moe : 0;
+  const uint64_t left = rq.gpu.memory_bytes - p->gpu_total;
+  int64_t g = 0;
+  if (rq.n_cpu_moe.has_value()) {
+    // llama.cpp counts blocks: --n-cpu-moe N keeps blocks 0..N-1 on the CPU, the leading dense
+    // blocks (DeepSeek-V3: 3) included.
+    const int64_t cpu_moe = std::clamp<int64_t>(*rq.n_cpu_moe - m.n_dense_layers, 0, n_moe);
+    g = n_moe - cpu_moe;
+    if (static_cast<uint64_t>(g) * layer_bytes > left) {
+      const int64_t fit = layer_bytes > 0 ? static_cast<int64_t>(left / layer_bytes) : 0;
+      return FailedPreconditionError(
+          "--n-cpu-moe ", *rq.n_cpu_moe, " puts the experts of ", g, " MoE layers (", g,
+          " x ", GiB(layer_bytes), ") on the GPU, but only ", GiB(left),
+          " of VRAM is left: use --n-cpu-moe ", m.n_dense_layers + n_moe - fit,
+          " or more (or --cpu-moe)");
+    }
+  } else if (layer_bytes > 0) {
+    g = std::min<int64_t>(n_moe, static_cast<int64_t>(left / layer_bytes));
+  }
+  if (g > 0) {
+    const uint64_t b = static_cast<uint64_t>(g) * layer_bytes;
+    const uint64_t params = m.params.routed_experts / static_cast<uint64_t>(n_moe) * g;
+    p->layout.gpu_bytes.routed_experts = b;
+    p->layout.gpu_params.routed_experts = params;
+    p->layout.cpu_bytes.routed_experts -= b;
+    p->layout.cpu_params.routed_experts -= params;
+    p->layout.gpu_moe_layers = g;
+    p->gpu_total += b;
+    p->reasons.push_back(
+        "routed experts of the last " + std::to_string(g) + " of " + std::to_string(n_moe) +
+        " MoE layers -> GPU (" + std::to_string(g) + " x " + GiB(layer_bytes) + ", " +
+        (rq.n_cpu_moe ? "--n-cpu-moe " + std::to_string(*rq.n_cpu_moe) : "spare VRAM") + ")");
+  }
+  p->reasons.push_back("routed experts " + GiB(p->layout.cpu_bytes.routed_experts) +
+                       " on the CPU (decode reads " + std::to_string(m.n_expert_used) + " of " +
+                       std::to_string(m.n_expert) + " per layer from DRAM)");
+  return Status::Ok();
+}
+
 // GPU first (when there is one): KV + attention + norms + router must fit, then shared experts,
 // dense FFN, output and embeddings each if what is left holds them; routed experts stay on CPU.
 StatusOr<Placement> PlaceTensors(const PlanRequest& rq) {
@@ -190,9 +235,7 @@ StatusOr<Placement> PlaceTensors(const PlanRequest& rq) {
                           GiB(left) + " left -> CPU");
     }
   }
-  p.reasons.push_back("routed experts " + GiB(m.bytes.routed_experts) +
-                      " stay on the CPU (decode reads " + std::to_string(m.n_expert_used) +
-                      " of " + std::to_string(m.n_expert) + " per layer from DRAM)");
+  MOESPLIT_RETURN_IF_ERROR(PlaceExpertLayers(rq, &p));
   return p;
 }
 
@@ -544,6 +587,7 @@ StatusOr<Plan> MakePlan(const Topology& topo, const MachineProfile& profile,
   plan.gpu_bytes = rq.gpu.memory_bytes > 0 ? placement.gpu_total : 0;
   plan.kv_bytes = placement.kv_bytes;
   plan.kv_device = placement.layout.kv_on_gpu ? "gpu" : "cpu";
+  plan.gpu_moe_layers = placement.layout.gpu_moe_layers;
   plan.predicted = c.cost.predicted;
 
   std::vector<std::string>& r = plan.reasons;

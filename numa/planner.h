@@ -55,6 +55,12 @@ struct PlanRequest {
   std::optional<NumaMode> numa_mode;
   std::vector<int> nodes;  // OS node ids
   int threads = 0;         // total workers, split evenly over the nodes; 0 = every physical core
+  // Routed experts in VRAM, whole MoE layers at a time (llama.cpp's --cpu-moe / --n-cpu-moe):
+  // nullopt = the planner fills the VRAM left after every other class with the experts of the
+  // last MoE layers; N = the experts of blocks 0..N-1 stay on the CPU and those of all later
+  // MoE blocks go to the GPU (FailedPrecondition if they do not fit); N >= n_layers
+  // (--cpu-moe) = every routed expert on the CPU. Assumes the dense blocks lead (DeepSeek).
+  std::optional<int64_t> n_cpu_moe;
 };
 
 StatusOr<Plan> MakePlan(const Topology& topo, const MachineProfile& profile,

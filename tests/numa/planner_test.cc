@@ -175,7 +175,11 @@ TEST(Planner, GpuTakesAttentionAndKvFirst) {
   ASSERT_NE(Find(*p, "attention", "gpu"), nullptr);
   EXPECT_EQ(Find(*p, "attention", "cpu"), nullptr);
   ASSERT_NE(Find(*p, "routed_experts", "cpu"), nullptr);
-  EXPECT_EQ(Find(*p, "routed_experts", "gpu"), nullptr);
+  // The ~19 GiB left after 4 GiB of other weights, KV and scratch hold 8 of the 9 MoE layers'
+  // experts (2.2 GiB each).
+  EXPECT_EQ(p->gpu_moe_layers, 8);
+  ASSERT_NE(Find(*p, "routed_experts", "gpu"), nullptr);
+  EXPECT_EQ(Find(*p, "routed_experts", "gpu")->bytes, 8 * (rq.model.bytes.routed_experts / 9));
   EXPECT_NE(Find(*p, "shared_experts", "gpu"), nullptr);
   EXPECT_EQ(p->kv_device, "gpu");
   EXPECT_GE(p->gpu_bytes, rq.model.bytes.attention + p->kv_bytes);
@@ -184,6 +188,40 @@ TEST(Planner, GpuTakesAttentionAndKvFirst) {
   EXPECT_GT(p->predicted.decode_gpu_s, 0);
   EXPECT_GT(p->predicted.decode_sync_s, 0);  // PCIe hand-offs
   EXPECT_TRUE(AnyReasonHas(*p, "GPU figures assumed"));
+}
+
+TEST(Planner, CpuMoeKeepsEveryExpertOnTheCpu) {
+  const Topology t = MakeTopology(1, 1, 16, 128 * kGiB);
+  PlanRequest rq{.model = Toy(20 * kGiB, 4 * kGiB)};
+  rq.gpu.memory_bytes = 24 * kGiB;
+  rq.n_cpu_moe = 10;  // --cpu-moe: every block
+  StatusOr<Plan> cpu_moe = MakePlan(t, FlatProfile(t, 100, 0), rq);
+  ASSERT_TRUE(cpu_moe.ok()) << cpu_moe.status().ToString();
+  EXPECT_EQ(cpu_moe->gpu_moe_layers, 0);
+  EXPECT_EQ(Find(*cpu_moe, "routed_experts", "gpu"), nullptr);
+  rq.n_cpu_moe.reset();  // the planner's choice: 8 layers in VRAM, decode reads far less DRAM
+  StatusOr<Plan> spare = MakePlan(t, FlatProfile(t, 100, 0), rq);
+  ASSERT_TRUE(spare.ok()) << spare.status().ToString();
+  EXPECT_GT(spare->predicted.decode_tok_s, 2 * cpu_moe->predicted.decode_tok_s);
+  EXPECT_GT(cpu_moe->cpu_bytes, spare->cpu_bytes);
+}
+
+TEST(Planner, NCpuMoeKeepsTheFirstLayersOnTheCpu) {
+  const Topology t = MakeTopology(1, 1, 16, 128 * kGiB);
+  PlanRequest rq{.model = Toy(20 * kGiB, 4 * kGiB)};
+  rq.gpu.memory_bytes = 24 * kGiB;
+  rq.n_cpu_moe = 6;  // blocks 0-5: the dense block 0 and MoE blocks 1-5
+  StatusOr<Plan> p = MakePlan(t, FlatProfile(t, 100, 0), rq);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->gpu_moe_layers, 4);
+  EXPECT_TRUE(AnyReasonHas(*p, "--n-cpu-moe 6"));
+  // All 9 layers' experts (20 GiB) do not fit next to the rest: the error says what would.
+  rq.n_cpu_moe = 0;
+  StatusOr<Plan> q = MakePlan(t, FlatProfile(t, 100, 0), rq);
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(q.status().message().find("use --n-cpu-moe 2 or more"), std::string::npos)
+      << q.status().message();
 }
 
 TEST(Planner, GpuLeavesWhatDoesNotFitOnTheCpu) {
