@@ -263,6 +263,13 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
   // Fault the mapped weights in before timing anything, as a long-running server has them:
   // otherwise the first repetitions pay millions of minor page faults.
   model->file().Prefault();
+  // The device and rule checks of run, once; a rule file's numa / nodes apply to every config
+  // (its threads do not: bench takes -t lists).
+  BenchArgs args_with_rules = args;
+  int unused_threads = 1;
+  MOESPLIT_RETURN_IF_ERROR(ApplyDeviceFlags(
+      args.placement.device, TensorEntriesOf(model->file().tensors()), err, &unused_threads,
+      &args_with_rules.placement.numa, &args_with_rules.placement.nodes));
   std::vector<int> threads = args.threads;
   if (threads.empty())
     threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
@@ -270,7 +277,7 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
   for (int n : threads) thread_list += (thread_list.empty() ? "" : ",") + std::to_string(n);
   LogKernels(err, tier, thread_list, model->FallbackTypes(gemv::KernelsFor(tier)));
   std::vector<BenchTest> done;
-  MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchConfig> configs, Configs(args, threads));
+  MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchConfig> configs, Configs(args_with_rules, threads));
   for (const BenchConfig& c : configs) {
     MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement, ResolvePlacement(c.flags, c.threads, args.model, &err));
     const std::string label = PlacementLabel(placement);

@@ -67,13 +67,17 @@ Status RunChat(const ChatArgs& args, std::istream& in, std::ostream& out, std::o
                             tokenizer::Tokenizer::FromGguf(model->file()));
   MOESPLIT_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, ChooseTemplate(args, *model, tok));
   MOESPLIT_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::Create(args.sampling));
+  PlacementFlags flags = args.placement;
+  int threads = args.threads;
+  MOESPLIT_RETURN_IF_ERROR(ApplyDeviceFlags(flags.device, TensorEntriesOf(model->file().tensors()),
+                                            err, &threads, &flags.numa, &flags.nodes));
   MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement,
-                            ResolvePlacement(args.placement, args.threads, args.model, &err));
+                            ResolvePlacement(flags, threads, args.model, &err));
   MOESPLIT_ASSIGN_OR_RETURN(
       std::unique_ptr<engine::Session> owned,
       MakeSession(*model,
                   {.ctx_size = args.ctx_size,
-                   .n_threads = args.threads,
+                   .n_threads = threads,
                    .isa_tier = tier,
                    .placement = placement,
                    .progress = CopyProgress(err)},

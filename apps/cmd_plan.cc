@@ -35,12 +35,38 @@ StatusOr<numa::MachineProfile> ProfileFor(const PlanArgs& args, const numa::Topo
   return numa::AssumedProfile(topo);
 }
 
-StatusOr<numa::ModelShape> ShapeFor(const PlanArgs& args) {
+StatusOr<numa::ModelShape> ShapeFor(const PlanArgs& args, std::vector<TensorEntry>* tensors) {
   if (args.model.empty() == args.preset.empty()) {
     return InvalidArgumentError("give exactly one of -m FILE and --preset NAME");
   }
-  if (!args.model.empty()) return ModelShapeFromGguf(args.model);
-  return ModelShapeFromPreset(args.preset, args.layers, args.quant);
+  if (!args.model.empty()) return ModelShapeFromGguf(args.model, tensors);
+  return ModelShapeFromPreset(args.preset, args.layers, args.quant, tensors);
+}
+
+// The plan applied to every tensor, after the -ot / --cpu-moe / --n-cpu-moe / -ngl / rule-file
+// rules; the VRAM left for weights is what the plan keeps for the KV cache and scratch.
+StatusOr<std::string> DeviceMapText(const numa::Plan& plan, const numa::PlanRequest& rq,
+                                    const DeviceSettings& s,
+                                    const std::vector<TensorEntry>& tensors) {
+  DeviceMapRequest dm{.rules = s.rules,
+                      .gpu = rq.gpu.memory_bytes > 0,
+                      .no_gpu_reason = "--gpu-mem 0",
+                      .gpu_moe_layers = plan.gpu_moe_layers,
+                      .n_gpu_layers = s.n_gpu_layers};
+  uint64_t gpu_weights = 0;
+  for (const numa::TensorPlacement& t : plan.tensors) {
+    if (t.device != "gpu" || t.tensor_class == "kv_cache") continue;
+    gpu_weights += t.bytes;
+    if (t.tensor_class != "routed_experts") dm.gpu_classes.push_back(t.tensor_class);
+  }
+  if (dm.gpu) dm.gpu_weight_budget = rq.gpu.memory_bytes - (plan.gpu_bytes - gpu_weights);
+  MOESPLIT_ASSIGN_OR_RETURN(DeviceMap map, AssignDevices(tensors, dm));
+  std::string text = DescribeDeviceMap(tensors, map);
+  if (!s.rules.empty() || s.n_gpu_layers >= 0) {
+    text += "  (the prediction above is the planner's class-level layout; -ot / -ngl / rule-file "
+            "moves are applied here, per tensor, after it)\n";
+  }
+  return text;
 }
 
 StatusOr<numa::PlanRequest> RequestFor(const PlanArgs& args, numa::ModelShape shape) {
@@ -106,11 +132,21 @@ Status RunPlan(const PlanArgs& args, std::ostream& out) {
   if (args.format != "text" && args.format != "json" && args.format != "yaml") {
     return InvalidArgumentError("--format '", args.format, "' (expected text | json | yaml)");
   }
-  MOESPLIT_ASSIGN_OR_RETURN(numa::ModelShape shape, ShapeFor(args));
-  MOESPLIT_ASSIGN_OR_RETURN(numa::PlanRequest rq, RequestFor(args, std::move(shape)));
+  MOESPLIT_ASSIGN_OR_RETURN(DeviceSettings ds, ResolveDeviceSettings(args.device));
+  PlanArgs merged = args;  // the rule file's threads / numa / nodes where the flags are unset
+  if (ds.file) {
+    if (merged.threads == 0 && ds.file->threads) merged.threads = *ds.file->threads;
+    if (merged.numa.empty()) merged.numa = ds.file->numa;
+    if (merged.nodes.empty()) merged.nodes = ds.file->nodes;
+  }
+  std::vector<TensorEntry> tensors;
+  MOESPLIT_ASSIGN_OR_RETURN(numa::ModelShape shape, ShapeFor(merged, &tensors));
+  MOESPLIT_ASSIGN_OR_RETURN(numa::PlanRequest rq, RequestFor(merged, std::move(shape)));
+  rq.n_cpu_moe = ds.n_cpu_moe;
   MOESPLIT_ASSIGN_OR_RETURN(numa::Topology topo, numa::LoadTopology(args.topology));
   MOESPLIT_ASSIGN_OR_RETURN(numa::MachineProfile profile, ProfileFor(args, topo));
   MOESPLIT_ASSIGN_OR_RETURN(numa::Plan plan, numa::MakePlan(topo, profile, rq));
+  MOESPLIT_ASSIGN_OR_RETURN(std::string map, DeviceMapText(plan, rq, ds, tensors));
   if (!args.output.empty()) {
     std::ofstream f(args.output);
     f << "# moesplit plan (" << topo.source << ")\n" << numa::PlanToYaml(plan);
@@ -124,6 +160,7 @@ Status RunPlan(const PlanArgs& args, std::ostream& out) {
     out << "topology: " << topo.source << (topo.cpu_model.empty() ? "" : " (" + topo.cpu_model + ")")
         << "\n"
         << numa::PlanToText(plan);
+    out << "\n" << map;
   }
   return Status::Ok();
 }
@@ -158,6 +195,7 @@ void RegisterPlan(CLI::App& app, std::function<int()>* action) {
   cmd->add_option("--nodes", a->nodes, "NUMA node ids to use, e.g. 0,1");
   cmd->add_option("--format", a->format, "text | json | yaml")->capture_default_str();
   cmd->add_option("-o,--output", a->output, "also save the plan as YAML");
+  AddDeviceFlags(cmd, &a->device, /*with_device=*/false);
   cmd->callback([a, action] {
     *action = [a] {
       Status s = RunPlan(*a);

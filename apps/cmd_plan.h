@@ -17,6 +17,7 @@
 #include <ostream>
 #include <string>
 
+#include "apps/gpu_placement.h"
 #include "core/base/status.h"
 
 namespace moesplit::app {
@@ -39,6 +40,7 @@ struct PlanArgs {
   std::string nodes;            // --nodes: OS node ids, e.g. "0,1" or "0-3"
   std::string format = "text";  // --format text | json | yaml
   std::string output;           // -o: also save the plan as YAML (for run/bench --plan)
+  DeviceFlags device;           // -ngl, -ot, --cpu-moe, --n-cpu-moe, --rules (no --device)
 };
 
 // "24G", "24GiB", "512M", "1.5T", "4096" (bytes): K/M/G/T and KiB..TiB are powers of 1024,

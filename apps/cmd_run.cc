@@ -45,13 +45,17 @@ Status RunRun(const RunArgs& args, std::ostream& out, std::ostream& err) {
     return InvalidArgumentError("the prompt has ", tokens.size(), " tokens; --ctx-size ",
                                 args.ctx_size, " leaves no room to generate (raise --ctx-size)");
   }
+  PlacementFlags flags = args.placement;
+  int threads = args.threads;
+  MOESPLIT_RETURN_IF_ERROR(ApplyDeviceFlags(flags.device, TensorEntriesOf(model->file().tensors()),
+                                            err, &threads, &flags.numa, &flags.nodes));
   MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement,
-                            ResolvePlacement(args.placement, args.threads, args.model, &err));
+                            ResolvePlacement(flags, threads, args.model, &err));
   MOESPLIT_ASSIGN_OR_RETURN(
       std::unique_ptr<engine::Session> owned,
       MakeSession(*model,
                   {.ctx_size = args.ctx_size,
-                   .n_threads = args.threads,
+                   .n_threads = threads,
                    .isa_tier = tier,
                    .placement = placement,
                    .progress = CopyProgress(err)},

@@ -21,6 +21,7 @@ void AddPlacementFlags(CLI::App* cmd, PlacementFlags* f) {
   cmd->add_option("--nodes", f->nodes, "NUMA nodes to use, e.g. 0,1 (see `moesplit topo`)");
   cmd->add_option("--plan", f->plan, "a plan saved by `moesplit plan -o FILE` (flags override it)");
   cmd->add_flag("--no-pin", f->no_pin, "do not pin workers to CPUs");
+  AddDeviceFlags(cmd, &f->device, /*with_device=*/true);
 }
 
 namespace {

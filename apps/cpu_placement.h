@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/base/status.h"
+#include "apps/gpu_placement.h"
 #include "core/engine/engine.h"
 #include "numa/topology.h"
 
@@ -28,11 +29,12 @@ struct PlacementFlags {
   std::string numa;   // --numa single|interleave|replicate|shard
   std::string nodes;  // --nodes 0,1 (OS node ids, ranges allowed: 0-3)
   bool no_pin = false;
+  DeviceFlags device;  // --device, -ngl, -ot, --cpu-moe, --n-cpu-moe, --rules
 
   bool Any() const { return !plan.empty() || !numa.empty() || !nodes.empty(); }
 };
 
-// Adds --numa, --nodes, --plan, --no-pin to a subcommand.
+// Adds --numa, --nodes, --plan, --no-pin and the device flags (gpu_placement.h) to a subcommand.
 void AddPlacementFlags(CLI::App* cmd, PlacementFlags* flags);
 
 // The placement for `threads` workers in total (0 = one per physical core of the chosen nodes, or

@@ -1,6 +1,7 @@
 #include "apps/model_shape_source.h"
 
 #include <array>
+#include <map>
 #include <set>
 #include <string_view>
 #include <vector>
@@ -58,7 +59,7 @@ numa::ModelShape BuildShape(const Dims& d, const std::vector<TensorRow>& tensors
   s.n_layers = d.n_layers, s.n_embd = d.n_embd, s.n_vocab = d.n_vocab, s.n_head = d.n_head;
   s.n_expert = d.n_expert, s.n_expert_used = d.n_expert_used;
   s.n_expert_shared = d.n_expert_shared;
-  std::set<int> moe_layers;
+  std::map<int, uint64_t> moe_layers;  // block -> routed-expert bytes
   for (const TensorRow& t : tensors) {
     const TensorRole role = ClassifyTensor(t.name);
     Add(role, t.bytes, &s.bytes);
@@ -73,12 +74,13 @@ numa::ModelShape BuildShape(const Dims& d, const std::vector<TensorRow>& tensors
     }
     const std::string_view base = Base(t.name);
     if (role == TensorRole::kRoutedExperts) {
-      moe_layers.insert(LayerOfTensor(t.name));
+      moe_layers[LayerOfTensor(t.name)] += t.bytes;
       if (base == "ffn_up_exps") s.n_ff_exp = t.ne[1];  // [D, n_ff_exp, E]
     }
     if (role == TensorRole::kDenseFfn && base == "ffn_up") s.n_ff = t.ne[1];  // [D, n_ff]
   }
   s.n_moe_layers = static_cast<int64_t>(moe_layers.size());
+  for (const auto& [layer, bytes] : moe_layers) s.routed_bytes_by_moe_layer.push_back(bytes);
   s.n_dense_layers = s.n_layers - s.n_moe_layers;
   const uint64_t experts = static_cast<uint64_t>(s.n_moe_layers * s.n_expert);
   if (experts > 0) {
@@ -108,7 +110,8 @@ const char* SynthArchName(synth::Arch a) {
 
 }  // namespace
 
-StatusOr<numa::ModelShape> ModelShapeFromGguf(const std::string& path) {
+StatusOr<numa::ModelShape> ModelShapeFromGguf(const std::string& path,
+                                              std::vector<TensorEntry>* tensors) {
   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> file, gguf::GgufFile::Open(path));
   MOESPLIT_ASSIGN_OR_RETURN(ModelConfig c, ModelConfig::FromGguf(*file));
   Dims d;
@@ -126,6 +129,9 @@ StatusOr<numa::ModelShape> ModelShapeFromGguf(const std::string& path) {
                     static_cast<uint64_t>(t.NumElements()), t.type});
   }
   numa::ModelShape s = BuildShape(d, rows);
+  if (tensors != nullptr) {
+    for (const TensorRow& r : rows) tensors->push_back({std::string(r.name), r.bytes});
+  }
   s.name = path;
   auto ft = file->GetUint("general.file_type");
   s.quant = ft.ok() ? FileTypeName(static_cast<uint32_t>(*ft)) : "?";
@@ -133,7 +139,8 @@ StatusOr<numa::ModelShape> ModelShapeFromGguf(const std::string& path) {
 }
 
 StatusOr<numa::ModelShape> ModelShapeFromPreset(const std::string& preset, int64_t layers,
-                                                const std::string& quant) {
+                                                const std::string& quant,
+                                                std::vector<TensorEntry>* tensors) {
   if (layers < 0) return InvalidArgumentError("layers ", layers, " must be >= 1 (0 = all)");
   MOESPLIT_ASSIGN_OR_RETURN(synth::QuantMix mix, synth::QuantMixFromName(quant));
   MOESPLIT_ASSIGN_OR_RETURN(
@@ -156,6 +163,9 @@ StatusOr<numa::ModelShape> ModelShapeFromPreset(const std::string& preset, int64
     rows.push_back(r);
   }
   numa::ModelShape s = BuildShape(d, rows);
+  if (tensors != nullptr) {
+    for (const TensorRow& r : rows) tensors->push_back({std::string(r.name), r.bytes});
+  }
   s.name = preset;
   s.quant = synth::QuantMixName(mix);
   return s;

@@ -7,19 +7,25 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
 #include "core/base/status.h"
+#include "core/model/device_map.h"
 #include "numa/model_shape.h"
 
 namespace moesplit::app {
 
 // Opens `path` with the GGUF reader (its errors come back unchanged) and classifies every
 // tensor by name (core/model/tensor_role.h). Unsupported architectures -> the config's error.
-StatusOr<numa::ModelShape> ModelShapeFromGguf(const std::string& path);
+// `tensors` (optional) receives every tensor's name and size, for the device map.
+StatusOr<numa::ModelShape> ModelShapeFromGguf(const std::string& path,
+                                              std::vector<TensorEntry>* tensors = nullptr);
 
 // The preset's tensor table (core/synth BuildTensorTable: no vocabulary, no weights) at `layers`
 // blocks (0 = the preset's full depth) and quant mix `quant` ("Q4_K_M", "Q8_0", "F16", "BF16").
 // Unknown preset -> InvalidArgument listing the presets.
 StatusOr<numa::ModelShape> ModelShapeFromPreset(const std::string& preset, int64_t layers = 0,
-                                                const std::string& quant = "Q4_K_M");
+                                                const std::string& quant = "Q4_K_M",
+                                                std::vector<TensorEntry>* tensors = nullptr);
 
 }  // namespace moesplit::app

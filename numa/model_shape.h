@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace moesplit::numa {
 
@@ -57,6 +58,9 @@ struct ModelShape {
   // (n_moe_layers * n_expert). Decode reads k of these per MoE layer per token.
   uint64_t routed_bytes_per_expert_layer = 0;
   uint64_t routed_params_per_expert_layer = 0;  // the same in elements
+  // [n_moe_layers] routed-expert bytes of each MoE layer in block order (Q4_K_M gives some
+  // layers' ffn_down_exps Q6_K, so they differ); empty = equal shares of bytes.routed_experts.
+  std::vector<uint64_t> routed_bytes_by_moe_layer;
 
   // KV cache bytes per token (all layers) as moesplit's cache stores it (core/engine/kv_cache.h):
   // deepseek2 MLA: (kv_lora + qk_rope) + kv_lora (the transposed latent copy) values per layer;

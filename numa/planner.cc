@@ -151,27 +151,37 @@ void MoveToGpu(const ModelShape& m, const ClassRef& c, Placement* p) {
 Status PlaceExpertLayers(const PlanRequest& rq, Placement* p) {
   const ModelShape& m = rq.model;
   const int64_t n_moe = m.n_moe_layers;
-  const uint64_t layer_bytes = n_moe > 0 ? m.bytes.routed_experts / n_moe : 0;
+  // Bytes of MoE layer i (block order): measured per layer when the shape has them.
+  auto layer_bytes = [&](int64_t i) {
+    return static_cast<int64_t>(m.routed_bytes_by_moe_layer.size()) == n_moe
+               ? m.routed_bytes_by_moe_layer[static_cast<size_t>(i)]
+               : m.bytes.routed_experts / static_cast<uint64_t>(n_moe);
+  };
   const uint64_t left = rq.gpu.memory_bytes - p->gpu_total;
-  int64_t g = 0;
+  // The last g layers, as many as fit in `left` when g is not given.
+  int64_t fit = 0;
+  uint64_t fit_bytes = 0;
+  while (fit < n_moe && fit_bytes + layer_bytes(n_moe - 1 - fit) <= left) {
+    fit_bytes += layer_bytes(n_moe - 1 - fit);
+    ++fit;
+  }
+  int64_t g = fit;
   if (rq.n_cpu_moe.has_value()) {
     // llama.cpp counts blocks: --n-cpu-moe N keeps blocks 0..N-1 on the CPU, the leading dense
     // blocks (DeepSeek-V3: 3) included.
-    const int64_t cpu_moe = std::clamp<int64_t>(*rq.n_cpu_moe - m.n_dense_layers, 0, n_moe);
-    g = n_moe - cpu_moe;
-    if (static_cast<uint64_t>(g) * layer_bytes > left) {
-      const int64_t fit = layer_bytes > 0 ? static_cast<int64_t>(left / layer_bytes) : 0;
+    g = n_moe - std::clamp<int64_t>(*rq.n_cpu_moe - m.n_dense_layers, 0, n_moe);
+    if (g > fit) {
+      uint64_t want = 0;
+      for (int64_t i = n_moe - g; i < n_moe; ++i) want += layer_bytes(i);
       return FailedPreconditionError(
-          "--n-cpu-moe ", *rq.n_cpu_moe, " puts the experts of ", g, " MoE layers (", g,
-          " x ", GiB(layer_bytes), ") on the GPU, but only ", GiB(left),
-          " of VRAM is left: use --n-cpu-moe ", m.n_dense_layers + n_moe - fit,
-          " or more (or --cpu-moe)");
+          "--n-cpu-moe ", *rq.n_cpu_moe, " puts the experts of ", g, " MoE layers (",
+          GiB(want), ") on the GPU, but only ", GiB(left), " of VRAM is left: use --n-cpu-moe ",
+          m.n_dense_layers + n_moe - fit, " or more (or --cpu-moe)");
     }
-  } else if (layer_bytes > 0) {
-    g = std::min<int64_t>(n_moe, static_cast<int64_t>(left / layer_bytes));
   }
   if (g > 0) {
-    const uint64_t b = static_cast<uint64_t>(g) * layer_bytes;
+    uint64_t b = 0;
+    for (int64_t i = n_moe - g; i < n_moe; ++i) b += layer_bytes(i);
     const uint64_t params = m.params.routed_experts / static_cast<uint64_t>(n_moe) * g;
     p->layout.gpu_bytes.routed_experts = b;
     p->layout.gpu_params.routed_experts = params;
@@ -181,7 +191,7 @@ Status PlaceExpertLayers(const PlanRequest& rq, Placement* p) {
     p->gpu_total += b;
     p->reasons.push_back(
         "routed experts of the last " + std::to_string(g) + " of " + std::to_string(n_moe) +
-        " MoE layers -> GPU (" + std::to_string(g) + " x " + GiB(layer_bytes) + ", " +
+        " MoE layers -> GPU (" + GiB(b) + ", " +
         (rq.n_cpu_moe ? "--n-cpu-moe " + std::to_string(*rq.n_cpu_moe) : "spare VRAM") + ")");
   }
   p->reasons.push_back("routed experts " + GiB(p->layout.cpu_bytes.routed_experts) +

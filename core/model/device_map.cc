@@ -40,14 +40,10 @@ std::string RuleText(const PlacementRule& r) {
 // "blk 0-2,5,7-9" for the set of blocks; "global" for tensors outside blocks (-1).
 std::string Blocks(const std::set<int>& layers) {
   std::string out;
-  for (auto it = layers.begin(); it != layers.end();) {
+  for (auto it = layers.lower_bound(0); it != layers.end();) {
     const int first = *it;
     int last = first;
     while (++it != layers.end() && *it == last + 1) last = *it;
-    if (first < 0) {
-      out += out.empty() ? "global" : ",global";
-      continue;
-    }
     out += out.empty() ? "blk " : ",";
     out += std::to_string(first);
     if (last > first) {
@@ -55,15 +51,16 @@ std::string Blocks(const std::set<int>& layers) {
       out += std::to_string(last);
     }
   }
+  if (layers.count(-1) > 0) out += out.empty() ? "global" : " + global";
   return out;
 }
 
 struct Context {
   const DeviceMapRequest& rq;
-  std::vector<std::regex> regexes;        // [rules]
-  std::vector<int> hits;                  // [rules] tensors each rule decided
-  std::set<int> gpu_moe_blocks;           // blocks whose routed experts the plan put in VRAM
-  int n_layer = 0;                        // blocks: 1 + the largest block index
+  std::vector<std::regex> regexes;  // [rules]
+  std::vector<int> hits;            // [rules] tensors each rule decided
+  std::set<int> gpu_moe_blocks;     // blocks whose routed experts the plan put in VRAM
+  int n_layer = 0;                  // blocks: 1 + the largest block index
 };
 
 // Device and origin of one tensor (see the order in device_map.h).
@@ -97,8 +94,7 @@ StatusOr<std::pair<Device, std::string>> Decide(const TensorEntry& t, Context* c
   return std::pair{gpu ? Device::kGpu : Device::kCpu, std::string("plan")};
 }
 
-Status CheckBudget(const std::vector<TensorEntry>& tensors, const DeviceMap& map,
-                   uint64_t budget) {
+Status CheckBudget(const std::vector<TensorEntry>& tensors, const DeviceMap& map, uint64_t budget) {
   if (budget == 0 || map.gpu_bytes <= budget) return Status::Ok();
   // The largest GPU groups by origin, so the message says which rule or choice to change.
   std::map<std::string, uint64_t> by_origin;
@@ -113,8 +109,8 @@ Status CheckBudget(const std::vector<TensorEntry>& tensors, const DeviceMap& map
     largest += (i ? ", " : "") + groups[i].second + " " + GiB(groups[i].first);
   }
   return FailedPreconditionError(
-      "the tensors placed on the GPU need ", GiB(map.gpu_bytes), " but the GPU has ",
-      GiB(budget), " for weights after the KV cache and scratch (largest: ", largest,
+      "the tensors placed on the GPU need ", GiB(map.gpu_bytes), " but the GPU has ", GiB(budget),
+      " for weights after the KV cache and scratch (largest: ", largest,
       "): move tensors to the CPU (-ot REGEX=CPU, --n-cpu-moe N, --cpu-moe, a lower -ngl) or "
       "lower --ctx-size");
 }
@@ -180,15 +176,24 @@ PlacementRule NCpuMoeRule(int n) {
 
 const char* PlanClassOf(const std::string& tensor_name) {
   switch (ClassifyTensor(tensor_name)) {
-    case TensorRole::kRoutedExperts: return "routed_experts";
-    case TensorRole::kSharedExperts: return "shared_experts";
-    case TensorRole::kDenseFfn: return "dense_ffn";
-    case TensorRole::kRouter: return "router";
-    case TensorRole::kAttention: return "attention";
-    case TensorRole::kEmbeddings: return "embeddings";
-    case TensorRole::kOutput: return "output";
-    case TensorRole::kNorms: return "norms";
-    case TensorRole::kOther: return "other";
+    case TensorRole::kRoutedExperts:
+      return "routed_experts";
+    case TensorRole::kSharedExperts:
+      return "shared_experts";
+    case TensorRole::kDenseFfn:
+      return "dense_ffn";
+    case TensorRole::kRouter:
+      return "router";
+    case TensorRole::kAttention:
+      return "attention";
+    case TensorRole::kEmbeddings:
+      return "embeddings";
+    case TensorRole::kOutput:
+      return "output";
+    case TensorRole::kNorms:
+      return "norms";
+    case TensorRole::kOther:
+      return "other";
   }
   return "other";
 }
@@ -250,9 +255,8 @@ std::string DescribeDeviceMap(const std::vector<TensorEntry>& tensors, const Dev
   for (const auto& [key, g] : groups) {
     char b[512];
     std::snprintf(b, sizeof(b), "  %-3s  %-15s %-16s %4d tensors %11s  %s\n",
-                  DeviceName(std::get<0>(key)), std::get<1>(key).c_str(),
-                  Blocks(g.layers).c_str(), g.count, GiB(g.bytes).c_str(),
-                  std::get<2>(key).c_str());
+                  DeviceName(std::get<0>(key)), std::get<1>(key).c_str(), Blocks(g.layers).c_str(),
+                  g.count, GiB(g.bytes).c_str(), std::get<2>(key).c_str());
     lines.push_back({g.bytes, b});
   }
   std::stable_sort(lines.begin(), lines.end(),

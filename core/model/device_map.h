@@ -34,7 +34,7 @@ StatusOr<Device> ParseDeviceName(const std::string& name);
 struct PlacementRule {
   std::string pattern;  // ECMAScript regex searched in the tensor name
   Device device = Device::kCpu;
-  std::string origin;   // where it came from, for messages: "-ot", "--cpu-moe", "r1.yaml rule 2"
+  std::string origin;  // where it came from, for messages: "-ot", "--cpu-moe", "r1.yaml rule 2"
 };
 
 // llama.cpp's -ot syntax: "REGEX=DEVICE" or several joined by commas. Errors name the piece:

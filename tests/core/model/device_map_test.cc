@@ -11,8 +11,8 @@ namespace {
 // A DeepSeek-shaped table: block 0 dense, blocks 1-3 MoE; experts 100 bytes per matrix, the
 // rest 1-10 bytes.
 std::vector<TensorEntry> Tensors() {
-  std::vector<TensorEntry> t = {{"token_embd.weight", 10}, {"output_norm.weight", 1},
-                                {"output.weight", 10}};
+  std::vector<TensorEntry> t = {
+      {"token_embd.weight", 10}, {"output_norm.weight", 1}, {"output.weight", 10}};
   for (int b = 0; b < 4; ++b) {
     const std::string p = "blk." + std::to_string(b) + ".";
     t.push_back({p + "attn_norm.weight", 1});
@@ -34,9 +34,8 @@ std::vector<TensorEntry> Tensors() {
   return t;
 }
 
-const std::vector<std::string> kAllButExperts = {"attention",  "norms",          "router",
-                                                 "other",      "shared_experts", "dense_ffn",
-                                                 "output",     "embeddings"};
+const std::vector<std::string> kAllButExperts = {
+    "attention", "norms", "router", "other", "shared_experts", "dense_ffn", "output", "embeddings"};
 
 Device DeviceOf(const std::vector<TensorEntry>& t, const DeviceMap& m, const std::string& name) {
   for (size_t i = 0; i < t.size(); ++i) {
@@ -99,14 +98,14 @@ TEST(DeviceMap, FirstMatchingRuleWins) {
 TEST(DeviceMap, CpuMoeAndNCpuMoeFollowLlamaCpp) {
   const auto t = Tensors();
   StatusOr<DeviceMap> all = AssignDevices(
-      t, {.rules = {CpuMoeRule()}, .gpu = true, .gpu_classes = kAllButExperts,
-          .gpu_moe_layers = 3});
+      t,
+      {.rules = {CpuMoeRule()}, .gpu = true, .gpu_classes = kAllButExperts, .gpu_moe_layers = 3});
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->cpu_bytes, 900u);
   // --n-cpu-moe 2: blocks 0 and 1 (block 0 has no experts), so only blk.1's experts.
   StatusOr<DeviceMap> two = AssignDevices(
-      t, {.rules = {NCpuMoeRule(2)}, .gpu = true, .gpu_classes = kAllButExperts,
-          .gpu_moe_layers = 3});
+      t,
+      {.rules = {NCpuMoeRule(2)}, .gpu = true, .gpu_classes = kAllButExperts, .gpu_moe_layers = 3});
   ASSERT_TRUE(two.ok());
   EXPECT_EQ(DeviceOf(t, *two, "blk.1.ffn_down_exps.weight"), Device::kCpu);
   EXPECT_EQ(DeviceOf(t, *two, "blk.2.ffn_down_exps.weight"), Device::kGpu);

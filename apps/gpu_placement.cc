@@ -1,0 +1,209 @@
+#include "apps/gpu_placement.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+
+#ifdef MOESPLIT_HAVE_CUDA
+#include "gpu_kernels/device_info.h"
+#endif
+
+namespace moesplit::app {
+namespace {
+
+// "FILE:LINE: " for messages about a node of a rule file.
+std::string At(const std::string& path, const YAML::Node& n) {
+  return path + ":" + std::to_string(n.Mark().line + 1) + ": ";
+}
+
+template <typename T>
+StatusOr<T> As(const std::string& path, const YAML::Node& n, const char* key, const char* what) {
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    return InvalidArgumentError(At(path, n), key, ": expected ", what, ", got '", YAML::Dump(n),
+                                "'");
+  }
+}
+
+StatusOr<std::vector<PlacementRule>> ParseRules(const std::string& path, const YAML::Node& list) {
+  if (!list.IsSequence()) {
+    return InvalidArgumentError(At(path, list), "rules: expected a list of {match, device}");
+  }
+  std::vector<PlacementRule> rules;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node r = list[i];
+    const std::string where = path + " rule " + std::to_string(i + 1);
+    if (!r.IsMap() || !r["match"] || !r["device"] || r.size() != 2) {
+      return InvalidArgumentError(At(path, r), "rule ", i + 1,
+                                  ": expected exactly the keys match (a regex) and device "
+                                  "(CPU | GPU | CUDA0)");
+    }
+    MOESPLIT_ASSIGN_OR_RETURN(std::string match,
+                              As<std::string>(path, r["match"], "match", "a regex string"));
+    MOESPLIT_ASSIGN_OR_RETURN(std::string dev,
+                              As<std::string>(path, r["device"], "device", "a device name"));
+    StatusOr<Device> d = ParseDeviceName(dev);
+    if (!d.ok()) return InvalidArgumentError(At(path, r["device"]), d.status().message());
+    PlacementRule rule{.pattern = match, .device = *d, .origin = where};
+    Status ok = ValidateRule(rule);
+    if (!ok.ok()) return InvalidArgumentError(At(path, r["match"]), ok.message());
+    rules.push_back(std::move(rule));
+  }
+  return rules;
+}
+
+Status ParseKey(const std::string& key, const YAML::Node& v, RuleFile* f) {
+  const std::string& p = f->path;
+  if (key == "description") {
+    MOESPLIT_ASSIGN_OR_RETURN(f->description, As<std::string>(p, v, "description", "text"));
+  } else if (key == "rules") {
+    MOESPLIT_ASSIGN_OR_RETURN(f->rules, ParseRules(p, v));
+  } else if (key == "cpu_moe") {
+    MOESPLIT_ASSIGN_OR_RETURN(f->cpu_moe, As<bool>(p, v, "cpu_moe", "true or false"));
+  } else if (key == "n_cpu_moe" || key == "n_gpu_layers" || key == "threads") {
+    MOESPLIT_ASSIGN_OR_RETURN(int n, As<int>(p, v, key.c_str(), "an integer"));
+    if (n < 0) return InvalidArgumentError(At(p, v), key, ": ", n, " must be >= 0");
+    (key == "n_cpu_moe" ? f->n_cpu_moe : key == "threads" ? f->threads : f->n_gpu_layers) = n;
+  } else if (key == "numa") {
+    MOESPLIT_ASSIGN_OR_RETURN(f->numa, As<std::string>(p, v, "numa", "a NUMA mode"));
+  } else if (key == "nodes") {
+    MOESPLIT_ASSIGN_OR_RETURN(f->nodes, As<std::string>(p, v, "nodes", "node ids like \"0,1\""));
+  } else {
+    return InvalidArgumentError(At(p, v), "unknown key '", key,
+                                "' (known: description, rules, cpu_moe, n_cpu_moe, n_gpu_layers, "
+                                "threads, numa, nodes)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, bool with_device) {
+  if (with_device) {
+    cmd->add_option("--device", f->device,
+                    "cpu | cuda | auto: where the forward pass runs (this version: CPU only)")
+        ->capture_default_str();
+  }
+  // -ngl and -ot (llama.cpp's spellings) are rewritten to these by main.cc: CLI11 takes one
+  // letter after a single dash.
+  cmd->add_option("--n-gpu-layers,--gpu-layers", f->n_gpu_layers,
+                  "-ngl: blocks on the GPU, counted from the last (default: all that fit)");
+  cmd->add_option("--override-tensor", f->override_tensor,
+                  "-ot REGEX=DEVICE[,...]: tensors whose name matches go to DEVICE (CPU, CUDA0); "
+                  "first match wins; repeatable");
+  cmd->add_flag("--cpu-moe", f->cpu_moe, "keep every routed expert on the CPU");
+  cmd->add_option("--n-cpu-moe", f->n_cpu_moe,
+                  "keep the routed experts of the first N blocks on the CPU");
+  cmd->add_option("--rules", f->rules,
+                  "YAML placement rule file (configs/placement/); flags override it");
+}
+
+StatusOr<RuleFile> LoadRuleFile(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    return NotFoundError("rule file ", path, ": cannot open it");
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError("rule file ", path, ": not valid YAML (", e.what(), ")");
+  }
+  RuleFile f;
+  f.path = path;
+  if (root.IsNull()) return f;
+  if (!root.IsMap()) return InvalidArgumentError("rule file ", path, ": expected a YAML map");
+  for (const auto& kv : root) {
+    MOESPLIT_RETURN_IF_ERROR(ParseKey(kv.first.as<std::string>(), kv.second, &f));
+  }
+  return f;
+}
+
+StatusOr<DeviceSettings> ResolveDeviceSettings(const DeviceFlags& flags) {
+  DeviceSettings s;
+  if (!flags.rules.empty()) {
+    MOESPLIT_ASSIGN_OR_RETURN(RuleFile f, LoadRuleFile(flags.rules));
+    s.file = std::move(f);
+  }
+  for (const std::string& ot : flags.override_tensor) {
+    MOESPLIT_ASSIGN_OR_RETURN(std::vector<PlacementRule> r, ParseOverrideTensor(ot, "-ot"));
+    s.rules.insert(s.rules.end(), r.begin(), r.end());
+  }
+  if (flags.n_cpu_moe < -1) {
+    return InvalidArgumentError("--n-cpu-moe ", flags.n_cpu_moe, " must be >= 0");
+  }
+  // The command line first, then the file.
+  const bool cpu_moe = flags.cpu_moe || (flags.n_cpu_moe < 0 && s.file && s.file->cpu_moe);
+  if (cpu_moe) {
+    s.n_cpu_moe = 1 << 30;
+    s.rules.push_back(CpuMoeRule());
+  } else if (flags.n_cpu_moe >= 0 || (s.file && s.file->n_cpu_moe)) {
+    s.n_cpu_moe = flags.n_cpu_moe >= 0 ? flags.n_cpu_moe : *s.file->n_cpu_moe;
+    if (*s.n_cpu_moe > 0) s.rules.push_back(NCpuMoeRule(*s.n_cpu_moe));
+  }
+  s.n_gpu_layers = flags.n_gpu_layers;
+  if (s.n_gpu_layers < 0 && s.file && s.file->n_gpu_layers) s.n_gpu_layers = *s.file->n_gpu_layers;
+  if (s.file) s.rules.insert(s.rules.end(), s.file->rules.begin(), s.file->rules.end());
+  return s;
+}
+
+std::string NoGpuReason(std::string* name) {
+#ifdef MOESPLIT_HAVE_CUDA
+  StatusOr<std::vector<gpu::DeviceInfo>> devices = gpu::ListDevices();
+  if (!devices.ok()) return "the CUDA runtime failed: " + devices.status().message();
+  if (devices->empty()) return "no CUDA device found";
+  if (name != nullptr) {
+    const gpu::DeviceInfo& d = devices->front();
+    *name = d.name + " (" + std::to_string(d.total_bytes >> 20) + " MiB)";
+  }
+  return "";
+#else
+  (void)name;
+  return "this moesplit was built without CUDA";
+#endif
+}
+
+std::vector<TensorEntry> TensorEntriesOf(const std::vector<gguf::TensorInfo>& tensors) {
+  std::vector<TensorEntry> out;
+  out.reserve(tensors.size());
+  for (const gguf::TensorInfo& t : tensors) out.push_back({t.name, t.nbytes});
+  return out;
+}
+
+Status ApplyDeviceFlags(const DeviceFlags& flags, const std::vector<TensorEntry>& tensors,
+                        std::ostream& err, int* threads, std::string* numa, std::string* nodes) {
+  if (flags.device != "cpu" && flags.device != "cuda" && flags.device != "auto") {
+    return InvalidArgumentError("--device '", flags.device, "' (expected cpu | cuda | auto)");
+  }
+  MOESPLIT_ASSIGN_OR_RETURN(DeviceSettings s, ResolveDeviceSettings(flags));
+  std::string gpu_name;
+  const std::string no_gpu = flags.device == "cpu" ? "--device cpu" : NoGpuReason(&gpu_name);
+  if (flags.device == "cuda") {
+    if (!no_gpu.empty()) return FailedPreconditionError("--device cuda: ", no_gpu);
+    return UnimplementedError("--device cuda: found ", gpu_name,
+                              ", but this version's forward pass runs on the CPU only (the "
+                              "hybrid CPU/GPU path is not built yet); use --device cpu or auto");
+  }
+  std::string why = no_gpu;
+  if (why.empty()) {
+    why =
+        "CUDA device " + gpu_name + " found, but this version's forward pass runs on the CPU only";
+  }
+  err << "device: cpu (" << why << ")\n";
+  MOESPLIT_ASSIGN_OR_RETURN(
+      DeviceMap map,
+      AssignDevices(
+          tensors,
+          {.rules = s.rules, .gpu = false, .no_gpu_reason = why, .n_gpu_layers = s.n_gpu_layers}));
+  err << "placement: all " << tensors.size() << " tensors on the CPU";
+  if (s.file) {
+    err << " (rules: " << s.file->path << ")";
+    if (*threads == 0 && s.file->threads) *threads = *s.file->threads;
+    if (numa->empty()) *numa = s.file->numa;
+    if (nodes->empty()) *nodes = s.file->nodes;
+  }
+  err << "\n";
+  for (const std::string& w : map.warnings) err << "warning: " << w << "\n";
+  return Status::Ok();
+}
+
+}  // namespace moesplit::app

@@ -1,0 +1,92 @@
+// The GPU placement flags of run / chat / bench / plan, in llama.cpp's language, and YAML rule
+// files (configs/placement/):
+//
+//   --device cpu|cuda|auto      where the forward pass runs (auto: the GPU when it can be used)
+//   -ngl, --n-gpu-layers N      blocks [n_layer - N, n_layer) on the GPU (N > n_layer: + the head)
+//   -ot, --override-tensor R=D  tensors whose name matches regex R on device D (CPU | CUDA0 | GPU);
+//                               repeatable, comma-separated lists allowed; first match wins
+//   --cpu-moe                   every routed expert on the CPU
+//   --n-cpu-moe N               the routed experts of blocks 0..N-1 on the CPU
+//   --rules FILE                a YAML rule file (below); the command line's flags win over it
+//
+// Rule file (every key optional; unknown keys are errors, so typos do not pass silently):
+//   description: DeepSeek-R1 Q4_K_M on one 24 GB GPU, one EPYC socket
+//   rules:                          # after -ot / --cpu-moe / --n-cpu-moe; first match wins
+//     - {match: '\.ffn_(up|down|gate)_exps\.', device: CPU}
+//   n_cpu_moe: 10                   # or cpu_moe: true
+//   n_gpu_layers: 99
+//   threads: 64                     # CPU workers (run/bench -t; plan --threads)
+//   numa: single                    # --numa
+//   nodes: "0"                      # --nodes
+//
+// This version's forward pass runs on the CPU only: the CUDA kernels exist (gpu_kernels/) but
+// the hybrid CPU/GPU forward pass is not built yet. So --device auto runs the CPU path (and says
+// why), --device cuda is an error, and rules that put tensors on the GPU are errors for run /
+// bench / chat; `moesplit plan --gpu-mem N` plans and prints the GPU placement for any machine.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/gguf/gguf_file.h"
+#include "core/model/device_map.h"
+
+namespace moesplit::app {
+
+struct DeviceFlags {
+  std::string device = "auto";               // --device (run / chat / bench only)
+  int n_gpu_layers = -1;                     // -ngl; < 0: not given
+  std::vector<std::string> override_tensor;  // -ot, in command-line order
+  bool cpu_moe = false;                      // --cpu-moe
+  int n_cpu_moe = -1;                        // --n-cpu-moe; < 0: not given
+  std::string rules;                         // --rules FILE
+};
+
+// Adds the flags above to a subcommand (--device only when with_device).
+void AddDeviceFlags(CLI::App* cmd, DeviceFlags* flags, bool with_device);
+
+struct RuleFile {
+  std::string path;
+  std::string description;
+  std::vector<PlacementRule> rules;
+  std::optional<int> n_cpu_moe;
+  bool cpu_moe = false;
+  std::optional<int> n_gpu_layers;
+  std::optional<int> threads;
+  std::string numa;
+  std::string nodes;
+};
+
+// Parses a rule file. Errors name the file, the key or rule index, and the line.
+StatusOr<RuleFile> LoadRuleFile(const std::string& path);
+
+// The placement flags after merging the rule file (if any) under the command line's: the rules in
+// order (-ot, then --cpu-moe / --n-cpu-moe, then the file's), the -ngl / --n-cpu-moe values, and
+// the file's thread / NUMA settings for the caller to apply where its own flags are unset.
+struct DeviceSettings {
+  std::vector<PlacementRule> rules;
+  int n_gpu_layers = -1;
+  std::optional<int> n_cpu_moe;  // --cpu-moe = a value >= every block count
+  std::optional<RuleFile> file;
+};
+StatusOr<DeviceSettings> ResolveDeviceSettings(const DeviceFlags& flags);
+
+// For run / chat / bench: resolves --device against this build and machine, checks the rules
+// against the model's tensors (a GPU rule is an error while the forward pass is CPU-only; rules
+// that match nothing warn), prints the device and placement lines to `err`, and fills the rule
+// file's threads / numa / nodes into *threads (when 0), *numa and *nodes (when empty).
+Status ApplyDeviceFlags(const DeviceFlags& flags, const std::vector<TensorEntry>& tensors,
+                        std::ostream& err, int* threads, std::string* numa, std::string* nodes);
+
+// Every tensor of a GGUF file as (name, bytes).
+std::vector<TensorEntry> TensorEntriesOf(const std::vector<gguf::TensorInfo>& tensors);
+
+// "no CUDA device found" / "this moesplit was built without CUDA" / "" (a device is visible);
+// `name` receives the first device's name and memory when there is one.
+std::string NoGpuReason(std::string* name);
+
+}  // namespace moesplit::app

@@ -1,0 +1,216 @@
+// Quantized GEMV (decode): one warp per weight row, 4 rows per 128-thread block.
+//
+// The warp walks its row in chunks of 32 units (a unit = 32 values, see quant_blocks_hd.h): a
+// chunk is 32 legacy blocks (Q8_0: 32 x 34 = 1088 B), 4 K-quant super-blocks (Q4_K: 4 x 144 =
+// 576 B, Q6_K: 4 x 210 = 840 B) or 1024 float elements. Each chunk is
+//   1. staged into shared memory with coalesced 16-byte loads (lane i loads segment i, i + 32,
+//      ...). Only Q4_K/Q5_K rows are 16-byte aligned; Q6_K (210 B) and the legacy blocks (18,
+//      22, 34 B) are 2-byte aligned, so the copy keeps the chunk's offset from a 16-byte
+//      boundary and loads the (at most two) partial end segments byte by byte: nothing outside
+//      the weights is read. Weights are streamed once per call: ld.global.cs (evict first), so
+//      x stays in cache;
+//   2. decoded from shared memory, one unit per lane, bit-exactly as the CPU would;
+//   3. dotted with the 32 matching values of every token (8 float4 loads of x per token, x is
+//      small and L1/L2 resident): the weights are read once for all n_tok tokens.
+// Finally the 32 partial sums of each token are added with a butterfly of warp shuffles.
+//
+// Shared memory: 4 warps x (chunk + 16..31 B of alignment slack) <= 4 x 4112 B (F32).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "gpu_kernels/cuda_check.h"
+#include "gpu_kernels/qgemv.h"
+#include "gpu_kernels/quant_blocks_hd.h"
+
+namespace moesplit::gpu {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kRowsPerCta = 4;                  // one warp per row
+constexpr int kThreads = kWarp * kRowsPerCta;   // 128
+constexpr int64_t kMaxRows = int64_t{1} << 31;  // grid.x = rows / 4 stays well inside 2^31 - 1
+
+template <GgmlType kT>
+struct Geometry {
+  static constexpr int kBlockValues = HdBlockValues(kT);
+  static constexpr int kBlockBytes = HdBlockBytes(kT);
+  static constexpr int kUnitsPerBlock = kBlockValues / kUnitValues;
+  static constexpr int kBlocksPerChunk = kWarp / kUnitsPerBlock;  // one unit per lane
+  static constexpr int kChunkBytes = kBlocksPerChunk * kBlockBytes;
+  // Head slack (chunk start mod 16, <= 15) plus the chunk, in whole 16-byte segments.
+  static constexpr int kStageBytes = (kChunkBytes + 15 + 15) / 16 * 16;
+};
+
+// Copies bytes [src, src + n) to dst + (src mod 16) and returns that offset (see the top).
+// dst is 16-byte aligned, so aligned global segments land on aligned shared segments.
+__device__ __forceinline__ int StageChunk(const uint8_t* src, int n, uint8_t* dst, int lane) {
+  const int head = static_cast<int>(reinterpret_cast<uintptr_t>(src) & 15u);
+  const uint8_t* base = src - head;
+  const int end = head + n;
+  const int nseg = (end + 15) / 16;
+  for (int s = lane; s < nseg; s += kWarp) {
+    const int lo = 16 * s;
+    const int hi = lo + 16;
+    if (lo >= head && hi <= end) {
+      *reinterpret_cast<uint4*>(dst + lo) = __ldcs(reinterpret_cast<const uint4*>(base + lo));
+    } else {
+      for (int i = max(lo, head); i < min(hi, end); ++i) dst[i] = base[i];
+    }
+  }
+  return head;
+}
+
+// acc[t] += sum_i v[i] * x[t * cols + i], i < 32, for t < n_tok. xc is 16-byte aligned.
+template <int kMaxTok>
+__device__ __forceinline__ void DotUnit(const float* v, const float* xc, int64_t cols, int n_tok,
+                                        float* acc) {
+#pragma unroll
+  for (int t = 0; t < kMaxTok; ++t) {
+    if (t < n_tok) {
+      const float4* xp = reinterpret_cast<const float4*>(xc + t * cols);
+      float s = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kUnitValues / 4; ++i) {
+        const float4 q = __ldg(xp + i);
+        s = fmaf(v[4 * i], q.x, s);
+        s = fmaf(v[4 * i + 1], q.y, s);
+        s = fmaf(v[4 * i + 2], q.z, s);
+        s = fmaf(v[4 * i + 3], q.w, s);
+      }
+      acc[t] += s;
+    }
+  }
+}
+
+template <GgmlType kT, int kMaxTok>
+__global__ void __launch_bounds__(kThreads)
+    QGemvKernel(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, int64_t row_bytes,
+                const float* __restrict__ x, int n_tok, float* __restrict__ y) {
+  using G = Geometry<kT>;
+  __shared__ __align__(16) uint8_t stage[kRowsPerCta][G::kStageBytes];
+  const int warp = static_cast<int>(threadIdx.x) / kWarp;
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerCta + warp;
+  if (row >= rows) return;  // the whole warp leaves together: no block-wide barrier below
+  const uint8_t* wrow = w + row * row_bytes;
+  const int64_t nblocks = cols / G::kBlockValues;
+  float acc[kMaxTok];
+#pragma unroll
+  for (int t = 0; t < kMaxTok; ++t) acc[t] = 0.0f;
+
+  for (int64_t b0 = 0; b0 < nblocks; b0 += G::kBlocksPerChunk) {
+    const int nb = static_cast<int>(min(static_cast<int64_t>(G::kBlocksPerChunk), nblocks - b0));
+    const int head = StageChunk(wrow + b0 * G::kBlockBytes, nb * G::kBlockBytes, stage[warp], lane);
+    __syncwarp();
+    if (lane < nb * G::kUnitsPerBlock) {
+      // Unit `lane` of the chunk holds values 32 * lane .. 32 * lane + 31 of the chunk.
+      float v[kUnitValues];
+      HdDecodeUnit<kT>(stage[warp] + head + (lane / G::kUnitsPerBlock) * G::kBlockBytes,
+                       lane % G::kUnitsPerBlock, v);
+      DotUnit<kMaxTok>(v, x + b0 * G::kBlockValues + lane * kUnitValues, cols, n_tok, acc);
+    }
+    __syncwarp();  // the next chunk overwrites the stage
+  }
+
+#pragma unroll
+  for (int t = 0; t < kMaxTok; ++t) {
+    if (t < n_tok) {
+      float s = acc[t];
+#pragma unroll
+      for (int off = kWarp / 2; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+      if (lane == 0) y[t * rows + row] = s;
+    }
+  }
+}
+
+template <GgmlType kT, int kMaxTok>
+void Launch(const void* w, int64_t rows, int64_t cols, const float* x, int n_tok, float* y,
+            Stream stream) {
+  const int64_t grid = (rows + kRowsPerCta - 1) / kRowsPerCta;
+  QGemvKernel<kT, kMaxTok><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(
+      static_cast<const uint8_t*>(w), rows, cols, RowBytes(kT, cols), x, n_tok, y);
+  CUDA_CHECK_LAUNCH();
+}
+
+// Token counts are rounded up to 1, 2, 4 or 8 accumulators (4 instantiations per type, not 8).
+template <GgmlType kT>
+void LaunchType(const void* w, int64_t rows, int64_t cols, const float* x, int n_tok, float* y,
+                Stream stream) {
+  if (n_tok <= 1) {
+    Launch<kT, 1>(w, rows, cols, x, n_tok, y, stream);
+  } else if (n_tok <= 2) {
+    Launch<kT, 2>(w, rows, cols, x, n_tok, y, stream);
+  } else if (n_tok <= 4) {
+    Launch<kT, 4>(w, rows, cols, x, n_tok, y, stream);
+  } else {
+    Launch<kT, 8>(w, rows, cols, x, n_tok, y, stream);
+  }
+}
+
+}  // namespace
+
+bool QuantGemvSupports(GgmlType type) { return HdCanDecode(type); }
+
+Status CheckQuantGemvArgs(GgmlType type, int64_t rows, int64_t cols, const float* x, int n_tok) {
+  if (!QuantGemvSupports(type)) {
+    return InvalidArgumentError("QuantGemv: weight type ", TypeName(type),
+                                " is not supported (q4_0, q5_0, q8_0, q4_K, q5_K, q6_K, f32, "
+                                "f16, bf16 are)");
+  }
+  const int bv = HdBlockValues(type);
+  if (cols < 1 || cols % bv != 0) {
+    return InvalidArgumentError("QuantGemv: cols = ", cols, " must be a positive multiple of ", bv,
+                                " for ", TypeName(type));
+  }
+  if (rows < 1 || rows > kMaxRows) {
+    return InvalidArgumentError("QuantGemv: rows = ", rows, " must be in [1, ", kMaxRows, "]");
+  }
+  if (n_tok < 1 || n_tok > kQGemvMaxTokens) {
+    return InvalidArgumentError("QuantGemv: n_tok = ", n_tok, " must be in [1, ", kQGemvMaxTokens,
+                                "]");
+  }
+  if (reinterpret_cast<uintptr_t>(x) % 16 != 0) {
+    return InvalidArgumentError("QuantGemv: x must be 16-byte aligned (float4 loads)");
+  }
+  return Status::Ok();
+}
+
+Status QuantGemv(GgmlType type, const void* w, int64_t rows, int64_t cols, const float* x,
+                 int n_tok, float* y, Stream stream) {
+  MOESPLIT_RETURN_IF_ERROR(CheckQuantGemvArgs(type, rows, cols, x, n_tok));
+  switch (type) {
+    case GgmlType::kQ4_0:
+      LaunchType<GgmlType::kQ4_0>(w, rows, cols, x, n_tok, y, stream);
+      break;
+    case GgmlType::kQ5_0:
+      LaunchType<GgmlType::kQ5_0>(w, rows, cols, x, n_tok, y, stream);
+      break;
+    case GgmlType::kQ8_0:
+      LaunchType<GgmlType::kQ8_0>(w, rows, cols, x, n_tok, y, stream);
+      break;
+    case GgmlType::kQ4_K:
+      LaunchType<GgmlType::kQ4_K>(w, rows, cols, x, n_tok, y, stream);
+      break;
+    case GgmlType::kQ5_K:
+      LaunchType<GgmlType::kQ5_K>(w, rows, cols, x, n_tok, y, stream);
+      break;
+    case GgmlType::kQ6_K:
+      LaunchType<GgmlType::kQ6_K>(w, rows, cols, x, n_tok, y, stream);
+      break;
+    case GgmlType::kF32:
+      LaunchType<GgmlType::kF32>(w, rows, cols, x, n_tok, y, stream);
+      break;
+    case GgmlType::kF16:
+      LaunchType<GgmlType::kF16>(w, rows, cols, x, n_tok, y, stream);
+      break;
+    case GgmlType::kBF16:
+      LaunchType<GgmlType::kBF16>(w, rows, cols, x, n_tok, y, stream);
+      break;
+    default:
+      MOESPLIT_CHECK(false, "unreachable: ", TypeName(type));
+  }
+  return Status::Ok();
+}
+
+}  // namespace moesplit::gpu

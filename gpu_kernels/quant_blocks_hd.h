@@ -1,0 +1,351 @@
+// Decoding of GGUF weight blocks on both sides (MOESPLIT_HD): the GPU kernels (qgemv.cu,
+// dequant.cu) call these per lane / per thread, and tests/gpu_kernels/quant_blocks_hd_test.cc
+// checks them on the CPU, bit for bit, against cpu_kernels' DequantizeRow (ggml's to_float).
+//
+// The unit of work is 32 consecutive values of one row ("a unit"):
+//   type   block values  block bytes  units/block  value
+//   Q4_0        32           18            1       (q - 8) * d
+//   Q5_0        32           22            1       (q - 16) * d
+//   Q8_0        32           34            1       q * d
+//   Q4_K       256          144            8       (d * s_j) * q - dmin * m_j   (sub-block j)
+//   Q5_K       256          176            8       (d * s_j) * q - dmin * m_j
+//   Q6_K       256          210            8       (d * s_k) * (q - 32)  (two scales per unit)
+//   F32/F16/BF16  32 (a group of 32 elements) 128 / 64 / 64    1
+// so a warp lane (or a thread) decodes one unit with HdDecodeUnit<type>(block, j, out).
+//
+// Bit-exactness: the reference rounds after every multiply and subtract. nvcc fuses a * b - c
+// into one FMA by default (a different number), so on the device every product and difference
+// goes through __fmul_rn / __fsub_rn, which are never contracted. On the host the project's
+// default flags target x86-64 without FMA, so plain operators round the same way.
+// Blocks are read byte by byte (little-endian), so no alignment is assumed: Q6_K and the legacy
+// blocks are only 2-byte aligned, and the GEMV decodes from a shared-memory copy.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "core/base/dtype.h"
+#include "gpu_kernels/hd.h"
+
+#if defined(__CUDA_ARCH__)  // the device pass only: g++ warns about an unknown pragma
+#define MOESPLIT_HD_UNROLL _Pragma("unroll")
+#else
+#define MOESPLIT_HD_UNROLL
+#endif
+
+namespace moesplit::gpu {
+
+inline constexpr int kUnitValues = 32;  // values decoded per HdDecodeUnit call
+
+// ---------------------------------------------------------------------------------------------
+// Geometry. "Block" here is the decode block: ggml's block for quantized types, a group of 32
+// elements for F32/F16/BF16. 0 for a type these decoders do not handle.
+// ---------------------------------------------------------------------------------------------
+MOESPLIT_HD constexpr int HdBlockValues(GgmlType t) {
+  switch (t) {
+    case GgmlType::kF32:
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ5_0:
+    case GgmlType::kQ8_0:
+      return 32;
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ5_K:
+    case GgmlType::kQ6_K:
+      return 256;
+    default:
+      return 0;
+  }
+}
+
+MOESPLIT_HD constexpr int HdBlockBytes(GgmlType t) {
+  switch (t) {
+    case GgmlType::kF32:
+      return 128;  // 32 x 4 B
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+      return 64;  // 32 x 2 B
+    case GgmlType::kQ4_0:
+      return 18;  // f16 d + 16 B nibbles
+    case GgmlType::kQ5_0:
+      return 22;  // f16 d + 4 B high bits + 16 B nibbles
+    case GgmlType::kQ8_0:
+      return 34;  // f16 d + 32 B int8
+    case GgmlType::kQ4_K:
+      return 144;  // f16 d, f16 dmin, 12 B scales, 128 B nibbles
+    case GgmlType::kQ5_K:
+      return 176;  // as Q4_K + 32 B fifth bits
+    case GgmlType::kQ6_K:
+      return 210;  // 128 B low nibbles, 64 B high pairs, 16 B int8 scales, f16 d
+    default:
+      return 0;
+  }
+}
+
+MOESPLIT_HD constexpr bool HdCanDecode(GgmlType t) { return HdBlockValues(t) != 0; }
+MOESPLIT_HD constexpr bool HdIsPlainFloat(GgmlType t) {
+  return t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scalar helpers.
+// ---------------------------------------------------------------------------------------------
+MOESPLIT_HD float HdBitsToFloat(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+
+MOESPLIT_HD uint32_t HdFloatToBits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+
+// a * b and a - b, each rounded once (never fused into an FMA).
+MOESPLIT_HD float HdMul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+MOESPLIT_HD float HdSub(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
+MOESPLIT_HD uint32_t HdLoadU16(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8;
+}
+MOESPLIT_HD uint32_t HdLoadU32(const uint8_t* p) { return HdLoadU16(p) | HdLoadU16(p + 2) << 16; }
+
+// IEEE half -> float, exact (every half is a float). Same cases as core/base/float16.h.
+MOESPLIT_HD float HdHalfToFloat(uint32_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1f) return HdBitsToFloat(sign | 0x7f800000u | (mant << 13));  // inf / nan
+  if (exp == 0) {
+    // Zero or subnormal: mant * 2^-24, exact (a normal float for mant > 0).
+    const float v = HdMul(static_cast<float>(mant), 1.0f / 16777216.0f);
+    return HdBitsToFloat(sign | HdFloatToBits(v));
+  }
+  return HdBitsToFloat(sign | ((exp + 112) << 23) | (mant << 13));  // rebias 15 -> 127
+}
+
+MOESPLIT_HD float HdBf16ToFloat(uint32_t b) { return HdBitsToFloat((b & 0xffffu) << 16); }
+
+// float -> bf16 bits, round to nearest even; NaN stays a quiet NaN (ggml_compute_fp32_to_bf16).
+MOESPLIT_HD uint16_t HdFloatToBf16(float f) {
+  const uint32_t u = HdFloatToBits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 64u);
+  return static_cast<uint16_t>((u + (0x7fffu + ((u >> 16) & 1u))) >> 16);
+}
+
+// Q4_K / Q5_K: 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes at q.
+//   j < 4:  s = q[j] & 63,  m = q[j + 4] & 63
+//   j >= 4: s = q[j + 4] & 15 | (q[j - 4] >> 6) << 4,  m = q[j + 4] >> 4 | (q[j] >> 6) << 4
+MOESPLIT_HD void HdScaleMinK4(int j, const uint8_t* q, int* scale, int* min) {
+  if (j < 4) {
+    *scale = q[j] & 63;
+    *min = q[j + 4] & 63;
+  } else {
+    *scale = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unit decoders: out[0..32) = values 32j .. 32j + 31 of the block at b.
+// ---------------------------------------------------------------------------------------------
+
+// 18 B: d at 0, qs[16] at 2; qs[l] = value l (low nibble) | value l + 16 (high nibble).
+MOESPLIT_HD void HdDecodeQ4_0(const uint8_t* b, float* out) {
+  const float d = HdHalfToFloat(HdLoadU16(b));
+  const uint8_t* qs = b + 2;
+  MOESPLIT_HD_UNROLL
+  for (int l = 0; l < 16; ++l) {
+    out[l] = HdMul(static_cast<float>((qs[l] & 0xF) - 8), d);
+    out[l + 16] = HdMul(static_cast<float>((qs[l] >> 4) - 8), d);
+  }
+}
+
+// 22 B: d at 0, qh (32 bits, little-endian, bit l -> value l) at 2, qs[16] at 6.
+MOESPLIT_HD void HdDecodeQ5_0(const uint8_t* b, float* out) {
+  const float d = HdHalfToFloat(HdLoadU16(b));
+  const uint32_t qh = HdLoadU32(b + 2);
+  const uint8_t* qs = b + 6;
+  MOESPLIT_HD_UNROLL
+  for (int l = 0; l < 16; ++l) {
+    const int h0 = static_cast<int>((qh >> l) & 1u) << 4;
+    const int h1 = static_cast<int>((qh >> (l + 16)) & 1u) << 4;
+    out[l] = HdMul(static_cast<float>(((qs[l] & 0xF) | h0) - 16), d);
+    out[l + 16] = HdMul(static_cast<float>(((qs[l] >> 4) | h1) - 16), d);
+  }
+}
+
+// 34 B: d at 0, int8 qs[32] at 2.
+MOESPLIT_HD void HdDecodeQ8_0(const uint8_t* b, float* out) {
+  const float d = HdHalfToFloat(HdLoadU16(b));
+  MOESPLIT_HD_UNROLL
+  for (int l = 0; l < 32; ++l) {
+    out[l] = HdMul(static_cast<float>(static_cast<int8_t>(b[2 + l])), d);
+  }
+}
+
+// 144 B: d at 0, dmin at 2, scales[12] at 4, qs[128] at 16. Sub-block j uses the low (j even)
+// or high (j odd) nibbles of qs[32 * (j / 2) ..+32].
+MOESPLIT_HD void HdDecodeQ4_K(const uint8_t* b, int j, float* out) {
+  const float d = HdHalfToFloat(HdLoadU16(b));
+  const float dmin = HdHalfToFloat(HdLoadU16(b + 2));
+  int sc, m;
+  HdScaleMinK4(j, b + 4, &sc, &m);
+  const float dl = HdMul(d, static_cast<float>(sc));
+  const float ml = HdMul(dmin, static_cast<float>(m));
+  const uint8_t* q = b + 16 + 32 * (j / 2);
+  const int shift = 4 * (j % 2);
+  MOESPLIT_HD_UNROLL
+  for (int l = 0; l < 32; ++l) {
+    out[l] = HdSub(HdMul(dl, static_cast<float>((q[l] >> shift) & 0xF)), ml);
+  }
+}
+
+// 176 B: d at 0, dmin at 2, scales[12] at 4, qh[32] at 16, qs[128] at 48. As Q4_K, plus 16 when
+// bit j of qh[l] is set.
+MOESPLIT_HD void HdDecodeQ5_K(const uint8_t* b, int j, float* out) {
+  const float d = HdHalfToFloat(HdLoadU16(b));
+  const float dmin = HdHalfToFloat(HdLoadU16(b + 2));
+  int sc, m;
+  HdScaleMinK4(j, b + 4, &sc, &m);
+  const float dl = HdMul(d, static_cast<float>(sc));
+  const float ml = HdMul(dmin, static_cast<float>(m));
+  const uint8_t* qh = b + 16;
+  const uint8_t* q = b + 48 + 32 * (j / 2);
+  const int shift = 4 * (j % 2);
+  const uint32_t hbit = 1u << j;
+  MOESPLIT_HD_UNROLL
+  for (int l = 0; l < 32; ++l) {
+    const int v = ((q[l] >> shift) & 0xF) + ((qh[l] & hbit) ? 16 : 0);
+    out[l] = HdSub(HdMul(dl, static_cast<float>(v)), ml);
+  }
+}
+
+// 210 B: ql[128] at 0, qh[64] at 128, int8 scales[16] at 192, d at 208. Unit j = values
+// 128h + 32k + l (h = j / 4, k = j % 4): low nibble of ql[64h + 32(k % 2) + l] >> 4(k / 2),
+// high pair bits 2k of qh[32h + l]; scale of value v is scales[v / 16] (two per unit).
+MOESPLIT_HD void HdDecodeQ6_K(const uint8_t* b, int j, float* out) {
+  const float d = HdHalfToFloat(HdLoadU16(b + 208));
+  const int h = j / 4, k = j % 4;
+  const uint8_t* ql = b + 64 * h + 32 * (k % 2);
+  const uint8_t* qh = b + 128 + 32 * h;
+  const int lshift = 4 * (k / 2), hshift = 2 * k;
+  const float d0 = HdMul(d, static_cast<float>(static_cast<int8_t>(b[192 + 2 * j])));
+  const float d1 = HdMul(d, static_cast<float>(static_cast<int8_t>(b[192 + 2 * j + 1])));
+  MOESPLIT_HD_UNROLL
+  for (int l = 0; l < 32; ++l) {
+    const int q = (((ql[l] >> lshift) & 0xF) | (((qh[l] >> hshift) & 3) << 4)) - 32;
+    out[l] = HdMul(l < 16 ? d0 : d1, static_cast<float>(q));
+  }
+}
+
+MOESPLIT_HD void HdDecodeF32(const uint8_t* b, float* out) {
+  MOESPLIT_HD_UNROLL
+  for (int l = 0; l < 32; ++l) out[l] = HdBitsToFloat(HdLoadU32(b + 4 * l));
+}
+MOESPLIT_HD void HdDecodeF16(const uint8_t* b, float* out) {
+  MOESPLIT_HD_UNROLL
+  for (int l = 0; l < 32; ++l) out[l] = HdHalfToFloat(HdLoadU16(b + 2 * l));
+}
+MOESPLIT_HD void HdDecodeBF16(const uint8_t* b, float* out) {
+  MOESPLIT_HD_UNROLL
+  for (int l = 0; l < 32; ++l) out[l] = HdBf16ToFloat(HdLoadU16(b + 2 * l));
+}
+
+// Unit j (0 <= j < HdBlockValues(kType) / 32) of the block at b; the type is a compile-time
+// constant so kernels get one straight-line decoder each.
+template <GgmlType kType>
+MOESPLIT_HD void HdDecodeUnit(const uint8_t* b, int j, float* out) {
+  if constexpr (kType == GgmlType::kQ4_0) {
+    HdDecodeQ4_0(b, out);
+  } else if constexpr (kType == GgmlType::kQ5_0) {
+    HdDecodeQ5_0(b, out);
+  } else if constexpr (kType == GgmlType::kQ8_0) {
+    HdDecodeQ8_0(b, out);
+  } else if constexpr (kType == GgmlType::kQ4_K) {
+    HdDecodeQ4_K(b, j, out);
+  } else if constexpr (kType == GgmlType::kQ5_K) {
+    HdDecodeQ5_K(b, j, out);
+  } else if constexpr (kType == GgmlType::kQ6_K) {
+    HdDecodeQ6_K(b, j, out);
+  } else if constexpr (kType == GgmlType::kF32) {
+    HdDecodeF32(b, out);
+  } else if constexpr (kType == GgmlType::kF16) {
+    HdDecodeF16(b, out);
+  } else {
+    static_assert(kType == GgmlType::kBF16, "no unit decoder for this type");
+    HdDecodeBF16(b, out);
+  }
+}
+
+// Runtime-dispatched form (host tests, cold paths). Returns false for a type HdCanDecode rejects.
+MOESPLIT_HD bool HdDecodeUnit(GgmlType t, const uint8_t* b, int j, float* out) {
+  switch (t) {
+    case GgmlType::kQ4_0:
+      HdDecodeUnit<GgmlType::kQ4_0>(b, j, out);
+      return true;
+    case GgmlType::kQ5_0:
+      HdDecodeUnit<GgmlType::kQ5_0>(b, j, out);
+      return true;
+    case GgmlType::kQ8_0:
+      HdDecodeUnit<GgmlType::kQ8_0>(b, j, out);
+      return true;
+    case GgmlType::kQ4_K:
+      HdDecodeUnit<GgmlType::kQ4_K>(b, j, out);
+      return true;
+    case GgmlType::kQ5_K:
+      HdDecodeUnit<GgmlType::kQ5_K>(b, j, out);
+      return true;
+    case GgmlType::kQ6_K:
+      HdDecodeUnit<GgmlType::kQ6_K>(b, j, out);
+      return true;
+    case GgmlType::kF32:
+      HdDecodeUnit<GgmlType::kF32>(b, j, out);
+      return true;
+    case GgmlType::kF16:
+      HdDecodeUnit<GgmlType::kF16>(b, j, out);
+      return true;
+    case GgmlType::kBF16:
+      HdDecodeUnit<GgmlType::kBF16>(b, j, out);
+      return true;
+    default:
+      return false;
+  }
+}
+
+// One element of a plain float row (any alignment): element i of the row at p.
+template <GgmlType kType>
+MOESPLIT_HD float HdPlainElement(const uint8_t* p, int64_t i) {
+  if constexpr (kType == GgmlType::kF32) {
+    return HdBitsToFloat(HdLoadU32(p + 4 * i));
+  } else if constexpr (kType == GgmlType::kF16) {
+    return HdHalfToFloat(HdLoadU16(p + 2 * i));
+  } else {
+    static_assert(kType == GgmlType::kBF16, "not a plain float type");
+    return HdBf16ToFloat(HdLoadU16(p + 2 * i));
+  }
+}
+
+}  // namespace moesplit::gpu
