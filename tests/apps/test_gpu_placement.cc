@@ -1,0 +1,161 @@
+// The GPU placement flags and rule files (apps/gpu_placement.h) as a user meets them: `plan`
+// prints the per-tensor device map for -ot / --n-cpu-moe / --cpu-moe / rule files; `run` on this
+// CPU-only forward pass refuses --device cuda and rules that ask for the GPU, and accepts the rest.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "apps/cmd_plan.h"
+#include "apps/cmd_run.h"
+#include "apps/gpu_placement.h"
+#include "tests/testdata.h"
+
+namespace moesplit::app {
+namespace {
+
+const std::string kSrc = MOESPLIT_SOURCE_DIR;
+const std::string kTopo2s = kSrc + "/configs/topologies/epyc-9554-2s-nps1.xml";
+
+PlanArgs V3Plan(const std::string& gpu_mem) {
+  PlanArgs a;
+  a.preset = "ds-v3";
+  a.topology = kTopo2s;
+  a.gpu_mem = gpu_mem;
+  return a;
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = std::string(MOESPLIT_BINARY_DIR) + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(PlanPlacement, SpareVramTakesTheLastLayersExperts) {
+  std::ostringstream out;
+  Status s = RunPlan(V3Plan("48G"), out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_NE(out.str().find("GPU  routed_experts  blk 56-60"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("CPU  routed_experts  blk 3-55"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("routed experts of the last 5 MoE layers in VRAM"), std::string::npos);
+}
+
+TEST(PlanPlacement, CpuMoeAndOverrideTensor) {
+  PlanArgs a = V3Plan("48G");
+  a.device.cpu_moe = true;
+  std::ostringstream out;
+  ASSERT_TRUE(RunPlan(a, out).ok());
+  EXPECT_EQ(out.str().find("GPU  routed_experts"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("--cpu-moe"), std::string::npos);
+  a = V3Plan("24G");
+  a.device.override_tensor = {"exps=CUDA0"};
+  std::ostringstream big;
+  Status s = RunPlan(a, big);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("rule 'exps=GPU' (-ot)"), std::string::npos) << s.message();
+  a = V3Plan("0");
+  a.device.override_tensor = {"attn=GPU"};
+  s = RunPlan(a, big);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--gpu-mem 0"), std::string::npos) << s.message();
+}
+
+TEST(PlanPlacement, NCpuMoeThatDoesNotFitSaysWhatWould) {
+  PlanArgs a = V3Plan("48G");
+  a.device.n_cpu_moe = 50;
+  std::ostringstream out;
+  Status s = RunPlan(a, out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("use --n-cpu-moe 56 or more"), std::string::npos) << s.message();
+}
+
+TEST(RuleFiles, EveryShippedFilePlans) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(kSrc + "/configs/placement")) {
+    if (e.path().extension() != ".yaml") continue;
+    ++n;
+    StatusOr<RuleFile> f = LoadRuleFile(e.path().string());
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    EXPECT_FALSE(f->description.empty()) << e.path();
+    const std::string name = e.path().filename().string();
+    PlanArgs a = V3Plan(name.find("48gb") != std::string::npos ? "48G" : "24G");
+    a.device.rules = e.path().string();
+    std::ostringstream out;
+    Status s = RunPlan(a, out);
+    ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
+    EXPECT_EQ(out.str().find("warning"), std::string::npos) << name << "\n" << out.str();
+    const bool two_sockets = name.find("-2s") != std::string::npos;
+    EXPECT_NE(out.str().find(two_sockets ? "numa mode: shard" : "numa mode: single"),
+              std::string::npos)
+        << name;
+  }
+  EXPECT_GE(n, 4);
+}
+
+TEST(RuleFiles, ErrorsNameFileLineAndKey) {
+  struct Case {
+    const char* text;
+    const char* expect;
+  } cases[] = {
+      {"rulez: []\n", "unknown key 'rulez'"},
+      {"rules:\n  - {match: '(exps', device: CPU}\n", ":2: "},
+      {"rules:\n  - {match: 'exps', device: TPU}\n", "TPU"},
+      {"rules:\n  - {match: 'exps'}\n", "rule 1"},
+      {"n_cpu_moe: -3\n", "must be >= 0"},
+      {"threads: many\n", "threads: expected an integer"},
+      {"- a\n- b\n", "expected a YAML map"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = WriteTemp("bad_rules.yaml", c.text);
+    StatusOr<RuleFile> f = LoadRuleFile(path);
+    ASSERT_FALSE(f.ok()) << c.text;
+    EXPECT_NE(f.status().message().find(c.expect), std::string::npos)
+        << c.text << " -> " << f.status().message();
+    EXPECT_NE(f.status().message().find("bad_rules.yaml"), std::string::npos);
+  }
+  EXPECT_EQ(LoadRuleFile("/nonexistent/rules.yaml").status().code(), StatusCode::kNotFound);
+}
+
+RunArgs TinyRun() {
+  RunArgs a;
+  a.model = moesplit::testing::TestDataPath("models/ds-tiny-Q4_K_M.gguf");
+  a.prompt = "hi";
+  a.n_predict = 2;
+  a.threads = 1;
+  a.ctx_size = 32;
+  return a;
+}
+
+TEST(RunDevice, CpuOnlyForwardPassRefusesGpuRequests) {
+  std::ostringstream out, err;
+  RunArgs a = TinyRun();
+  a.placement.device.device = "cuda";
+  Status s = RunRun(a, out, err);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--device cuda"), std::string::npos) << s.message();
+  a.placement.device.device = "tpu";
+  EXPECT_NE(RunRun(a, out, err).message().find("cpu | cuda | auto"), std::string::npos);
+  a = TinyRun();
+  a.placement.device.override_tensor = {"attn_kv=CUDA0"};
+  s = RunRun(a, out, err);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("attn_kv"), std::string::npos) << s.message();
+}
+
+TEST(RunDevice, CpuRulesAndIgnoredNglRun) {
+  std::ostringstream out, err;
+  RunArgs a = TinyRun();
+  a.placement.device.override_tensor = {"exps=CPU", "nothing_matches_this=CPU"};
+  a.placement.device.n_gpu_layers = 99;
+  Status s = RunRun(a, out, err);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_NE(err.str().find("device: cpu ("), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("placement: all"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("-ngl 99 ignored"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("nothing_matches_this"), std::string::npos) << err.str();
+}
+
+}  // namespace
+}  // namespace moesplit::app
