@@ -339,6 +339,33 @@ DenseWork CpuDenseWork(const KernelProfile& k, const ModelShape& m, const Tensor
           (ffn_macs / ffn + proj_macs / gemm + attn_macs / attn) * 1e-9};
 }
 
+// Seconds of one CPU-side MoE layer's routed experts for a batch of P tokens (compute or read,
+// whichever is longer), and the same layer streamed to the GPU.
+struct LayerSeconds {
+  double cpu = 0, stream = 0;
+};
+LayerSeconds RoutedLayerSeconds(const Rates& r, const MachineProfile& p, const PlanRequest& rq,
+                                const Layout& l, double P) {
+  const ModelShape& m = rq.model;
+  const int64_t k = m.n_expert_used;
+  const double touched =
+      m.n_expert > 0 ? 1 - std::pow(1 - static_cast<double>(k) / m.n_expert, P) : 0;
+  const double tokens_per_expert =
+      m.n_expert > 0 ? P * k / (m.n_expert * std::max(touched, 1e-9)) : P;
+  const double moe_gmacs = MoeGmacsPerCore(p.kernels, tokens_per_expert) *
+                           TypeMixSlowdown(p.kernels, {{"q4_K", 2}, {"q8_0", 1}}) /
+                           TypeMixSlowdown(p.kernels, m.routed_params_by_type);
+  const double macs = P * k * m.routed_params_per_expert_layer;
+  const double layer_bytes =
+      m.n_moe_layers > 0 ? static_cast<double>(m.bytes.routed_experts) / m.n_moe_layers : 0;
+  const ReadTime read = ReadExperts(r, l, k, layer_bytes * touched);
+  LayerSeconds s;
+  s.cpu = std::max(macs / (moe_gmacs * TotalThreads(l.nodes) * 1e9), read.Total());
+  s.stream = std::max(layer_bytes * touched / (PcieGbps(rq.gpu) * kGB),
+                      macs / (GpuGmacs(rq.gpu) * 1e9));
+  return s;
+}
+
 Parts PrefillParts(const Rates& r, const MachineProfile& p, const PlanRequest& rq,
                    const Layout& l, std::vector<std::string>* notes) {
   const ModelShape& m = rq.model;
@@ -399,6 +426,32 @@ Parts PrefillParts(const Rates& r, const MachineProfile& p, const PlanRequest& r
 }
 
 }  // namespace
+
+StreamCost PredictStreaming(const Topology& topo, const MachineProfile& profile,
+                            const PlanRequest& request, const Layout& layout) {
+  const ModelShape& m = request.model;
+  StreamCost out;
+  const int64_t cpu_layers = m.n_moe_layers - layout.gpu_moe_layers;
+  const uint64_t layer_bytes =
+      m.n_moe_layers > 0 ? m.bytes.routed_experts / static_cast<uint64_t>(m.n_moe_layers) : 0;
+  out.feasible = request.gpu.memory_bytes > 0 && cpu_layers > 0 &&
+                 layout.gpu_free_bytes >= 2 * std::min(layer_bytes, kStreamChunkBytes);
+  if (!out.feasible) return out;
+  const Rates rates{topo, profile, profile.kernels.decode_fraction};
+  const LayerSeconds at = RoutedLayerSeconds(rates, profile, request, layout,
+                                             std::max(1, request.batch));
+  out.cpu_layer_s = at.cpu;
+  out.stream_layer_s = at.stream;
+  for (int64_t P = 16; P <= 65536; P *= 2) {
+    const LayerSeconds s = RoutedLayerSeconds(rates, profile, request, layout,
+                                              static_cast<double>(P));
+    if (s.stream < s.cpu) {
+      out.min_batch = P;
+      break;
+    }
+  }
+  return out;
+}
 
 CostResult PredictCost(const Topology& topo, const MachineProfile& profile,
                        const PlanRequest& request, const Layout& layout) {

@@ -80,7 +80,25 @@ struct Layout {
   // MoE layers whose routed experts are in VRAM (gpu_bytes.routed_experts holds their bytes):
   // decode reads k experts of each of them on the GPU instead of from DRAM.
   int64_t gpu_moe_layers = 0;
+  uint64_t gpu_free_bytes = 0;  // VRAM left after everything placed (for streamed experts)
 };
+
+// Prefill with the CPU's routed experts streamed to the GPU instead, layer by layer: each MoE
+// layer's experts cross PCIe in chunks of kStreamChunkBytes, double-buffered, so the copy of the
+// next chunk overlaps the GPU's multiply of this one; a layer then costs max(bytes / PCIe,
+// MACs / GPU rate) against the CPU's time for the same layer. It pays for long prompts: V3
+// Q4_K_M moves ~6.2 GiB per layer = ~270 ms at 25 GB/s, the CPU's share of a 512-token batch
+// is ~30-60 ms per layer, of 8192 tokens ~0.5-1 s.
+inline constexpr uint64_t kStreamChunkBytes = uint64_t{1} << 30;
+
+struct StreamCost {
+  bool feasible = false;      // a GPU with 2 chunks of free VRAM and CPU-side MoE layers
+  int64_t min_batch = 0;      // the smallest batch (power of 2, <= 65536) where streaming wins; 0 = none
+  double cpu_layer_s = 0;     // at the request's batch: one MoE layer's routed experts on the CPU
+  double stream_layer_s = 0;  // ... streamed to the GPU
+};
+StreamCost PredictStreaming(const Topology& topo, const MachineProfile& profile,
+                            const PlanRequest& request, const Layout& layout);
 
 struct CostResult {
   Prediction predicted;

@@ -138,6 +138,10 @@ Status ParsePlan(const YAML::Node& root, const std::string& name, Plan* p) {
   if (root["gpu_moe_layers"]) {
     MOESPLIT_RETURN_IF_ERROR(Field(root, "gpu_moe_layers", name, &p->gpu_moe_layers));
   }
+  if (root["prefill_stream_min_batch"]) {
+    MOESPLIT_RETURN_IF_ERROR(
+        Field(root, "prefill_stream_min_batch", name, &p->prefill_stream_min_batch));
+  }
   return ParsePrediction(root["predicted"], name + ".predicted", &p->predicted);
 }
 
@@ -196,6 +200,10 @@ std::string PlanToText(const Plan& p) {
   if (p.gpu_moe_layers > 0) {
     os << "routed experts of the last " << p.gpu_moe_layers << " MoE layers in VRAM\n";
   }
+  if (p.prefill_stream_min_batch > 0) {
+    os << "prompts of " << p.prefill_stream_min_batch
+       << "+ tokens per batch: CPU-side experts streamed to the GPU over PCIe\n";
+  }
   const Prediction& r = p.predicted;
   std::snprintf(line, sizeof(line),
                 "predicted: decode %.2f tok/s (bottleneck: %s), prefill %.1f tok/s at %d-token "
@@ -235,6 +243,7 @@ std::string PlanToJson(const Plan& p) {
   j["kv_bytes"] = p.kv_bytes;
   j["kv_device"] = p.kv_device;
   j["gpu_moe_layers"] = p.gpu_moe_layers;
+  j["prefill_stream_min_batch"] = p.prefill_stream_min_batch;
   const Prediction& r = p.predicted;
   j["predicted"] = {{"decode_tok_s", r.decode_tok_s},
                     {"prefill_tok_s", r.prefill_tok_s},
@@ -274,6 +283,7 @@ std::string PlanToYaml(const Plan& p) {
   out << YAML::Key << "kv_bytes" << YAML::Value << p.kv_bytes;
   out << YAML::Key << "kv_device" << YAML::Value << p.kv_device;
   out << YAML::Key << "gpu_moe_layers" << YAML::Value << p.gpu_moe_layers;
+  out << YAML::Key << "prefill_stream_min_batch" << YAML::Value << p.prefill_stream_min_batch;
   const Prediction& r = p.predicted;
   out << YAML::Key << "predicted" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "decode_tok_s" << YAML::Value << r.decode_tok_s;

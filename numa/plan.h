@@ -61,6 +61,9 @@ struct Plan {
   // MoE layers whose routed experts sit in VRAM: always the last ones (blocks counted from the
   // end), so that --n-cpu-moe N means "the first N MoE layers' experts on the CPU".
   int64_t gpu_moe_layers = 0;
+  // Prompt batches of at least this many tokens stream the CPU-side experts to the GPU layer by
+  // layer (numa/cost_model.h PredictStreaming); 0 = never (no GPU, no room, or never faster).
+  int64_t prefill_stream_min_batch = 0;
   Prediction predicted;
   std::vector<std::string> reasons; // why: one line per decision, for the text form
 

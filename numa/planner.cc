@@ -246,7 +246,42 @@ StatusOr<Placement> PlaceTensors(const PlanRequest& rq) {
     }
   }
   MOESPLIT_RETURN_IF_ERROR(PlaceExpertLayers(rq, &p));
+  p.layout.gpu_free_bytes = rq.gpu.memory_bytes - p.gpu_total;
   return p;
+}
+
+// Streaming the CPU-side experts to the GPU for long prompts: the batch from which it wins and,
+// when the request's batch is past it, the prefill prediction with it.
+void AddStreaming(const Topology& topo, const MachineProfile& profile, const PlanRequest& rq,
+                  const Layout& layout, Plan* plan) {
+  if (rq.gpu.memory_bytes == 0) return;
+  const StreamCost s = PredictStreaming(topo, profile, rq, layout);
+  if (!s.feasible) {
+    plan->reasons.push_back("prefill: no expert streaming (needs 2 x " +
+                            GiB(kStreamChunkBytes) + " of free VRAM and MoE layers on the CPU)");
+    return;
+  }
+  plan->prefill_stream_min_batch = s.min_batch;
+  if (s.min_batch == 0) {
+    plan->reasons.push_back("prefill: streaming experts over PCIe never beats the CPU here");
+    return;
+  }
+  char b[256];
+  std::snprintf(b, sizeof(b),
+                "prefill: streaming each CPU-side MoE layer's experts to the GPU (double-buffered "
+                "%s chunks) beats the CPU from %lld-token batches; at %d tokens a layer takes "
+                "%.1f ms streamed vs %.1f ms on the CPU",
+                GiB(kStreamChunkBytes).c_str(), static_cast<long long>(s.min_batch), rq.batch,
+                s.stream_layer_s * 1e3, s.cpu_layer_s * 1e3);
+  plan->reasons.push_back(b);
+  if (rq.batch < s.min_batch || plan->predicted.prefill_tok_s <= 0) return;
+  const double layers = static_cast<double>(rq.model.n_moe_layers - layout.gpu_moe_layers);
+  const double t = rq.batch / plan->predicted.prefill_tok_s -
+                   layers * (s.cpu_layer_s - s.stream_layer_s);
+  if (t > 0) {
+    plan->predicted.prefill_tok_s = rq.batch / t;
+    plan->predicted.prefill_bottleneck = "pcie";
+  }
 }
 
 std::vector<TensorPlacement> TensorList(const Placement& p) {
@@ -599,6 +634,7 @@ StatusOr<Plan> MakePlan(const Topology& topo, const MachineProfile& profile,
   plan.kv_device = placement.layout.kv_on_gpu ? "gpu" : "cpu";
   plan.gpu_moe_layers = placement.layout.gpu_moe_layers;
   plan.predicted = c.cost.predicted;
+  plan.gpu_moe_layers = placement.layout.gpu_moe_layers;
 
   std::vector<std::string>& r = plan.reasons;
   r.push_back(profile.measured
@@ -619,6 +655,7 @@ StatusOr<Plan> MakePlan(const Topology& topo, const MachineProfile& profile,
                 " GB/s memory, " + Num(kAssumedPcieGbps, "%.0f") + " GB/s PCIe, " +
                 Num(kAssumedGpuGmacs, "%.0f") + " GMAC/s (--gpu-bw sets the memory figure)");
   }
+  AddStreaming(topo, profile, rq, c.layout, &plan);
   const std::string alt = Alternatives(topo, profile, rq, placement, c);
   if (!alt.empty()) r.push_back(alt);
   return plan;

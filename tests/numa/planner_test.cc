@@ -224,6 +224,33 @@ TEST(Planner, NCpuMoeKeepsTheFirstLayersOnTheCpu) {
       << q.status().message();
 }
 
+TEST(Planner, LongPromptsStreamExpertsOverPcie) {
+  const Topology t = MakeTopology(1, 1, 16, 128 * kGiB);
+  PlanRequest rq{.model = Toy(20 * kGiB, 4 * kGiB)};
+  rq.gpu.memory_bytes = 24 * kGiB;
+  rq.n_cpu_moe = 10;  // all experts on the CPU: VRAM left for the stream buffers
+  StatusOr<Plan> p = MakePlan(t, FlatProfile(t, 100, 0), rq);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_GT(p->prefill_stream_min_batch, 0);
+  EXPECT_TRUE(AnyReasonHas(*p, "streaming each CPU-side MoE layer"));
+  // Past the threshold the prefill prediction is the streamed one, and faster than the CPU's.
+  rq.batch = static_cast<int>(p->prefill_stream_min_batch) * 2;
+  StatusOr<Plan> streamed = MakePlan(t, FlatProfile(t, 100, 0), rq);
+  ASSERT_TRUE(streamed.ok());
+  EXPECT_EQ(streamed->predicted.prefill_bottleneck, "pcie");
+  // The same batch without a GPU: no streaming, slower prefill.
+  rq.gpu.memory_bytes = 0;
+  StatusOr<Plan> cpu = MakePlan(t, FlatProfile(t, 100, 0), rq);
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(cpu->prefill_stream_min_batch, 0);
+  EXPECT_GT(streamed->predicted.prefill_tok_s, cpu->predicted.prefill_tok_s);
+  // Round trip through YAML keeps the threshold.
+  StatusOr<Plan> back = PlanFromYaml(PlanToYaml(*streamed), "streamed.yaml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->prefill_stream_min_batch, streamed->prefill_stream_min_batch);
+  EXPECT_EQ(back->gpu_moe_layers, streamed->gpu_moe_layers);
+}
+
 TEST(Planner, GpuLeavesWhatDoesNotFitOnTheCpu) {
   const Topology t = MakeTopology(1, 1, 16, 128 * kGiB);
   PlanRequest rq{.model = Toy(20 * kGiB, 16 * kGiB)};  // attention 8 GiB, the rest 2 GiB each
