@@ -192,8 +192,9 @@ std::string PlacementLabel(const engine::CpuPlacement& p) {
   if (p.groups.empty()) return "";
   std::vector<int> nodes;
   for (const auto& g : p.groups) nodes.insert(nodes.end(), g.mem_nodes.begin(), g.mem_nodes.end());
+  const bool copied_single = p.mode == numa::NumaMode::kSingle && p.copy_single;
   return StrCat(numa::NumaModeName(p.mode), " ", numa::FormatCpuList(nodes),
-                p.pin ? "" : " nopin");
+                p.pin ? "" : " nopin", copied_single ? " no-mmap" : "");
 }
 
 // Warm-up, then `repetitions` timed runs of one test in a fresh session sized for it.

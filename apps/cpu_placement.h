@@ -29,9 +29,12 @@ struct PlacementFlags {
   std::string numa;   // --numa single|interleave|replicate|shard
   std::string nodes;  // --nodes 0,1 (OS node ids, ranges allowed: 0-3)
   bool no_pin = false;
+  // --no-mmap: the routed experts are copied into process memory on 2 MiB pages (the file's
+  // pages released as each tensor is copied) instead of being read from the file mapping.
+  bool no_mmap = false;
   DeviceFlags device;  // --device, -ngl, -ot, --cpu-moe, --n-cpu-moe, --rules
 
-  bool Any() const { return !plan.empty() || !numa.empty() || !nodes.empty(); }
+  bool Any() const { return !plan.empty() || !numa.empty() || !nodes.empty() || no_mmap; }
 };
 
 // Adds --numa, --nodes, --plan, --no-pin and the device flags (gpu_placement.h) to a subcommand.

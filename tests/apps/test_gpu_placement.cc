@@ -157,5 +157,17 @@ TEST(RunDevice, CpuRulesAndIgnoredNglRun) {
   EXPECT_NE(err.str().find("nothing_matches_this"), std::string::npos) << err.str();
 }
 
+TEST(RunNoMmap, CopiesTheExpertsAndGeneratesTheSameText) {
+  RunArgs a = TinyRun();
+  a.sampling.seed = 3;
+  std::ostringstream out1, err1, out2, err2;
+  ASSERT_TRUE(RunRun(a, out1, err1).ok()) << err1.str();
+  a.placement.no_mmap = true;
+  Status s = RunRun(a, out2, err2);
+  ASSERT_TRUE(s.ok()) << s.ToString() << err2.str();
+  EXPECT_NE(err2.str().find("experts group 0 (single"), std::string::npos) << err2.str();
+  EXPECT_EQ(out1.str(), out2.str());  // the same weights, copied: the same greedy-free sample
+}
+
 }  // namespace
 }  // namespace moesplit::app
