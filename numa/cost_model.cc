@@ -344,17 +344,31 @@ DenseWork CpuDenseWork(const KernelProfile& k, const ModelShape& m, const Tensor
 struct LayerSeconds {
   double cpu = 0, stream = 0;
 };
+// The routed experts at a batch of P tokens: a batch touches the fraction 1 - (1 - k/E)^P of
+// the experts, each read once; tokens per touched expert: V2-Lite 512 x 6 / 64 = 48, V3
+// 512 x 8 / 256 = 16; the MoE rate at that many tokens, scaled by the model's expert types
+// against the calibration's (gate/up q4_K, down q8_0: apps/moe_calibration.h).
+struct MoeBatch {
+  double touched = 0;
+  double tokens_per_expert = 0;
+  double moe_gmacs = 0;  // per core
+};
+MoeBatch MoeBatchAt(const MachineProfile& p, const ModelShape& m, double P) {
+  const int64_t k = m.n_expert_used;
+  MoeBatch b;
+  b.touched = m.n_expert > 0 ? 1 - std::pow(1 - static_cast<double>(k) / m.n_expert, P) : 0;
+  b.tokens_per_expert = m.n_expert > 0 ? P * k / (m.n_expert * std::max(b.touched, 1e-9)) : P;
+  b.moe_gmacs = MoeGmacsPerCore(p.kernels, b.tokens_per_expert) *
+                TypeMixSlowdown(p.kernels, {{"q4_K", 2}, {"q8_0", 1}}) /
+                TypeMixSlowdown(p.kernels, m.routed_params_by_type);
+  return b;
+}
+
 LayerSeconds RoutedLayerSeconds(const Rates& r, const MachineProfile& p, const PlanRequest& rq,
                                 const Layout& l, double P) {
   const ModelShape& m = rq.model;
   const int64_t k = m.n_expert_used;
-  const double touched =
-      m.n_expert > 0 ? 1 - std::pow(1 - static_cast<double>(k) / m.n_expert, P) : 0;
-  const double tokens_per_expert =
-      m.n_expert > 0 ? P * k / (m.n_expert * std::max(touched, 1e-9)) : P;
-  const double moe_gmacs = MoeGmacsPerCore(p.kernels, tokens_per_expert) *
-                           TypeMixSlowdown(p.kernels, {{"q4_K", 2}, {"q8_0", 1}}) /
-                           TypeMixSlowdown(p.kernels, m.routed_params_by_type);
+  const auto [touched, tokens_per_expert, moe_gmacs] = MoeBatchAt(p, m, P);
   const double macs = P * k * m.routed_params_per_expert_layer;
   const double layer_bytes =
       m.n_moe_layers > 0 ? static_cast<double>(m.bytes.routed_experts) / m.n_moe_layers : 0;
@@ -372,18 +386,8 @@ Parts PrefillParts(const Rates& r, const MachineProfile& p, const PlanRequest& r
   const bool gpu = rq.gpu.memory_bytes > 0;
   const double P = std::max(1, rq.batch);
   const int64_t k = m.n_expert_used;
-  // Routed experts: P tokens x k experts x params per expert-layer x MoE layers MACs; a batch
-  // touches the fraction 1 - (1 - k/E)^P of the experts, each read once.
-  const double touched =
-      m.n_expert > 0 ? 1 - std::pow(1 - static_cast<double>(k) / m.n_expert, P) : 0;
-  // Tokens per touched expert: V2-Lite 512 x 6 / 64 = 48, V3 512 x 8 / 256 = 16.
-  const double tokens_per_expert =
-      m.n_expert > 0 ? P * k / (m.n_expert * std::max(touched, 1e-9)) : P;
-  // The MoE rate at that batch, scaled by the model's expert types against the calibration's
-  // (gate/up q4_K, down q8_0: apps/moe_calibration.h).
-  const double moe_gmacs = MoeGmacsPerCore(p.kernels, tokens_per_expert) *
-                           TypeMixSlowdown(p.kernels, {{"q4_K", 2}, {"q8_0", 1}}) /
-                           TypeMixSlowdown(p.kernels, m.routed_params_by_type);
+  // Routed experts: P tokens x k experts x params per expert-layer x MoE layers MACs.
+  const auto [touched, tokens_per_expert, moe_gmacs] = MoeBatchAt(p, m, P);
   const double all_threads = TotalThreads(l.nodes);
   const double dense_threads = Spread(l) ? all_threads : l.nodes.front().threads;
   Parts parts;

@@ -143,7 +143,7 @@ void ExpectNear(const std::vector<float>& got, const std::vector<double>& want, 
 }
 
 void CheckCase(const MlaAttentionParams& p, float q_amp, uint32_t seed) {
-  SCOPED_TRACE(testing::Message() << (p.cache_type == LatentCacheType::kF16 ? "F16" : "BF16")
+  SCOPED_TRACE(::testing::Message() << (p.cache_type == LatentCacheType::kF16 ? "F16" : "BF16")
                                   << " n_split asked " << p.n_split);
   const Inputs in = MakeInputs(p, q_amp, seed);
   const std::vector<float> got = RunGpu(p, in);

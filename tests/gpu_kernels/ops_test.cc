@@ -18,35 +18,10 @@
 namespace moesplit::gpu {
 namespace {
 
-std::vector<float> RandomVec(size_t n, float lo, float hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-template <typename T>
-DeviceBuffer Upload(const std::vector<T>& v) {
-  auto b = DeviceBuffer::Alloc(v.size() * sizeof(T));
-  MOESPLIT_CHECK(b.ok(), b.status().ToString());
-  MOESPLIT_CHECK(b->CopyFromHost(v.data(), v.size() * sizeof(T)).ok());
-  return std::move(*b);
-}
-
-DeviceBuffer Poisoned(size_t n_floats) {
-  auto b = DeviceBuffer::Alloc(n_floats * sizeof(float));
-  MOESPLIT_CHECK(b.ok(), b.status().ToString());
-  MOESPLIT_CHECK(b->Fill(0xFF).ok());
-  return std::move(*b);
-}
-
-std::vector<float> Download(const DeviceBuffer& b, size_t n) {
-  std::vector<float> v(n);
-  MOESPLIT_CHECK(Synchronize(nullptr).ok());
-  MOESPLIT_CHECK(b.CopyToHost(v.data(), n * sizeof(float)).ok());
-  return v;
-}
+using testing::Download;
+using testing::Poisoned;
+using testing::RandomUniform;
+using testing::Upload;
 
 // Distance in units in the last place (finite floats; NaN or infinite mismatch: huge).
 int64_t UlpDistance(float a, float b) {
@@ -74,20 +49,20 @@ TEST(GpuOps, RmsNormMatchesCpu) {
   MOESPLIT_SKIP_WITHOUT_GPU();
   for (int64_t rows : {int64_t{1}, int64_t{5}}) {
     for (int64_t n : {int64_t{1}, int64_t{33}, int64_t{1000}, int64_t{7168}}) {
-      const std::vector<float> x = RandomVec(rows * n, -3.0f, 3.0f, static_cast<uint32_t>(n));
-      const std::vector<float> w = RandomVec(n, 0.5f, 1.5f, 2);
+      const std::vector<float> x = RandomUniform(rows * n, -3.0f, 3.0f, static_cast<uint32_t>(n));
+      const std::vector<float> w = RandomUniform(n, 0.5f, 1.5f, 2);
       DeviceBuffer dx = Upload(x), dw = Upload(w);
       for (bool with_w : {true, false}) {
         std::vector<float> ref(rows * n);
         for (int64_t r = 0; r < rows; ++r) {
           ops::RmsNorm(&x[r * n], with_w ? w.data() : nullptr, n, 1e-6f, &ref[r * n]);
         }
-        DeviceBuffer dy = Poisoned(rows * n);
+        DeviceBuffer dy = Poisoned<float>(rows * n);
         ASSERT_TRUE(RmsNorm(dx.as<float>(), with_w ? dw.as<float>() : nullptr, rows, n, 1e-6f,
                             dy.as<float>(), nullptr)
                         .ok());
-        SCOPED_TRACE(testing::Message() << "rows " << rows << " n " << n << " w " << with_w);
-        ExpectUlps(Download(dy, rows * n), ref, 4);
+        SCOPED_TRACE(::testing::Message() << "rows " << rows << " n " << n << " w " << with_w);
+        ExpectUlps(Download<float>(dy, rows * n), ref, 4);
       }
     }
   }
@@ -97,51 +72,51 @@ TEST(GpuOps, RmsNormMatchesCpu) {
 TEST(GpuOps, RmsNormStridedInPlace) {
   MOESPLIT_SKIP_WITHOUT_GPU();
   const int64_t rows = 3, L = 512, W = 576;
-  std::vector<float> x = RandomVec(rows * W, -2.0f, 2.0f, 5);
-  const std::vector<float> w = RandomVec(L, 0.5f, 1.5f, 6);
+  std::vector<float> x = RandomUniform(rows * W, -2.0f, 2.0f, 5);
+  const std::vector<float> w = RandomUniform(L, 0.5f, 1.5f, 6);
   DeviceBuffer dx = Upload(x), dw = Upload(w);
   ASSERT_TRUE(
       RmsNormStrided(dx.as<float>(), W, dw.as<float>(), rows, L, 1e-6f, dx.as<float>(), W, nullptr)
           .ok());
   std::vector<float> ref = x;
   for (int64_t r = 0; r < rows; ++r) ops::RmsNorm(&ref[r * W], w.data(), L, 1e-6f, &ref[r * W]);
-  ExpectUlps(Download(dx, rows * W), ref, 4);  // the tail R values compare bit-exact
+  ExpectUlps(Download<float>(dx, rows * W), ref, 4);  // the tail R values compare bit-exact
 }
 
 TEST(GpuOps, SwiGluMatchesCpu) {
   MOESPLIT_SKIP_WITHOUT_GPU();
   for (auto [rows, n] : {std::pair<int64_t, int64_t>{1, 1001}, {3, 37}, {2, 2048}}) {
-    std::vector<float> gate = RandomVec(rows * n, -20.0f, 20.0f, 7);
-    const std::vector<float> up = RandomVec(rows * n, -2.0f, 2.0f, 8);
+    std::vector<float> gate = RandomUniform(rows * n, -20.0f, 20.0f, 7);
+    const std::vector<float> up = RandomUniform(rows * n, -2.0f, 2.0f, 8);
     DeviceBuffer dg = Upload(gate), du = Upload(up);
     ASSERT_TRUE(SwiGlu(dg.as<float>(), du.as<float>(), rows, n, nullptr).ok());
     ops::SwiGluInPlace(gate.data(), up.data(), rows * n);
-    ExpectUlps(Download(dg, rows * n), gate, 8);
+    ExpectUlps(Download<float>(dg, rows * n), gate, 8);
   }
 }
 
 TEST(GpuOps, AddBitExact) {
   MOESPLIT_SKIP_WITHOUT_GPU();
   const int64_t rows = 3, n = 333;
-  const std::vector<float> x = RandomVec(rows * n, -1.0f, 1.0f, 9);
-  std::vector<float> y = RandomVec(rows * n, -1.0f, 1.0f, 10);
+  const std::vector<float> x = RandomUniform(rows * n, -1.0f, 1.0f, 9);
+  std::vector<float> y = RandomUniform(rows * n, -1.0f, 1.0f, 10);
   DeviceBuffer dx = Upload(x), dy = Upload(y);
   ASSERT_TRUE(Add(dx.as<float>(), dy.as<float>(), rows, n, nullptr).ok());
   for (size_t i = 0; i < y.size(); ++i) y[i] += x[i];
-  ExpectUlps(Download(dy, rows * n), y, 0);
+  ExpectUlps(Download<float>(dy, rows * n), y, 0);
 }
 
 TEST(GpuOps, SoftmaxMatchesCpu) {
   MOESPLIT_SKIP_WITHOUT_GPU();
   for (int64_t rows : {int64_t{1}, int64_t{4}}) {
     for (int64_t n : {int64_t{1}, int64_t{5}, int64_t{256}, int64_t{1000}}) {
-      std::vector<float> x = RandomVec(rows * n, -10.0f, 10.0f, static_cast<uint32_t>(n + 11));
+      std::vector<float> x = RandomUniform(rows * n, -10.0f, 10.0f, static_cast<uint32_t>(n + 11));
       if (n > 3) x[2] = -INFINITY;  // a masked entry: 0
       DeviceBuffer dx = Upload(x);
       ASSERT_TRUE(Softmax(dx.as<float>(), rows, n, nullptr).ok());
       for (int64_t r = 0; r < rows; ++r) ops::Softmax(&x[r * n], n);
-      SCOPED_TRACE(testing::Message() << "rows " << rows << " n " << n);
-      ExpectUlps(Download(dx, rows * n), x, 8);
+      SCOPED_TRACE(::testing::Message() << "rows " << rows << " n " << n);
+      ExpectUlps(Download<float>(dx, rows * n), x, 8);
     }
   }
 }
@@ -151,11 +126,11 @@ TEST(GpuOps, SoftmaxMatchesCpu) {
 void CheckRope(const ops::RopeParams& p, int64_t n_head, int64_t head_dim, int64_t offset) {
   const std::vector<int32_t> pos = {0, 1, 4095, 100000};
   const int64_t n_tok = static_cast<int64_t>(pos.size());
-  const std::vector<float> x = RandomVec(n_tok * n_head * head_dim, -1.0f, 1.0f, 12);
+  const std::vector<float> x = RandomUniform(n_tok * n_head * head_dim, -1.0f, 1.0f, 12);
   DeviceBuffer dx = Upload(x), dpos = Upload(pos);
   ASSERT_TRUE(
       Rope(p, dpos.as<int32_t>(), n_tok, n_head, head_dim, dx.as<float>() + offset, nullptr).ok());
-  const std::vector<float> got = Download(dx, x.size());
+  const std::vector<float> got = Download<float>(dx, x.size());
   std::vector<float> ref = x, cs(p.n_dims);
   for (int64_t t = 0; t < n_tok; ++t) {
     ops::RopeCosSin(p, pos[t], cs.data());

@@ -16,6 +16,7 @@
 #include "core/base/dtype.h"
 #include "cpu_kernels/quant/quant.h"
 #include "gpu_kernels/device_buffer.h"
+#include "tests/gpu_kernels/gpu_test_util.h"
 
 namespace moesplit::gpu::testing {
 
@@ -84,32 +85,6 @@ inline DeviceBuffer UploadWeights(const Matrix& m) {
 }
 inline const void* Weights(const DeviceBuffer& buf) {
   return static_cast<const uint8_t*>(buf.data()) + kWeightOffset;
-}
-
-template <typename T>
-DeviceBuffer Upload(const std::vector<T>& v) {
-  auto buf = DeviceBuffer::Alloc(v.size() * sizeof(T));
-  EXPECT_TRUE(buf.ok()) << buf.status().ToString();
-  if (!buf.ok()) return DeviceBuffer();
-  EXPECT_TRUE(buf->CopyFromHost(v.data(), v.size() * sizeof(T)).ok());
-  return std::move(*buf);
-}
-
-// A device buffer of n Ts poisoned with 0xFF bytes (NaN for f32 / bf16).
-template <typename T>
-DeviceBuffer Poisoned(int64_t n) {
-  auto buf = DeviceBuffer::Alloc(static_cast<size_t>(n) * sizeof(T));
-  EXPECT_TRUE(buf.ok()) << buf.status().ToString();
-  if (!buf.ok()) return DeviceBuffer();
-  EXPECT_TRUE(buf->Fill(0xFF).ok());
-  return std::move(*buf);
-}
-
-template <typename T>
-std::vector<T> Download(const DeviceBuffer& buf, int64_t n) {
-  std::vector<T> v(n);
-  EXPECT_TRUE(buf.CopyToHost(v.data(), v.size() * sizeof(T)).ok());
-  return v;
 }
 
 // Reference y[t][r] = sum_c W[r][c] x[t][c] in double, and sum_c |W[r][c] x[t][c]| for the

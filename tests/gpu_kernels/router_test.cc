@@ -17,28 +17,9 @@
 namespace moesplit::gpu {
 namespace {
 
-std::vector<float> RandomVec(size_t n, float lo, float hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-template <typename T>
-DeviceBuffer Upload(const std::vector<T>& v) {
-  auto b = DeviceBuffer::Alloc(v.size() * sizeof(T));
-  MOESPLIT_CHECK(b.ok(), b.status().ToString());
-  MOESPLIT_CHECK(b->CopyFromHost(v.data(), v.size() * sizeof(T)).ok());
-  return std::move(*b);
-}
-
-DeviceBuffer Poisoned(size_t bytes) {
-  auto b = DeviceBuffer::Alloc(bytes);
-  MOESPLIT_CHECK(b.ok(), b.status().ToString());
-  MOESPLIT_CHECK(b->Fill(0xFF).ok());
-  return std::move(*b);
-}
+using testing::Poisoned;
+using testing::RandomUniform;
+using testing::Upload;
 
 RouterConfig Config(int E, int k, int groups, int groups_used, bool sigmoid, bool norm,
                     float scale) {
@@ -75,8 +56,8 @@ void CheckRoute(const RouterConfig& c, const std::vector<float>& logits,
              w_ref.data());
   DeviceBuffer dl = Upload(logits);
   DeviceBuffer db = bias ? Upload(*bias) : DeviceBuffer();
-  DeviceBuffer dids = Poisoned(n_tok * k * sizeof(int32_t));
-  DeviceBuffer dw = Poisoned(n_tok * k * sizeof(float));
+  DeviceBuffer dids = Poisoned<int32_t>(n_tok * k);
+  DeviceBuffer dw = Poisoned<float>(n_tok * k);
   ASSERT_TRUE(Route(c, dl.as<float>(), bias ? db.as<float>() : nullptr, n_tok, dids.as<int32_t>(),
                     dw.as<float>(), nullptr)
                   .ok());
@@ -112,27 +93,29 @@ void CheckRoute(const RouterConfig& c, const std::vector<float>& logits,
 TEST(GpuRouter, DeepseekV3SigmoidBiasGroups) {
   MOESPLIT_SKIP_WITHOUT_GPU();
   const RouterConfig c = Config(256, 8, 8, 4, true, true, 2.5f);
-  const std::vector<float> bias = RandomVec(256, -0.5f, 0.5f, 1);
-  const std::vector<float> logits = RandomVec(256 * 37, -4.0f, 4.0f, 2);
+  const std::vector<float> bias = RandomUniform(256, -0.5f, 0.5f, 1);
+  const std::vector<float> logits = RandomUniform(256 * 37, -4.0f, 4.0f, 2);
   CheckRoute(c, logits, &bias);
   CheckRoute(c, logits, nullptr);
-  CheckRoute(c, RandomVec(256, -4.0f, 4.0f, 3), &bias);  // one token
+  CheckRoute(c, RandomUniform(256, -4.0f, 4.0f, 3), &bias);  // one token
 }
 
 TEST(GpuRouter, DeepseekV2LiteSoftmax) {
   MOESPLIT_SKIP_WITHOUT_GPU();
-  CheckRoute(Config(64, 6, 0, 0, false, false, 1.0f), RandomVec(64 * 29, -6.0f, 6.0f, 4), nullptr);
-  CheckRoute(Config(64, 6, 1, 1, false, true, 0.0f), RandomVec(64 * 3, -6.0f, 6.0f, 5), nullptr);
+  CheckRoute(Config(64, 6, 0, 0, false, false, 1.0f), RandomUniform(64 * 29, -6.0f, 6.0f, 4),
+             nullptr);
+  CheckRoute(Config(64, 6, 1, 1, false, true, 0.0f), RandomUniform(64 * 3, -6.0f, 6.0f, 5),
+             nullptr);
 }
 
 TEST(GpuRouter, OddShapes) {
   MOESPLIT_SKIP_WITHOUT_GPU();
-  CheckRoute(Config(7, 7, 0, 0, false, true, 0.0f), RandomVec(7 * 3, -1.0f, 1.0f, 6), nullptr);
-  const std::vector<float> bias = RandomVec(12, -0.1f, 0.1f, 7);
-  CheckRoute(Config(12, 3, 12, 5, true, true, 1.5f), RandomVec(12 * 4, -2.0f, 2.0f, 8), &bias);
-  CheckRoute(Config(512, 16, 16, 3, true, false, 0.0f), RandomVec(512 * 3, -3.0f, 3.0f, 9),
+  CheckRoute(Config(7, 7, 0, 0, false, true, 0.0f), RandomUniform(7 * 3, -1.0f, 1.0f, 6), nullptr);
+  const std::vector<float> bias = RandomUniform(12, -0.1f, 0.1f, 7);
+  CheckRoute(Config(12, 3, 12, 5, true, true, 1.5f), RandomUniform(12 * 4, -2.0f, 2.0f, 8), &bias);
+  CheckRoute(Config(512, 16, 16, 3, true, false, 0.0f), RandomUniform(512 * 3, -3.0f, 3.0f, 9),
              nullptr);
-  CheckRoute(Config(32, 16, 8, 1, true, true, 1.0f), RandomVec(32 * 2, -1.0f, 1.0f, 10),
+  CheckRoute(Config(32, 16, 8, 1, true, true, 1.0f), RandomUniform(32 * 2, -1.0f, 1.0f, 10),
              nullptr);  // fewer eligible experts than k: -inf ones fill up
 }
 
