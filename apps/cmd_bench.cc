@@ -267,9 +267,8 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
   // The device and rule checks of run, once; a rule file's numa / nodes apply to every config
   // (its threads do not: bench takes -t lists).
   BenchArgs args_with_rules = args;
-  int unused_threads = 1;
   MOESPLIT_RETURN_IF_ERROR(ApplyDeviceFlags(
-      args.placement.device, TensorEntriesOf(model->file().tensors()), err, &unused_threads,
+      args.placement.device, TensorEntriesOf(model->file().tensors()), err, /*threads=*/nullptr,
       &args_with_rules.placement.numa, &args_with_rules.placement.nodes));
   std::vector<int> threads = args.threads;
   if (threads.empty())

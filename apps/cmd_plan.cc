@@ -134,11 +134,7 @@ Status RunPlan(const PlanArgs& args, std::ostream& out) {
   }
   MOESPLIT_ASSIGN_OR_RETURN(DeviceSettings ds, ResolveDeviceSettings(args.device));
   PlanArgs merged = args;  // the rule file's threads / numa / nodes where the flags are unset
-  if (ds.file) {
-    if (merged.threads == 0 && ds.file->threads) merged.threads = *ds.file->threads;
-    if (merged.numa.empty()) merged.numa = ds.file->numa;
-    if (merged.nodes.empty()) merged.nodes = ds.file->nodes;
-  }
+  ds.FillUnset(&merged.threads, &merged.numa, &merged.nodes);
   std::vector<TensorEntry> tensors;
   MOESPLIT_ASSIGN_OR_RETURN(numa::ModelShape shape, ShapeFor(merged, &tensors));
   MOESPLIT_ASSIGN_OR_RETURN(numa::PlanRequest rq, RequestFor(merged, std::move(shape)));

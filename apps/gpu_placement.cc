@@ -146,6 +146,13 @@ StatusOr<DeviceSettings> ResolveDeviceSettings(const DeviceFlags& flags) {
   return s;
 }
 
+void DeviceSettings::FillUnset(int* threads, std::string* numa, std::string* nodes) const {
+  if (!file) return;
+  if (threads != nullptr && *threads == 0 && file->threads) *threads = *file->threads;
+  if (numa->empty()) *numa = file->numa;
+  if (nodes->empty()) *nodes = file->nodes;
+}
+
 std::string NoGpuReason(std::string* name) {
 #ifdef MOESPLIT_HAVE_CUDA
   StatusOr<std::vector<gpu::DeviceInfo>> devices = gpu::ListDevices();
@@ -195,13 +202,9 @@ Status ApplyDeviceFlags(const DeviceFlags& flags, const std::vector<TensorEntry>
           tensors,
           {.rules = s.rules, .gpu = false, .no_gpu_reason = why, .n_gpu_layers = s.n_gpu_layers}));
   err << "placement: all " << tensors.size() << " tensors on the CPU";
-  if (s.file) {
-    err << " (rules: " << s.file->path << ")";
-    if (*threads == 0 && s.file->threads) *threads = *s.file->threads;
-    if (numa->empty()) *numa = s.file->numa;
-    if (nodes->empty()) *nodes = s.file->nodes;
-  }
+  if (s.file) err << " (rules: " << s.file->path << ")";
   err << "\n";
+  s.FillUnset(threads, numa, nodes);
   for (const std::string& w : map.warnings) err << "warning: " << w << "\n";
   return Status::Ok();
 }

@@ -72,13 +72,17 @@ struct DeviceSettings {
   int n_gpu_layers = -1;
   std::optional<int> n_cpu_moe;  // --cpu-moe = a value >= every block count
   std::optional<RuleFile> file;
+
+  // The rule file's threads / numa / nodes into *threads (when 0; threads may be null), *numa
+  // and *nodes (when empty): the command line's flags win.
+  void FillUnset(int* threads, std::string* numa, std::string* nodes) const;
 };
 StatusOr<DeviceSettings> ResolveDeviceSettings(const DeviceFlags& flags);
 
 // For run / chat / bench: resolves --device against this build and machine, checks the rules
 // against the model's tensors (a GPU rule is an error while the forward pass is CPU-only; rules
 // that match nothing warn), prints the device and placement lines to `err`, and fills the rule
-// file's threads / numa / nodes into *threads (when 0), *numa and *nodes (when empty).
+// file's threads / numa / nodes in with DeviceSettings::FillUnset (threads may be null).
 Status ApplyDeviceFlags(const DeviceFlags& flags, const std::vector<TensorEntry>& tensors,
                         std::ostream& err, int* threads, std::string* numa, std::string* nodes);
 

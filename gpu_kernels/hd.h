@@ -9,3 +9,29 @@
 #else
 #define MOESPLIT_HD inline
 #endif
+
+// Rounded-alone float arithmetic: each result is rounded on its own, as the CPU references round
+// it. nvcc contracts a * b + c into one FMA by default (a different number); __fmul_rn /
+// __fadd_rn / __fsub_rn are never contracted. On the host the project's default flags target
+// x86-64 without FMA, so the plain operators round the same way.
+MOESPLIT_HD float HdMul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+MOESPLIT_HD float HdAdd(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+MOESPLIT_HD float HdSub(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}

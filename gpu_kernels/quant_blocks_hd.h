@@ -111,22 +111,6 @@ MOESPLIT_HD uint32_t HdFloatToBits(float f) {
 #endif
 }
 
-// a * b and a - b, each rounded once (never fused into an FMA).
-MOESPLIT_HD float HdMul(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-MOESPLIT_HD float HdSub(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-
 MOESPLIT_HD uint32_t HdLoadU16(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8;
 }

@@ -30,28 +30,6 @@ struct RopeConsts {
   float mscale = 1.0f;  // attn_factor, times 1 + 0.1 ln(1 / freq_scale) with YaRN
 };
 
-// Rounded-alone arithmetic: nvcc may not fuse these into an FMA; on the host they are plain.
-MOESPLIT_HD float RopeMul(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-MOESPLIT_HD float RopeAdd(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-MOESPLIT_HD float RopeSub(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
 // std::max / std::min exactly ((a < b) ? b : a and (b < a) ? b : a), NaN behaviour included.
 MOESPLIT_HD float RopeMax(float a, float b) { return (a < b) ? b : a; }
 MOESPLIT_HD float RopeMin(float a, float b) { return (b < a) ? b : a; }
@@ -59,9 +37,9 @@ MOESPLIT_HD float RopeMin(float a, float b) { return (b < a) ? b : a; }
 // corr(beta) = n_dims * ln(n_ctx_orig / (beta * 2 pi)) / (2 ln freq_base)   (ggml's corr dim)
 MOESPLIT_HD float RopeCorrDim(const ops::RopeParams& p, float beta) {
   constexpr float kPi = 3.14159265358979323846f;  // == std::numbers::pi_v<float>
-  const float num = RopeMul(static_cast<float>(p.n_dims), logf(static_cast<float>(p.n_ctx_orig) /
-                                                               RopeMul(RopeMul(beta, 2.0f), kPi)));
-  return num / RopeMul(2.0f, logf(p.freq_base));
+  const float num = HdMul(static_cast<float>(p.n_dims), logf(static_cast<float>(p.n_ctx_orig) /
+                                                               HdMul(HdMul(beta, 2.0f), kPi)));
+  return num / HdMul(2.0f, logf(p.freq_base));
 }
 
 // low = max(0, floor(corr(beta_fast))), high = min(n_dims - 1, ceil(corr(beta_slow))).
@@ -76,7 +54,7 @@ MOESPLIT_HD RopeConsts RopeConstsFor(const ops::RopeParams& p) {
   k.theta_scale = powf(p.freq_base, -2.0f / static_cast<float>(p.n_dims));
   k.mscale = p.attn_factor;
   if (p.ext_factor != 0.0f) {
-    k.mscale = RopeMul(k.mscale, RopeAdd(1.0f, RopeMul(0.1f, logf(1.0f / p.freq_scale))));
+    k.mscale = HdMul(k.mscale, HdAdd(1.0f, HdMul(0.1f, logf(1.0f / p.freq_scale))));
   }
   return k;
 }
@@ -84,21 +62,21 @@ MOESPLIT_HD RopeConsts RopeConstsFor(const ops::RopeParams& p) {
 // The angle of pair i (0 <= i < n_dims / 2) at position pos.
 MOESPLIT_HD float RopeTheta(const ops::RopeParams& p, const RopeConsts& k, int64_t pos, int i) {
   float theta_extrap = static_cast<float>(pos);
-  for (int j = 0; j < i; ++j) theta_extrap = RopeMul(theta_extrap, k.theta_scale);
-  const float theta_interp = RopeMul(p.freq_scale, theta_extrap);
+  for (int j = 0; j < i; ++j) theta_extrap = HdMul(theta_extrap, k.theta_scale);
+  const float theta_interp = HdMul(p.freq_scale, theta_extrap);
   if (p.ext_factor == 0.0f) return theta_interp;
-  const float y = RopeSub(static_cast<float>(i), k.corr_low) /
-                  RopeMax(0.001f, RopeSub(k.corr_high, k.corr_low));
-  const float ramp_mix = RopeMul(RopeSub(1.0f, RopeMin(1.0f, RopeMax(0.0f, y))), p.ext_factor);
-  return RopeAdd(RopeMul(theta_interp, RopeSub(1.0f, ramp_mix)), RopeMul(theta_extrap, ramp_mix));
+  const float y = HdSub(static_cast<float>(i), k.corr_low) /
+                  RopeMax(0.001f, HdSub(k.corr_high, k.corr_low));
+  const float ramp_mix = HdMul(HdSub(1.0f, RopeMin(1.0f, RopeMax(0.0f, y))), p.ext_factor);
+  return HdAdd(HdMul(theta_interp, HdSub(1.0f, ramp_mix)), HdMul(theta_extrap, ramp_mix));
 }
 
 // cos(theta_i) * mscale and sin(theta_i) * mscale.
 MOESPLIT_HD void RopeCosSinAt(const ops::RopeParams& p, const RopeConsts& k, int64_t pos, int i,
                               float* c, float* s) {
   const float theta = RopeTheta(p, k, pos, i);
-  *c = RopeMul(cosf(theta), k.mscale);
-  *s = RopeMul(sinf(theta), k.mscale);
+  *c = HdMul(cosf(theta), k.mscale);
+  *s = HdMul(sinf(theta), k.mscale);
 }
 
 // The offsets of pair i inside a head: kNormal (2i, 2i + 1), kNeox (i, i + n_dims / 2).
@@ -115,8 +93,8 @@ MOESPLIT_HD void RopePair(const ops::RopeParams& p, int i, int* a, int* b) {
 // (x[a], x[b]) <- (x[a] c - x[b] s, x[a] s + x[b] c).
 MOESPLIT_HD void RopeRotate(float c, float s, float* xa, float* xb) {
   const float x0 = *xa, x1 = *xb;
-  *xa = RopeSub(RopeMul(x0, c), RopeMul(x1, s));
-  *xb = RopeAdd(RopeMul(x0, s), RopeMul(x1, c));
+  *xa = HdSub(HdMul(x0, c), HdMul(x1, s));
+  *xb = HdAdd(HdMul(x0, s), HdMul(x1, c));
 }
 
 // Whole-head forms with ops::RopeCosSin / RopeApply's interfaces (cos_sin: [n_dims], pairs

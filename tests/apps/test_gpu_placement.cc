@@ -153,7 +153,9 @@ TEST(RuleFiles, MutationsNeverCrash) {
       EXPECT_FALSE(f.status().message().empty());
     }
     StatusOr<std::vector<PlacementRule>> r = ParseOverrideTensor(t.substr(0, 40));
-    if (!r.ok()) EXPECT_FALSE(r.status().message().empty());
+    if (!r.ok()) {
+      EXPECT_FALSE(r.status().message().empty());
+    }
   }
   EXPECT_GT(ok, 0);
   EXPECT_GT(refused, 0);
@@ -197,6 +199,20 @@ TEST(RunDevice, CpuRulesAndIgnoredNglRun) {
   EXPECT_NE(err.str().find("placement: all"), std::string::npos) << err.str();
   EXPECT_NE(err.str().find("-ngl 99 ignored"), std::string::npos) << err.str();
   EXPECT_NE(err.str().find("nothing_matches_this"), std::string::npos) << err.str();
+}
+
+TEST(RunDevice, RuleFileThreadsAndNumaApplyWhereTheFlagsAreUnset) {
+  const std::string rules =
+      WriteTemp("run_rules.yaml", "rules:\n  - {match: exps, device: CPU}\nnuma: single\n"
+                                  "nodes: \"0\"\nthreads: 1\n");
+  RunArgs a = TinyRun();
+  a.threads = 0;
+  a.placement.device.rules = rules;
+  std::ostringstream out, err;
+  Status s = RunRun(a, out, err);
+  ASSERT_TRUE(s.ok()) << s.ToString() << err.str();
+  EXPECT_NE(err.str().find("(rules: " + rules + ")"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("pool node 0: 1 workers"), std::string::npos) << err.str();
 }
 
 TEST(RunNoMmap, CopiesTheExpertsAndGeneratesTheSameText) {
