@@ -69,6 +69,10 @@ TEST(PlanPlacement, NCpuMoeThatDoesNotFitSaysWhatWould) {
   Status s = RunPlan(a, out);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("use --n-cpu-moe 56 or more"), std::string::npos) << s.message();
+  a.device.n_cpu_moe = -5;
+  s = RunPlan(a, out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--n-cpu-moe -5 must be >= 0"), std::string::npos) << s.message();
 }
 
 TEST(RuleFiles, EveryShippedFilePlans) {
