@@ -152,9 +152,11 @@ StatusOr<std::vector<BenchConfig>> Configs(const BenchArgs& a, const std::vector
   }
   for (const std::string& item : items) {
     const size_t eq = item.find('=');
-    const std::string key = item.substr(0, eq), values = eq == std::string::npos ? "" : item.substr(eq + 1);
+    const std::string key = item.substr(0, eq),
+                      values = eq == std::string::npos ? "" : item.substr(eq + 1);
     if (eq == std::string::npos || values.empty()) {
-      return InvalidArgumentError("--sweep item '", item, "': expected KEY=V1,V2 (threads=1,2,4 or "
+      return InvalidArgumentError("--sweep item '", item,
+                                  "': expected KEY=V1,V2 (threads=1,2,4 or "
                                   "numa=single,shard)");
     }
     std::vector<std::string> list;
@@ -171,7 +173,8 @@ StatusOr<std::vector<BenchConfig>> Configs(const BenchArgs& a, const std::vector
         sweep_threads.push_back(static_cast<int>(n));
       }
     } else if (key == "numa") {
-      for (const std::string& v : list) MOESPLIT_RETURN_IF_ERROR(numa::NumaModeFromName(v).status());
+      for (const std::string& v : list)
+        MOESPLIT_RETURN_IF_ERROR(numa::NumaModeFromName(v).status());
       sweep_numa = list;
     } else {
       return InvalidArgumentError("--sweep key '", key, "' is not one of threads, numa");
@@ -189,12 +192,12 @@ StatusOr<std::vector<BenchConfig>> Configs(const BenchArgs& a, const std::vector
 
 // "shard 0,1" / "single 0" for the table's numa column; "" for the default placement.
 std::string PlacementLabel(const engine::CpuPlacement& p) {
-  if (p.groups.empty()) return "";
+  if (p.groups.empty()) return p.repack ? "" : "no-repack";
   std::vector<int> nodes;
   for (const auto& g : p.groups) nodes.insert(nodes.end(), g.mem_nodes.begin(), g.mem_nodes.end());
   const bool copied_single = p.mode == numa::NumaMode::kSingle && p.copy_single;
-  return StrCat(numa::NumaModeName(p.mode), " ", numa::FormatCpuList(nodes),
-                p.pin ? "" : " nopin", copied_single ? " no-mmap" : "");
+  return StrCat(numa::NumaModeName(p.mode), " ", numa::FormatCpuList(nodes), p.pin ? "" : " nopin",
+                copied_single ? " no-mmap" : "", p.repack ? "" : " no-repack");
 }
 
 // Warm-up, then `repetitions` timed runs of one test in a fresh session sized for it.
@@ -279,9 +282,11 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
   std::vector<BenchTest> done;
   MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchConfig> configs, Configs(args_with_rules, threads));
   for (const BenchConfig& c : configs) {
-    MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement, ResolvePlacement(c.flags, c.threads, args.model, &err));
+    MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement,
+                              ResolvePlacement(c.flags, c.threads, args.model, &err));
     const std::string label = PlacementLabel(placement);
-    if (!label.empty()) err << "bench: " << c.threads << " threads, " << DescribePlacement(placement) << "\n";
+    if (!label.empty())
+      err << "bench: " << c.threads << " threads, " << DescribePlacement(placement) << "\n";
     MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchTest> tests, PlanTests(args, c.threads));
     bool first = true;
     for (BenchTest& t : tests) {

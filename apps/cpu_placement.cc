@@ -27,6 +27,12 @@ void AddPlacementFlags(CLI::App* cmd, PlacementFlags* f) {
   cmd->add_flag("--no-mmap", f->no_mmap,
                 "copy the routed experts into memory on 2 MiB huge pages at load (the file's pages "
                 "are released as each tensor is copied) instead of reading the file mapping");
+  // Why: Q4_K experts in 16-row groups let one load feed 16 rows' accumulators; the decode
+  // kernel does ~half the vector work per byte (bench_gemv q4_K_r16; docs/PERFORMANCE.md).
+  cmd->add_flag("--no-repack", f->no_repack,
+                "read the expert tensors in their file layout instead of repacking Q4_K experts "
+                "into 16-row groups at load (repacking needs the AVX-512 VNNI kernel tier and "
+                "replaces the file's pages with the repacked copy)");
   AddDeviceFlags(cmd, &f->device, /*with_device=*/true);
 }
 
@@ -43,7 +49,7 @@ std::vector<int> NodeCpuOrder(const numa::NumaNode& n) {
 
 struct Choice {
   numa::NumaMode mode = numa::NumaMode::kSingle;
-  std::vector<int> nodes;                  // OS ids
+  std::vector<int> nodes;                   // OS ids
   std::vector<std::vector<int>> plan_cpus;  // [nodes] from the plan (may be empty)
 };
 
@@ -88,8 +94,10 @@ StatusOr<Choice> Choose(const PlacementFlags& f, const numa::Topology& topo,
       for (const numa::NumaNode& n : topo.nodes) {
         if (n.NumCores() > 0) have += (have.empty() ? "" : ",") + std::to_string(n.id);
       }
-      return InvalidArgumentError("NUMA node ", id, " does not exist or has no CPUs here (nodes "
-                                  "with CPUs: ", have, "; see `moesplit topo`)");
+      return InvalidArgumentError("NUMA node ", id,
+                                  " does not exist or has no CPUs here (nodes "
+                                  "with CPUs: ",
+                                  have, "; see `moesplit topo`)");
     }
   }
   if (!mode_set) c.mode = c.nodes.size() == 1 ? numa::NumaMode::kSingle : numa::NumaMode::kShard;
@@ -99,7 +107,6 @@ StatusOr<Choice> Choose(const PlacementFlags& f, const numa::Topology& topo,
   }
   return c;
 }
-
 
 // The flags (or `auto_plan` in their place) resolved against `topo`.
 StatusOr<engine::CpuPlacement> Resolve(const PlacementFlags& f, int threads,
@@ -166,8 +173,8 @@ StatusOr<engine::CpuPlacement> AutoPlacement(const PlacementFlags& f, int thread
   for (const numa::NumaNode& n : topo.nodes) cores += n.NumCores();
   // -t above the physical cores (the bench default is every PU) -> one worker per core.
   const int want = threads > 0 && threads <= cores ? threads : 0;
-  StatusOr<numa::Plan> plan = numa::MakePlan(
-      topo, numa::AssumedProfile(topo), {.model = shape, .batch = 512, .threads = want});
+  StatusOr<numa::Plan> plan = numa::MakePlan(topo, numa::AssumedProfile(topo),
+                                             {.model = shape, .batch = 512, .threads = want});
   if (!plan.ok()) {
     // The planner refuses (e.g. RAM): run on the first node with CPUs, pages where they are.
     if (log) {
@@ -181,8 +188,8 @@ StatusOr<engine::CpuPlacement> AutoPlacement(const PlacementFlags& f, int thread
   MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement p, Resolve(f, want, topo, &*plan));
   if (log) {
     *log << "numa: " << NodesWithCpus(topo) << " NUMA nodes with CPUs and no --numa / --nodes / "
-         << "--plan: the planner's choice, " << DescribePlacement(p)
-         << " (see `moesplit plan -m " << model_path << "`)\n";
+         << "--plan: the planner's choice, " << DescribePlacement(p) << " (see `moesplit plan -m "
+         << model_path << "`)\n";
   }
   return p;
 }
@@ -192,9 +199,14 @@ StatusOr<engine::CpuPlacement> AutoPlacement(const PlacementFlags& f, int thread
 StatusOr<engine::CpuPlacement> ResolvePlacement(const PlacementFlags& f, int threads,
                                                 const numa::Topology& topo,
                                                 const std::string& model_path, std::ostream* log) {
-  if (f.Any()) return Resolve(f, threads, topo, nullptr);
-  if (model_path.empty() || NodesWithCpus(topo) < 2) return engine::CpuPlacement{};
-  return AutoPlacement(f, threads, topo, model_path, log);
+  StatusOr<engine::CpuPlacement> p = engine::CpuPlacement{};
+  if (f.Any()) {
+    p = Resolve(f, threads, topo, nullptr);
+  } else if (!model_path.empty() && NodesWithCpus(topo) >= 2) {
+    p = AutoPlacement(f, threads, topo, model_path, log);
+  }
+  if (p.ok()) p->repack = !f.no_repack;
+  return p;
 }
 
 StatusOr<engine::CpuPlacement> ResolvePlacement(const PlacementFlags& f, int threads,
@@ -206,7 +218,9 @@ StatusOr<engine::CpuPlacement> ResolvePlacement(const PlacementFlags& f, int thr
   StatusOr<numa::Topology> topo = numa::LoadTopology("");
   if (!topo.ok()) {  // no flags asked for a topology: keep the default pool, say why
     if (log) *log << "numa: warning: " << topo.status().message() << "; one unpinned pool\n";
-    return engine::CpuPlacement{};
+    engine::CpuPlacement p;
+    p.repack = !f.no_repack;
+    return p;
   }
   return ResolvePlacement(f, threads, *topo, model_path, log);
 }

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "core/base/status.h"
 #include "apps/gpu_placement.h"
+#include "core/base/status.h"
 #include "core/engine/engine.h"
 #include "numa/topology.h"
 
@@ -32,6 +32,8 @@ struct PlacementFlags {
   // --no-mmap: the routed experts are copied into process memory on 2 MiB pages (the file's
   // pages released as each tensor is copied) instead of being read from the file mapping.
   bool no_mmap = false;
+  // --no-repack: expert tensors stay in their file layout (no Q4_K -> 16-row groups at load).
+  bool no_repack = false;
   DeviceFlags device;  // --device, -ngl, -ot, --cpu-moe, --n-cpu-moe, --rules
 
   bool Any() const { return !plan.empty() || !numa.empty() || !nodes.empty() || no_mmap; }
@@ -54,8 +56,7 @@ StatusOr<engine::CpuPlacement> ResolvePlacement(const PlacementFlags& flags, int
 
 // The same on the live topology (loaded only when needed).
 StatusOr<engine::CpuPlacement> ResolvePlacement(const PlacementFlags& flags, int threads,
-                                                const std::string& model_path,
-                                                std::ostream* log);
+                                                const std::string& model_path, std::ostream* log);
 
 // "shard over nodes 0,1: 2 x 32 workers" — for logs and the bench table.
 std::string DescribePlacement(const engine::CpuPlacement& p);

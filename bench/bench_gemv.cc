@@ -13,6 +13,8 @@
 // GEMM, n_tok = 2, 4, 8, 16, 64, 256 tokens, on 256 x 7168 (one 256-row block of a V3 gate; hot),
 // 256 x 2048 (V2-Lite gate / up) and 256 x 1408 (V2-Lite down): the prefill tile, compute-bound.
 //
+// kQ4_K_R16 (Q4_K repacked at load into 16-row groups) runs where the tier has its own tiles.
+//
 // Counters: GB/s = weight bytes read / s (1e9), GFLOP/s = 2 * rows * K * n_tok / s, bw_frac =
 // (weight bytes / s) / (1-thread read bandwidth of the probe, measured once at start-up and shown
 // in the context header as read_bw_1t). Real time. Default MinTime 0.5 s
@@ -33,6 +35,7 @@
 #include "cpu_kernels/cpu_features.h"
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/quant/quant.h"
+#include "cpu_kernels/quant/repack.h"
 
 namespace moesplit::bench {
 namespace {
@@ -84,16 +87,27 @@ const WeightSet& WeightCache::Get(GgmlType type, Shape shape, int64_t copies) {
   s->matrix_bytes = s->row_bytes * shape.rows;
   s->data = LargeBuffer(static_cast<size_t>(s->matrix_bytes * copies));
   // Quantize kPatternRows random rows, repeat them down the matrix, then copy the matrix: the
-  // kernels' speed does not depend on the values, and this keeps set-up to a memcpy.
+  // kernels' speed does not depend on the values, and this keeps set-up to a memcpy. Repacked
+  // layouts: the matrix is built in the file type, then repacked (as the expert store does).
+  const bool repacked = RowGroup(type) > 1;
+  const GgmlType file_type = repacked ? GgmlType::kQ4_K : type;
+  const int64_t file_row_bytes = RowBytes(file_type, shape.k);
   const std::vector<float> wf = NormalValues(kPatternRows * shape.k, 1, 0.02f);  // [64 x K]
-  std::vector<uint8_t> pattern(static_cast<size_t>(kPatternRows * s->row_bytes));
+  std::vector<uint8_t> pattern(static_cast<size_t>(kPatternRows * file_row_bytes));
   for (int64_t r = 0; r < kPatternRows; ++r) {
-    quant::QuantizeRow(type, wf.data() + r * shape.k, pattern.data() + r * s->row_bytes, shape.k);
+    quant::QuantizeRow(file_type, wf.data() + r * shape.k, pattern.data() + r * file_row_bytes,
+                       shape.k);
   }
+  std::vector<uint8_t> file_rows;  // [rows x file_row_bytes] when repacking
+  if (repacked) file_rows.resize(static_cast<size_t>(shape.rows * file_row_bytes));
+  uint8_t* dst = repacked ? file_rows.data() : s->data.data();
   for (int64_t r = 0; r < shape.rows; ++r) {
-    std::memcpy(s->data.data() + r * s->row_bytes,
-                pattern.data() + (r % kPatternRows) * s->row_bytes,
-                static_cast<size_t>(s->row_bytes));
+    std::memcpy(dst + r * file_row_bytes, pattern.data() + (r % kPatternRows) * file_row_bytes,
+                static_cast<size_t>(file_row_bytes));
+  }
+  if (repacked) {
+    quant::RepackRows(file_type, file_rows.data(), static_cast<size_t>(file_row_bytes), shape.rows,
+                      shape.k, s->data.data());
   }
   for (int64_t c = 1; c < copies; ++c) {
     std::memcpy(s->data.data() + c * s->matrix_bytes, s->data.data(),
@@ -181,11 +195,15 @@ void RegisterAll(Context* ctx) {
   for (cpu::IsaTier tier : RunnableTiers()) {
     const gemv::GemvKernels& kernels = gemv::KernelsFor(tier);
     std::string listed;
-    for (uint32_t id = 0; id < kGgmlTypeIdLimit; ++id) {
-      if (FindTypeTraits(id) == nullptr) continue;
+    for (uint32_t id = 0; id < kTypeIdLimit; ++id) {
       const auto type = static_cast<GgmlType>(id);
-      if (kernels.For(type) == nullptr) continue;
-      if (!quant::CanQuantize(type)) {
+      // Repacked layouts: only where the tier has its own tiles (the others unpack per call).
+      const bool repacked = id >= kGgmlTypeIdLimit;
+      if (repacked ? (kernels.For(type) == nullptr || !kernels.native_q4k_r16)
+                   : (FindTypeTraits(id) == nullptr || kernels.For(type) == nullptr)) {
+        continue;
+      }
+      if (!repacked && !quant::CanQuantize(type)) {
         std::fprintf(stderr, "skipping %s: no reference quantizer to build weights\n",
                      TypeName(type));
         continue;

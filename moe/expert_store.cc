@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <tuple>
 
+#include "cpu_kernels/quant/repack.h"
 
 namespace moesplit::moe {
 
@@ -25,48 +27,72 @@ bool Present(const TensorView& t) { return t.data != nullptr; }
 
 const char* ModeName(numa::NumaMode m) {
   switch (m) {
-    case numa::NumaMode::kSingle: return "single";
-    case numa::NumaMode::kInterleave: return "interleave";
-    case numa::NumaMode::kReplicate: return "replicate";
-    case numa::NumaMode::kShard: return "shard";
+    case numa::NumaMode::kSingle:
+      return "single";
+    case numa::NumaMode::kInterleave:
+      return "interleave";
+    case numa::NumaMode::kReplicate:
+      return "replicate";
+    case numa::NumaMode::kShard:
+      return "shard";
   }
   return "?";
 }
 
 int64_t DownBlock(const TensorView& down) { return GetTypeTraits(down.type).block_size; }
 
-// The tensors of one FFN family (routed or shared) cut to columns/rows [f0, f1) of F.
+// The tensors of one FFN family (routed or shared) cut to columns/rows [f0, f1) of F, and the
+// types they are stored in (the file's, or a repacked layout: gemv::LoadLayout).
 struct FamilyCut {
   const TensorView* gate;  // [D, F, E]
   const TensorView* up;    // [D, F, E]
   const TensorView* down;  // [F, D, E]
   FSlice s;
-  uint64_t GateBytes() const {
-    return static_cast<uint64_t>(gate->RowBytes() * (s.f1 - s.f0) * gate->ne[2]);
+  GgmlType gate_type, up_type, down_type;  // stored types
+  uint64_t GateBytes(GgmlType t) const {
+    return static_cast<uint64_t>(RowBytes(t, gate->ne[0]) * (s.f1 - s.f0) * gate->ne[2]);
   }
   uint64_t DownBytes() const {
-    return static_cast<uint64_t>(RowBytes(down->type, s.f1 - s.f0) * down->ne[1] * down->ne[2]);
+    return static_cast<uint64_t>(RowBytes(down_type, s.f1 - s.f0) * down->ne[1] * down->ne[2]);
   }
-  uint64_t Bytes() const { return 2 * Align(GateBytes()) + DownBytes(); }
+  uint64_t Bytes() const {
+    return Align(GateBytes(gate_type)) + Align(GateBytes(up_type)) + DownBytes();
+  }
 };
 
-// Copies expert e of a family into the destination slabs (gate/up [D, F_n, E]: F_n contiguous
-// rows per expert; down [F_n, D, E]: the F_n columns of each of the expert's D rows).
-void CopyExpert(const FamilyCut& c, int64_t e, uint8_t* g, uint8_t* u, uint8_t* d) {
-  const int64_t F = c.gate->ne[1], Fn = c.s.f1 - c.s.f0, grb = c.gate->RowBytes();
-  const auto* gs = static_cast<const uint8_t*>(c.gate->data) + (e * F + c.s.f0) * grb;
-  const auto* us = static_cast<const uint8_t*>(c.up->data) + (e * F + c.s.f0) * grb;
-  std::memcpy(g + e * Fn * grb, gs, static_cast<size_t>(Fn * grb));
-  std::memcpy(u + e * Fn * grb, us, static_cast<size_t>(Fn * grb));
-  const int64_t D = c.down->ne[1], drb = c.down->RowBytes(), nrb = RowBytes(c.down->type, Fn);
-  const int64_t off = RowBytes(c.down->type, c.s.f0);
-  const auto* ds = static_cast<const uint8_t*>(c.down->data) + e * D * drb + off;
-  uint8_t* dd = d + e * D * nrb;
-  for (int64_t r = 0; r < D; ++r) std::memcpy(dd + r * nrb, ds + r * drb, static_cast<size_t>(nrb));
+// Rows of one expert from src (src_stride bytes apart, `cols` values of `from`) to dst as type
+// `to`: a copy, or a repack (whole 16-row groups) when the types differ.
+void PlaceRows(GgmlType from, GgmlType to, const uint8_t* src, size_t src_stride, int64_t rows,
+               int64_t cols, uint8_t* dst) {
+  const size_t out_row = static_cast<size_t>(RowBytes(to, cols));
+  if (from != to) {
+    quant::RepackRows(from, src, src_stride, rows, cols, dst);
+  } else if (src_stride == out_row) {
+    std::memcpy(dst, src, out_row * static_cast<size_t>(rows));
+  } else {
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(dst + r * out_row, src + r * src_stride, out_row);
+  }
 }
 
-TensorView Cut(const TensorView& t, uint8_t* data, int64_t f_dim, int64_t Fn) {
+// Places expert e of a family into the destination slabs (gate/up [D, F_n, E]: F_n contiguous
+// rows per expert; down [F_n, D, E]: the F_n columns of each of the expert's D rows).
+void CopyExpert(const FamilyCut& c, int64_t e, uint8_t* g, uint8_t* u, uint8_t* d) {
+  const int64_t F = c.gate->ne[1], Fn = c.s.f1 - c.s.f0, D0 = c.gate->ne[0];
+  const int64_t grb = c.gate->RowBytes(), urb = c.up->RowBytes();
+  const auto* gs = static_cast<const uint8_t*>(c.gate->data) + (e * F + c.s.f0) * grb;
+  const auto* us = static_cast<const uint8_t*>(c.up->data) + (e * F + c.s.f0) * urb;
+  PlaceRows(c.gate->type, c.gate_type, gs, grb, Fn, D0, g + e * Fn * RowBytes(c.gate_type, D0));
+  PlaceRows(c.up->type, c.up_type, us, urb, Fn, D0, u + e * Fn * RowBytes(c.up_type, D0));
+  const int64_t D = c.down->ne[1], drb = c.down->RowBytes();
+  const int64_t off = RowBytes(c.down->type, c.s.f0);
+  const auto* ds = static_cast<const uint8_t*>(c.down->data) + e * D * drb + off;
+  PlaceRows(c.down->type, c.down_type, ds, drb, D, Fn, d + e * D * RowBytes(c.down_type, Fn));
+}
+
+TensorView Cut(const TensorView& t, GgmlType type, uint8_t* data, int64_t f_dim, int64_t Fn) {
   TensorView v = t;
+  v.type = type;
   v.ne[f_dim] = Fn;
   v.data = data;
   v.nbytes = static_cast<uint64_t>(RowBytes(v.type, v.ne[0]) * v.ne[1] * v.ne[2] * v.ne[3]);
@@ -77,12 +103,12 @@ TensorView Cut(const TensorView& t, uint8_t* data, int64_t f_dim, int64_t Fn) {
 void PlaceFamily(const FamilyCut& c, uint8_t* base, numa::Executor* copier, TensorView* g,
                  TensorView* u, TensorView* d) {
   const int64_t Fn = c.s.f1 - c.s.f0;
-  const uint64_t gb = Align(c.GateBytes());
-  *g = Cut(*c.gate, base, 1, Fn);
-  *u = Cut(*c.up, base + gb, 1, Fn);
-  *d = Cut(*c.down, base + 2 * gb, 0, Fn);
+  const uint64_t gb = Align(c.GateBytes(c.gate_type)), ub = Align(c.GateBytes(c.up_type));
+  *g = Cut(*c.gate, c.gate_type, base, 1, Fn);
+  *u = Cut(*c.up, c.up_type, base + gb, 1, Fn);
+  *d = Cut(*c.down, c.down_type, base + gb + ub, 0, Fn);
   const int64_t E = c.gate->ne[2];
-  auto task = [&](int64_t e, int) { CopyExpert(c, e, base, base + gb, base + 2 * gb); };
+  auto task = [&](int64_t e, int) { CopyExpert(c, e, base, base + gb, base + gb + ub); };
   if (copier != nullptr) {
     copier->ParallelFor(E, task);
   } else {
@@ -120,10 +146,38 @@ StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Build(std::vector<Layer> lay
   }
   const int n_groups = per_node ? static_cast<int>(o.nodes.size()) : 1;
   if (!o.copiers.empty() && static_cast<int>(o.copiers.size()) != n_groups) {
-    return InvalidArgumentError("expert store: ", o.copiers.size(), " copier pools for ",
-                                n_groups, " groups");
+    return InvalidArgumentError("expert store: ", o.copiers.size(), " copier pools for ", n_groups,
+                                " groups");
   }
-  const bool copy = per_node || o.copy || (o.mode == NumaMode::kInterleave && o.nodes.size() > 1);
+  auto cuts = [&](const Layer& l, int g) {
+    const int parts = o.mode == NumaMode::kShard ? n_groups : 1;
+    const int part = o.mode == NumaMode::kShard ? g : 0;
+    std::vector<FamilyCut> out;
+    auto family = [&](const TensorView& gate, const TensorView& up, const TensorView& down) {
+      const FSlice sl = ShardSlice(gate.ne[1], DownBlock(down), part, parts);
+      const int64_t Fn = sl.f1 - sl.f0;
+      auto stored = [&](const TensorView& t, int64_t rows) {
+        return o.repack_for == nullptr ? t.type : gemv::LoadLayout(*o.repack_for, t.type, rows);
+      };
+      out.push_back(
+          {&gate, &up, &down, sl, stored(gate, Fn), stored(up, Fn), stored(down, down.ne[1])});
+    };
+    family(l.gate_exps, l.up_exps, l.down_exps);
+    if (Present(l.gate_shexp)) family(l.gate_shexp, l.up_shexp, l.down_shexp);
+    return out;
+  };
+  bool repack = false;  // some tensor changes layout: the store must copy
+  for (const Layer& l : layers) {
+    if (!Present(l.gate_exps)) continue;
+    for (int g = 0; g < n_groups; ++g) {
+      for (const FamilyCut& c : cuts(l, g)) {
+        repack = repack || c.gate_type != c.gate->type || c.up_type != c.up->type ||
+                 c.down_type != c.down->type;
+      }
+    }
+  }
+  const bool copy =
+      per_node || o.copy || repack || (o.mode == NumaMode::kInterleave && o.nodes.size() > 1);
   std::unique_ptr<ExpertStore> s(new ExpertStore());
   s->mode_ = o.mode;
   s->nodes_ = o.nodes;
@@ -141,18 +195,7 @@ StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Build(std::vector<Layer> lay
     if (Present(layers[il].gate_exps)) MOESPLIT_RETURN_IF_ERROR(CheckLayer(layers[il], il));
   }
   // Bytes per (group, layer): routed + shared families, each cut to the group's slice.
-  auto cuts = [&](const Layer& l, int g) {
-    const int parts = o.mode == NumaMode::kShard ? n_groups : 1;
-    const int part = o.mode == NumaMode::kShard ? g : 0;
-    std::vector<FamilyCut> out;
-    out.push_back({&l.gate_exps, &l.up_exps, &l.down_exps,
-                   ShardSlice(l.gate_exps.ne[1], DownBlock(l.down_exps), part, parts)});
-    if (Present(l.gate_shexp)) {
-      out.push_back({&l.gate_shexp, &l.up_shexp, &l.down_shexp,
-                     ShardSlice(l.gate_shexp.ne[1], DownBlock(l.down_shexp), part, parts)});
-    }
-    return out;
-  };
+
   uint64_t total = 0, done = 0;
   for (const Layer& l : layers) {
     if (!Present(l.gate_exps)) continue;
@@ -173,7 +216,8 @@ StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Build(std::vector<Layer> lay
           per_node ? std::vector<int>{o.nodes[g]} : o.nodes;  // interleave: all of them
       MOESPLIT_ASSIGN_OR_RETURN(
           numa::NodeBuffer buf,
-          numa::AllocateOnNodes(bytes, {.nodes = mem, .huge_pages = o.huge_pages, .toucher = copier}));
+          numa::AllocateOnNodes(bytes,
+                                {.nodes = mem, .huge_pages = o.huge_pages, .toucher = copier}));
       for (const std::string& w : buf.warnings()) {
         if (std::find(s->warnings_.begin(), s->warnings_.end(), w) == s->warnings_.end()) {
           s->warnings_.push_back(w);
@@ -194,6 +238,15 @@ StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Build(std::vector<Layer> lay
         } else {
           PlaceFamily(fam[f], p, copier, &dst.gate_shexp, &dst.up_shexp, &dst.down_shexp);
         }
+        const FamilyCut& c = fam[f];
+        for (const auto& [from, to, bytes] :
+             {std::tuple{c.gate->type, c.gate_type, c.GateBytes(c.gate_type)},
+              std::tuple{c.up->type, c.up_type, c.GateBytes(c.up_type)},
+              std::tuple{c.down->type, c.down_type, c.DownBytes()}}) {
+          if (from == to) continue;
+          ++s->repacked_tensors_;
+          s->repacked_bytes_ += bytes;
+        }
         p += Align(fam[f].Bytes());
         s->group_bytes_[g] += fam[f].Bytes();
       }
@@ -201,8 +254,8 @@ StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Build(std::vector<Layer> lay
       done += bytes;
     }
     if (o.release_mapping) {
-      for (const TensorView* t : {&l.gate_exps, &l.up_exps, &l.down_exps, &l.gate_shexp,
-                                  &l.up_shexp, &l.down_shexp}) {
+      for (const TensorView* t :
+           {&l.gate_exps, &l.up_exps, &l.down_exps, &l.gate_shexp, &l.up_shexp, &l.down_shexp}) {
         ReleaseMapping(*t);
       }
     }
@@ -245,7 +298,8 @@ std::vector<std::string> ExpertStore::Report() const {
         }
       }
       s << ", pages on";
-      for (auto& [node, n] : by_node) s << " node " << node << " " << (100 * n / std::max<int64_t>(1, sampled)) << "%";
+      for (auto& [node, n] : by_node)
+        s << " node " << node << " " << (100 * n / std::max<int64_t>(1, sampled)) << "%";
       if (by_node.empty()) s << " (unknown: move_pages unavailable)";
     }
     lines.push_back(s.str());

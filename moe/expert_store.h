@@ -7,7 +7,8 @@
 //   shard       1 group per node, each holding the slice [f0, f1) of every expert's intermediate
 //               dimension: gate/up rows f0..f1 and the matching columns of down (1x memory);
 //               the groups' partial outputs sum to the full FFN, because
-//               down (silu(gate x) * up x) = sum over slices s of down[:, s] (silu(gate[s] x) * up[s] x).
+//               down (silu(gate x) * up x) = sum over slices s of down[:, s] (silu(gate[s] x) *
+//               up[s] x).
 //
 // Slice edges fall on multiples of the down tensor's quant block (256 values for K-quants, 32 for
 // Q8_0) so every slice is a valid row of blocks: DeepSeek-V3's F = 2048 over 2 nodes = 2 x 1024.
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "core/base/status.h"
+#include "cpu_kernels/gemv/gemv.h"
 #include "moe/expert_engine.h"
 #include "numa/executor.h"
 #include "numa/node_memory.h"
@@ -39,9 +41,14 @@ struct ExpertStoreOptions {
   // [groups] the pinned workers of each group: they copy (and so first-touch) its weights.
   // nullptr entries copy on the calling thread.
   std::vector<numa::Executor*> copiers;
-  bool copy = false;        // single: copy to node memory instead of reading the file mapping
+  bool copy = false;  // single: copy to node memory instead of reading the file mapping
   bool huge_pages = true;
   bool release_mapping = true;  // MADV_DONTNEED the file pages of every copied tensor
+  // When set: every expert tensor whose gemv::LoadLayout for these kernels differs from its
+  // file type (Q4_K -> kQ4_K_R16 on AVX-512 VNNI) is repacked into that layout while it is
+  // placed; any repacked tensor makes the store copy (mode single included), in parallel on the
+  // copiers, and releases the file pages (the repacked copy replaces the mapping).
+  const gemv::GemvKernels* repack_for = nullptr;
   // Called after each layer is placed: (bytes placed so far, total bytes to place).
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
@@ -60,6 +67,9 @@ class ExpertStore {
   const ExpertEngine::Layer& layer(int group, int64_t il) const { return groups_[group][il]; }
   uint64_t group_bytes(int group) const { return group_bytes_[group]; }
   bool copied() const { return !buffers_.empty(); }
+  // Expert tensors stored in a repacked layout (one per tensor and group), and their bytes.
+  int64_t repacked_tensors() const { return repacked_tensors_; }
+  uint64_t repacked_bytes() const { return repacked_bytes_; }
   // One line per group: node(s), expert bytes, and where the pages really are (move_pages).
   std::vector<std::string> Report() const;
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -72,6 +82,8 @@ class ExpertStore {
   std::vector<uint64_t> group_bytes_;                     // [groups]
   std::vector<std::vector<numa::NodeBuffer>> buffers_;    // [groups][layers placed]
   std::vector<std::string> warnings_;
+  int64_t repacked_tensors_ = 0;
+  uint64_t repacked_bytes_ = 0;
 };
 
 // The slice of F (in values) that group g of n gets: block-aligned, contiguous, covering [0, F).

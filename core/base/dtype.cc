@@ -47,6 +47,9 @@ constexpr TypeTraits kTraits[] = {
     {T::kQ2_0, "q2_0", 64, 18, true},    // f16 d + 16 B of 2-bit values
 };
 
+// Internal layouts (not in kTraits: TypeFromName and FindTypeTraits never return them).
+constexpr TypeTraits kQ4KR16Traits = {T::kQ4_K_R16, "q4_K_r16", 256, 148, true};
+
 // enum llama_ftype (llama.h): id, short name, llama.cpp's long name. Gaps are removed formats.
 struct FileType {
   uint32_t id;
@@ -127,10 +130,13 @@ const TypeTraits* FindTypeTraits(uint32_t id) {
 }
 
 const TypeTraits& GetTypeTraits(GgmlType t) {
+  if (t == T::kQ4_K_R16) return kQ4KR16Traits;
   const TypeTraits* tr = FindTypeTraits(static_cast<uint32_t>(t));
   MOESPLIT_CHECK(tr != nullptr, "unknown ggml type id ", static_cast<uint32_t>(t));
   return *tr;
 }
+
+int64_t RowGroup(GgmlType t) { return t == T::kQ4_K_R16 ? 16 : 1; }
 
 StatusOr<GgmlType> TypeFromName(std::string_view name) {
   for (const TypeTraits& tr : kTraits) {

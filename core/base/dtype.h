@@ -49,9 +49,21 @@ enum class GgmlType : uint32_t {
   kNVFP4 = 40,
   kQ1_0 = 41,
   kQ2_0 = 42,
+
+  // moesplit's own load-time layouts, never read from or written to a file (FindTypeTraits
+  // refuses their ids, so a GGUF that names one is rejected as unknown).
+  // Q4_K with 16 rows interleaved (cpu_kernels/quant/repack.h): 256 values per row and block,
+  // 148 bytes per row and block (2368 per 16-row group block: the 16 rows' 144-byte blocks
+  // with their 6-bit scales unpacked to bytes).
+  kQ4_K_R16 = 64,
 };
 
 inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
+inline constexpr uint32_t kTypeIdLimit = 65;      // ggml's ids and moesplit's internal layouts
+
+// The rows a layout interleaves: 16 for kQ4_K_R16, 1 for every GGUF type. Matrices of such a
+// type are sliced only at multiples of this many rows.
+int64_t RowGroup(GgmlType t);
 
 struct TypeTraits {
   GgmlType type;
@@ -61,9 +73,11 @@ struct TypeTraits {
   bool quantized;      // block-quantized (not a plain scalar type)
 };
 
-// nullptr when `id` is not a type ggml currently defines.
+// nullptr when `id` is not a type ggml currently defines (moesplit's internal layouts included:
+// this is the lookup for ids read from files).
 const TypeTraits* FindTypeTraits(uint32_t id);
-// CHECKs that `t` is known (a GgmlType value can only come from a validated id).
+// CHECKs that `t` is known (a GgmlType value can only come from a validated id or from
+// moesplit's own repacking).
 const TypeTraits& GetTypeTraits(GgmlType t);
 inline const char* TypeName(GgmlType t) { return GetTypeTraits(t).name; }
 // Case-insensitive lookup by ggml name ("Q4_K", "q4_k", "BF16").

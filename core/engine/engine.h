@@ -77,6 +77,10 @@ struct CpuPlacement {
   std::vector<Group> groups;
   bool pin = true;
   bool copy_single = false;  // single: copy the experts into node memory (multi-node machines)
+  // Repack expert tensors at load into the layouts the kernel tier runs fastest
+  // (gemv::LoadLayout: Q4_K -> 16-row groups on AVX-512 VNNI); the repacked copy replaces the
+  // file's pages. false: read them as the file stores them (`--no-repack`).
+  bool repack = true;
 };
 
 struct SessionOptions {
@@ -127,7 +131,7 @@ class Session {
 
   const Model& model_;
   const gemv::GemvKernels* kernels_;
-  std::unique_ptr<numa::ThreadPool> pool_;    // the default: unpinned workers
+  std::unique_ptr<numa::ThreadPool> pool_;     // the default: unpinned workers
   std::unique_ptr<numa::NodePool> node_pool_;  // single / interleave placement
   std::unique_ptr<numa::NodeFanout> fanout_;   // replicate / shard: one pool per group
   numa::Executor* exec_ = nullptr;             // attention, dense layers, head: one of the above

@@ -52,7 +52,7 @@ Status Session::Place(const SessionOptions& options) {
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& l = model_.weights().layers[static_cast<size_t>(il)];
     if (!c.IsMoeLayer(il)) continue;
-    layers[il] = {l.ffn_gate_exps, l.ffn_up_exps,  l.ffn_down_exps,
+    layers[il] = {l.ffn_gate_exps,  l.ffn_up_exps,  l.ffn_down_exps,
                   l.ffn_gate_shexp, l.ffn_up_shexp, l.ffn_down_shexp};
   }
   const CpuPlacement& p = options.placement;
@@ -61,15 +61,17 @@ Status Session::Place(const SessionOptions& options) {
   std::vector<std::unique_ptr<GroupExecutor>> copiers;
   moe::RunGroupsFn run_groups;
   moe::ExpertStoreOptions so{.mode = p.mode, .copy = p.copy_single, .progress = options.progress};
+  so.repack_for = p.repack ? kernels_ : nullptr;
   if (p.groups.empty()) {
     pool_ = std::make_unique<numa::ThreadPool>(ResolveThreads(options.n_threads));
     exec_ = pool_.get();
     so.mode = NumaMode::kSingle;
-    so.nodes = {0};  // unused: the file mapping is read as is
+    so.nodes = {0};        // the file mapping is read as is, unless tensors are repacked
+    so.copiers = {exec_};  // the repack runs on every worker
   } else if (p.mode == NumaMode::kSingle || p.mode == NumaMode::kInterleave) {
     if (p.groups.size() != 1) {
-      return InvalidArgumentError("numa mode ", numa::NumaModeName(p.mode),
-                                  " runs one pool; got ", p.groups.size(), " groups");
+      return InvalidArgumentError("numa mode ", numa::NumaModeName(p.mode), " runs one pool; got ",
+                                  p.groups.size(), " groups");
     }
     const CpuPlacement::Group& g = p.groups[0];
     node_pool_ = std::make_unique<numa::NodePool>(numa::NodePoolOptions{
@@ -105,6 +107,12 @@ Status Session::Place(const SessionOptions& options) {
     for (const std::string& line : store_->Report()) report_.push_back(line);
   }
   for (const std::string& w : store_->warnings()) report_.push_back("warning: " + w);
+  if (store_->repacked_tensors() > 0) {
+    report_.push_back(
+        StrCat("experts repacked at load: ", store_->repacked_tensors(), " tensors, ",
+               store_->repacked_bytes() >> 20,
+               " MiB as q4_K_r16 (16-row groups; --no-repack reads the file layout)"));
+  }
   experts_ = std::make_unique<moe::GroupedExperts>(store_.get(), pools, run_groups, kernels_);
   ws_->workers.resize(static_cast<size_t>(exec_->size()));
   return Status::Ok();

@@ -3,6 +3,7 @@
 #include "core/base/status.h"
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/quant/quant.h"
+#include "cpu_kernels/quant/repack.h"
 
 namespace moesplit::gemv {
 namespace {
@@ -33,8 +34,11 @@ GemvKernels BuildTable(cpu::IsaTier tier) {
   internal::AddKQuantKernels(tier, &k);
   internal::AddLegacyKernels(tier, &k);
   internal::AddFloatKernels(tier, &k);
-  for (const TypeKernels& t : k.by_type) {
-    MOESPLIT_CHECK((t.dot == nullptr) == (t.gemm == nullptr), "a type has dot xor gemm");
+  for (uint32_t id = 0; id < kTypeIdLimit; ++id) {
+    const TypeKernels& t = k.by_type[id];
+    const bool grouped = id >= kGgmlTypeIdLimit;  // internal row-group layouts: gemm only
+    MOESPLIT_CHECK(grouped ? t.dot == nullptr : (t.dot == nullptr) == (t.gemm == nullptr),
+                   "type id ", id, ": dot and gemm disagree");
   }
   return k;
 }
@@ -56,7 +60,7 @@ const Tables& AllTables() {
 
 const TypeKernels* GemvKernels::For(GgmlType t) const {
   const auto id = static_cast<uint32_t>(t);
-  if (id >= kGgmlTypeIdLimit || by_type[id].dot == nullptr) return nullptr;
+  if (id >= kTypeIdLimit || by_type[id].gemm == nullptr) return nullptr;
   return &by_type[id];
 }
 
@@ -78,6 +82,11 @@ const GemvKernels& KernelsFor(cpu::IsaTier tier) {
 #endif
 }
 
+GgmlType LoadLayout(const GemvKernels& kernels, GgmlType type, int64_t rows) {
+  const GgmlType r = quant::RepackedType(type, rows);
+  return r == GgmlType::kQ4_K_R16 && kernels.native_q4k_r16 ? r : type;
+}
+
 bool ActivationTypeFor(GgmlType weight_type, GgmlType* activation_type) {
   const TypeKernels* t = KernelsFor(cpu::IsaTier::kScalar).For(weight_type);
   if (t == nullptr) return false;
@@ -91,6 +100,7 @@ void Gemv(const GemvKernels& kernels, GgmlType weight_type, const void* w, size_
   MOESPLIT_CHECK(t != nullptr, "Gemv has no kernel for weight type ", TypeName(weight_type));
   MOESPLIT_CHECK(static_cast<int64_t>(row_stride_bytes) >= RowBytes(weight_type, n), "row stride ",
                  row_stride_bytes, " < row bytes ", RowBytes(weight_type, n));
+  MOESPLIT_CHECK(rows % RowGroup(weight_type) == 0, rows, " rows of ", TypeName(weight_type));
   t->gemm(w, row_stride_bytes, rows, a_q, /*a_stride=*/0, /*n_tok=*/1, n, y, /*ldy=*/0);
 }
 

@@ -50,19 +50,24 @@ using QuantizeFn = void (*)(const float* x, void* dst, int64_t n);
 
 // The kernels of one weight type at one tier. act_type == kF32 means the activations are plain
 // f32 rows (no quantization step).
+// Row-interleaved layouts (RowGroup(type) > 1, e.g. kQ4_K_R16) have no row on its own: their
+// dot is nullptr and their gemm takes n_rows and the row offset of w in multiples of the group.
 struct TypeKernels {
   GgmlType act_type = GgmlType::kF32;
-  DotFn dot = nullptr;    // nullptr: this type has no kernel
-  GemmFn gemm = nullptr;  // set whenever dot is
+  DotFn dot = nullptr;    // set for every GGUF type that has a kernel; nullptr for row groups
+  GemmFn gemm = nullptr;  // nullptr: this type has no kernel
 };
 
 // Function pointers for one ISA tier. Built once per process (immutable afterwards): taking a
 // reference is free.
 struct GemvKernels {
   cpu::IsaTier tier = cpu::IsaTier::kScalar;
-  std::array<TypeKernels, kGgmlTypeIdLimit> by_type{};  // indexed by weight type id
-  QuantizeFn quantize_q8k = nullptr;                    // Q8_K activations (ggml's quantize_row_q8_K)
-  QuantizeFn quantize_q8_0 = nullptr;                   // Q8_0 activations (ggml's quantize_row_q8_0)
+  std::array<TypeKernels, kTypeIdLimit> by_type{};  // indexed by weight type id
+  QuantizeFn quantize_q8k = nullptr;                // Q8_K activations (ggml's quantize_row_q8_K)
+  QuantizeFn quantize_q8_0 = nullptr;               // Q8_0 activations (ggml's quantize_row_q8_0)
+  // The kQ4_K_R16 gemm is this tier's own tile (AVX-512 VNNI), not the unpack-to-Q4_K
+  // fallback every other tier has: repacking at load pays only here (LoadLayout).
+  bool native_q4k_r16 = false;
 
   // The kernels for weight type t, or nullptr when there are none.
   const TypeKernels* For(GgmlType t) const;
@@ -77,6 +82,11 @@ const GemvKernels& KernelsFor(cpu::IsaTier tier);
 // The activation type a weight type's kernels take (Q4_K -> Q8_K, Q8_0 -> Q8_0, BF16 -> F32...).
 // Returns false for weight types without a kernel at any tier.
 bool ActivationTypeFor(GgmlType weight_type, GgmlType* activation_type);
+
+// The layout a weight matrix of `type` and `rows` rows should be repacked into at load for
+// these kernels (kQ4_K_R16 for Q4_K with rows a multiple of 16 where native_q4k_r16), or
+// `type` itself (no repacking pays).
+GgmlType LoadLayout(const GemvKernels& kernels, GgmlType type, int64_t rows);
 
 // y[r] = dot(row r of w, a_q) for r in [0, rows): a [rows, n] weight matrix whose rows are
 // row_stride_bytes apart (>= RowBytes(weight_type, n)), times one activation row `a_q` of

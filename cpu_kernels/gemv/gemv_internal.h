@@ -105,6 +105,12 @@ MOESPLIT_KQUANT_DECLARE(Q4K, Avx512)
 MOESPLIT_KQUANT_DECLARE(Q5K, Avx512)
 MOESPLIT_KQUANT_DECLARE(Q6K, Avx512)
 MOESPLIT_KQUANT_DECLARE(Q4K, Avx512Vnni)
+// Q4_K repacked in 16-row groups (kQ4_K_R16): the AVX-512 VNNI tiles
+// (gemv_kquants_r16_avx512vnni.inc), and for every other tier the group unpacked back to Q4_K
+// rows and that tier's Q4_K gemm (gemv_kquants.cc: the reference, and correct but slow; the
+// expert store repacks only where RepacksQ4K says the tier has the fast kernels).
+void GemmQ4KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 MOESPLIT_KQUANT_DECLARE(Q5K, Avx512Vnni)
 MOESPLIT_KQUANT_DECLARE(Q6K, Avx512Vnni)
 #undef MOESPLIT_KQUANT_DECLARE

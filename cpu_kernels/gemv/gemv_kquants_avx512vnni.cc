@@ -10,6 +10,7 @@
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/gemv/gemv_isa_common.h"
 #include "cpu_kernels/quant/blocks.h"
+#include "cpu_kernels/quant/repack.h"
 
 namespace moesplit::gemv::internal {
 
@@ -17,6 +18,9 @@ namespace moesplit::gemv::internal {
 #include "cpu_kernels/gemv/gemv_kquants_decode_avx512.inc"
 #include "cpu_kernels/gemv/gemv_kquants_q6k_decode_avx512.inc"
 #include "cpu_kernels/gemv/gemv_kquants_rowlane_avx512vnni.inc"
+
+// After the row-lane tiles: the repacked kernels reuse their buffer and token loops.
+#include "cpu_kernels/gemv/gemv_kquants_r16_avx512vnni.inc"
 
 using CoreAvx512Vnni = Avx512Core<true>;
 
@@ -54,6 +58,11 @@ void GemmQ4K_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, cons
     return;
   }
   RowLaneThenTokenTiles<BlockQ4_K, Q4KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+// Q4_K repacked into 16-row groups (gemv_kquants_r16_avx512vnni.inc); n_rows a multiple of 16.
+void GemmQ4KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  GemmQ4KR16Impl(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 void GemmQ5K_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {

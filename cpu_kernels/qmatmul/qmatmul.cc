@@ -120,6 +120,9 @@ void MatMulRows(const gemv::GemvKernels& k, const WeightMatrix& w, const Quantiz
   }
   MOESPLIT_CHECK(rows.type == tk->act_type, TypeName(w.type), " takes ", TypeName(tk->act_type),
                  " activations, got ", TypeName(rows.type));
+  const int64_t group = RowGroup(w.type);  // interleaved layouts: whole groups only
+  MOESPLIT_CHECK(r0 % group == 0 && (r1 - r0) % group == 0, "rows [", r0, ", ", r1, ") of ",
+                 TypeName(w.type), " (groups of ", group, ")");
   // The bytes a row occupies in L2 are its values, not its stride: one head's q rows inside
   // [T x H*192] f32 are 768 B 12 KB apart, and sizing by the stride cut MLA's score products
   // to 8-token chunks (the f32 kernel's dot form, ~3x slower than its packed form at 16).
@@ -134,8 +137,8 @@ void MatMulRows(const gemv::GemvKernels& k, const WeightMatrix& w, const Quantiz
   }
 }
 
-void MatMulMany(numa::Executor& pool, const gemv::GemvKernels& k,
-                std::span<const Product> products, const QuantizedRows& rows) {
+void MatMulMany(numa::Executor& pool, const gemv::GemvKernels& k, std::span<const Product> products,
+                const QuantizedRows& rows) {
   const int n = static_cast<int>(products.size());
   MOESPLIT_CHECK(n <= kMaxProducts, "MatMulMany takes at most ", kMaxProducts, " products");
   int64_t total = 0;  // multiply-adds of all products
@@ -174,9 +177,8 @@ void MatMul(numa::Executor& pool, const gemv::GemvKernels& k, const WeightMatrix
   MatMulMany(pool, k, {&p, 1}, rows);
 }
 
-void MatMul(numa::Executor& pool, const gemv::GemvKernels& k, const WeightMatrix& w,
-            const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
-            QuantizedRows* scratch) {
+void MatMul(numa::Executor& pool, const gemv::GemvKernels& k, const WeightMatrix& w, const float* x,
+            int64_t ldx, int64_t n_tok, float* y, int64_t ldy, QuantizedRows* scratch) {
   Quantize(pool, k, ActTypeFor(k, w.type), x, ldx, n_tok, w.cols, scratch);
   MatMul(pool, k, w, *scratch, y, ldy);
 }

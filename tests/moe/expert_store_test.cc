@@ -71,12 +71,13 @@ TEST(ShardSlice, BlockAlignedAndCovering) {
 struct Case {
   numa::NumaMode mode;
   int groups;
+  bool repack = false;  // repack_for = the best tier's kernels (Q4_K -> 16-row groups on VNNI)
 };
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
   static constexpr const char* kNames[] = {"single", "interleave", "replicate", "shard"};
   return std::string(kNames[static_cast<int>(info.param.mode)]) + "_" +
-         std::to_string(info.param.groups);
+         std::to_string(info.param.groups) + (info.param.repack ? "_repack" : "");
 }
 
 class GroupedTest : public ::testing::TestWithParam<Case> {};
@@ -100,10 +101,25 @@ TEST_P(GroupedTest, MatchesThePlainFusedPath) {
       layers, {.mode = c.mode,
                .nodes = nodes,
                .copiers = execs,
-               .copy = true,
+               .copy = !c.repack,         // a repack must copy on its own
                .release_mapping = false,  // the slabs are heap memory, not a file mapping
+               .repack_for = c.repack ? &kernels : nullptr,
                .progress = [&](uint64_t done, uint64_t) { last_done = done; }});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_TRUE((*store)->copied());
+  // Repacked: the Q4_K gate/up of the routed and the shared expert, in every group.
+  const bool native = c.repack && kernels.native_q4k_r16;
+  int64_t present = 0;  // gate/up tensors of non-empty slices (shard: a slice can be empty)
+  for (int g = 0; g < c.groups; ++g) {
+    const ExpertEngine::Layer& l = (*store)->layer(g, 1);
+    for (const TensorView* t : {&l.gate_exps, &l.up_exps, &l.gate_shexp, &l.up_shexp}) {
+      if (t->data == nullptr) continue;
+      ++present;
+      EXPECT_EQ(t->type, native ? GgmlType::kQ4_K_R16 : GgmlType::kQ4_K) << "group " << g;
+    }
+    if (l.down_exps.data != nullptr) EXPECT_EQ(l.down_exps.type, GgmlType::kQ8_0);  // no R16
+  }
+  EXPECT_EQ((*store)->repacked_tensors(), native ? present : 0);
   EXPECT_GT(last_done, 0u);
   ASSERT_EQ((*store)->num_groups(), c.groups);
   for (const std::string& line : (*store)->Report()) {
@@ -115,9 +131,9 @@ TEST_P(GroupedTest, MatchesThePlainFusedPath) {
     fn(0);
     for (auto& x : t) x.join();
   };
-  GroupedExperts grouped(store->get(), execs,
-                         [&](const std::function<void(int)>& fn) { run_groups(fn, c.groups); },
-                         &kernels);
+  GroupedExperts grouped(
+      store->get(), execs, [&](const std::function<void(int)>& fn) { run_groups(fn, c.groups); },
+      &kernels);
   numa::ThreadPool ref_pool(2);
   ExpertEngine ref(&ref_pool, &kernels);
   std::mt19937 rng(7);
@@ -148,7 +164,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{numa::NumaMode::kSingle, 1}, Case{numa::NumaMode::kInterleave, 1},
                       Case{numa::NumaMode::kShard, 2}, Case{numa::NumaMode::kShard, 3},
                       Case{numa::NumaMode::kShard, 4}, Case{numa::NumaMode::kReplicate, 2},
-                      Case{numa::NumaMode::kReplicate, 3}),
+                      Case{numa::NumaMode::kReplicate, 3}, Case{numa::NumaMode::kSingle, 1, true},
+                      Case{numa::NumaMode::kShard, 3, true},
+                      Case{numa::NumaMode::kReplicate, 2, true}),
     CaseName);
 
 TEST(ExpertStore, Errors) {

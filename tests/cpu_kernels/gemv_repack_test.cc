@@ -1,0 +1,186 @@
+// Load-time repacking (cpu_kernels/quant/repack.h) and the kQ4_K_R16 kernels of every ISA tier:
+//   - the repack is lossless (random block bytes round-trip exactly) and never a file type;
+//   - every tier's R16 gemm against the scalar Q4_K dot of the original rows (1e-5 of
+//     sum |w a|), for 16..48 rows, 1..33 tokens, 1..28 blocks, NaN-poisoned outputs, guard cells;
+//   - AVX-512 VNNI: several tokens give the Q4_K row-lane GEMM's bits (same buffer values);
+//   - extreme blocks (max quants, scales and mins, activations at +-127) stay exact-ish:
+//     the integer sums must not overflow;
+//   - LoadLayout repacks only where the tier has native R16 tiles.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/base/dtype.h"
+#include "core/base/float16.h"
+#include "cpu_kernels/cpu_features.h"
+#include "cpu_kernels/gemv/gemv.h"
+#include "cpu_kernels/quant/repack.h"
+#include "tests/cpu_kernels/kquant_test_util.h"
+
+namespace moesplit::gemv {
+namespace {
+
+using cpu::IsaTier;
+using namespace kquant_testing;  // NOLINT: the shared matrix / activation helpers
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kSentinel = -12345.0f;
+
+bool TierAvailable(IsaTier tier) {
+  return static_cast<int>(tier) <= static_cast<int>(cpu::BestTier(cpu::DetectCpuFeatures()));
+}
+
+// The rows of a Q4_K matrix repacked into 16-row groups ([rows x RowBytes(R16, n)] bytes).
+std::vector<uint8_t> Repacked(const Matrix& w) {
+  std::vector<uint8_t> out(w.rows * RowBytes(GgmlType::kQ4_K_R16, w.n) + 64, 0xEE);
+  quant::RepackRows(GgmlType::kQ4_K, w.Row(0), w.stride, w.rows, w.n, out.data());
+  return out;
+}
+
+TEST(RepackQ4K, RoundTripIsLossless) {
+  for (int64_t n : {256, 2048, 7168}) {
+    const Matrix w = RandomByteWeights(GgmlType::kQ4_K, 32, n, 0, static_cast<uint32_t>(n));
+    const std::vector<uint8_t> r = Repacked(w);
+    Matrix back = NewMatrix(GgmlType::kQ4_K, 32, n, 0);
+    const size_t group = 16 * RowBytes(GgmlType::kQ4_K_R16, n);
+    for (int g = 0; g < 2; ++g) {
+      quant::UnpackQ4KRows16(r.data() + g * group, n, back.Row(16 * g), back.stride);
+    }
+    for (int64_t row = 0; row < 32; ++row) {
+      ASSERT_EQ(std::memcmp(w.Row(row), back.Row(row), RowBytes(GgmlType::kQ4_K, n)), 0)
+          << "n=" << n << " row " << row;
+    }
+    EXPECT_EQ(r[32 * RowBytes(GgmlType::kQ4_K_R16, n)], 0xEE) << "repack wrote past the end";
+  }
+}
+
+TEST(RepackQ4K, InternalTypeIsNeverAFileType) {
+  EXPECT_EQ(FindTypeTraits(static_cast<uint32_t>(GgmlType::kQ4_K_R16)), nullptr);
+  EXPECT_FALSE(TypeFromName("q4_K_r16").ok());
+  EXPECT_EQ(RowBytes(GgmlType::kQ4_K_R16, 2048), 8 * 148);
+  EXPECT_EQ(RowGroup(GgmlType::kQ4_K_R16), 16);
+  EXPECT_EQ(RowGroup(GgmlType::kQ4_K), 1);
+  EXPECT_EQ(quant::RepackedType(GgmlType::kQ4_K, 32), GgmlType::kQ4_K_R16);
+  EXPECT_EQ(quant::RepackedType(GgmlType::kQ4_K, 24), GgmlType::kQ4_K);  // not whole groups
+  EXPECT_EQ(quant::RepackedType(GgmlType::kQ6_K, 32), GgmlType::kQ6_K);
+}
+
+TEST(RepackQ4K, LoadLayoutOnlyWhereTheTierHasNativeTiles) {
+  for (int i = 0; i < cpu::kNumIsaTiers; ++i) {
+    const auto tier = static_cast<IsaTier>(i);
+    const GemvKernels& k = KernelsFor(tier);
+    ASSERT_NE(k.For(GgmlType::kQ4_K_R16), nullptr) << cpu::IsaTierName(tier);
+    EXPECT_EQ(k.For(GgmlType::kQ4_K_R16)->dot, nullptr);
+    const bool native = tier == IsaTier::kAvx512Vnni;
+    EXPECT_EQ(LoadLayout(k, GgmlType::kQ4_K, 1408), native ? GgmlType::kQ4_K_R16 : GgmlType::kQ4_K)
+        << cpu::IsaTierName(tier);
+    EXPECT_EQ(LoadLayout(k, GgmlType::kQ4_K, 1400), GgmlType::kQ4_K);
+    EXPECT_EQ(LoadLayout(k, GgmlType::kQ5_0, 2048), GgmlType::kQ5_0);
+  }
+}
+
+// Runs tier's R16 gemm on w repacked; y poisoned (NaN in the tile, a sentinel in the ldy
+// padding). Returns y [n_tok x ldy].
+std::vector<float> RunR16(IsaTier tier, const std::vector<uint8_t>& packed, int64_t rows, int64_t n,
+                          const Acts& a, int64_t n_tok, int64_t ldy) {
+  std::vector<float> y(n_tok * ldy, kSentinel);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t r = 0; r < rows; ++r) y[t * ldy + r] = kNaN;
+  }
+  KernelsFor(tier)
+      .For(GgmlType::kQ4_K_R16)
+      ->gemm(packed.data(), static_cast<size_t>(RowBytes(GgmlType::kQ4_K_R16, n)), rows, a.Row(0),
+             a.stride, n_tok, n, y.data(), ldy);
+  return y;
+}
+
+class R16GemmTest : public ::testing::TestWithParam<IsaTier> {};
+
+TEST_P(R16GemmTest, MatchesScalarQ4KDot) {
+  const IsaTier tier = GetParam();
+  if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
+  const DotFn ref = KernelsFor(IsaTier::kScalar).For(GgmlType::kQ4_K)->dot;
+  for (int64_t n : {256, 2304, 7168}) {
+    for (bool random_bytes : {false, true}) {
+      const Matrix w = random_bytes ? RandomByteWeights(GgmlType::kQ4_K, 48, n, 0, 5)
+                                    : QuantizedWeights(GgmlType::kQ4_K, 48, n, 0, 6);
+      const std::vector<uint8_t> packed = Repacked(w);
+      const Acts a = RandomActs(33, n, 36, 99);
+      for (int64_t rows : {16, 48}) {
+        for (int64_t n_tok : {1, 2, 3, 4, 7, 8, 9, 17, 33}) {
+          const int64_t ldy = rows + 3;
+          const std::vector<float> y = RunR16(tier, packed, rows, n, a, n_tok, ldy);
+          for (int64_t t = 0; t < n_tok; ++t) {
+            for (int64_t r = 0; r < rows; ++r) {
+              const Exact e = ExactDot(GgmlType::kQ4_K, w.Row(r), a.Row(t), n);
+              ASSERT_NEAR(y[t * ldy + r], ref(w.Row(r), a.Row(t), n), 1e-5 * e.norm)
+                  << cpu::IsaTierName(tier) << " n=" << n << " rows=" << rows << " n_tok=" << n_tok
+                  << " r=" << r << " t=" << t << (random_bytes ? " random bytes" : " quantized");
+            }
+            for (int64_t r = rows; r < ldy; ++r) {
+              ASSERT_EQ(y[t * ldy + r], kSentinel) << "gemm wrote past n_rows, t=" << t;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Max nibbles, scales and mins, activations all +127 or all -127: the largest integer sums the
+// decode path forms (|I| ~ 4.9e8); an overflow would be off by 2^32 / 16 of d d_a.
+TEST_P(R16GemmTest, ExtremeBlocksDoNotOverflow) {
+  const IsaTier tier = GetParam();
+  if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
+  const int64_t n = 2048, rows = 16;
+  Matrix w = NewMatrix(GgmlType::kQ4_K, rows, n, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    auto* blk = reinterpret_cast<quant::BlockQ4_K*>(w.Row(r));
+    for (int64_t b = 0; b < n / 256; ++b) {
+      std::memset(blk[b].qs, 0xFF, sizeof(blk[b].qs));
+      std::memset(blk[b].scales, 0xFF, sizeof(blk[b].scales));  // s_j = m_j = 63
+      blk[b].d = Fp32ToFp16(1.0f / 1024);
+      blk[b].dmin = Fp32ToFp16(r % 2 == 0 ? 1.0f / 2048 : 0.0f);
+    }
+  }
+  const std::vector<uint8_t> packed = Repacked(w);
+  for (float v : {1.0f, -1.0f}) {
+    const Acts a = QuantizeActs({std::vector<float>(n, v)}, 0);  // every quant +-127
+    const std::vector<float> y = RunR16(tier, packed, rows, n, a, 1, rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      const Exact e = ExactDot(GgmlType::kQ4_K, w.Row(r), a.Row(0), n);
+      EXPECT_NEAR(y[r], e.dot, 1e-5 * e.norm) << cpu::IsaTierName(tier) << " v=" << v << " r=" << r;
+    }
+  }
+}
+
+// Several tokens on AVX-512 VNNI: the R16 buffer fill computes the values FillRowLaneBlocks
+// computes from the Q4_K rows, so the row-lane tile gives the Q4_K GEMM's bits.
+TEST(R16GemmVnniTest, SeveralTokensGiveTheQ4KRowLaneBits) {
+  if (!TierAvailable(IsaTier::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
+  const int64_t n = 2048, rows = 32, n_tok = 12;
+  const Matrix w = QuantizedWeights(GgmlType::kQ4_K, rows, n, 0, 11);
+  const std::vector<uint8_t> packed = Repacked(w);
+  const Acts a = RandomActs(n_tok, n, 0, 12);
+  const std::vector<float> got = RunR16(IsaTier::kAvx512Vnni, packed, rows, n, a, n_tok, rows);
+  std::vector<float> want(n_tok * rows, kNaN);
+  KernelsFor(IsaTier::kAvx512Vnni)
+      .For(GgmlType::kQ4_K)
+      ->gemm(w.Row(0), w.stride, rows, a.Row(0), a.stride, n_tok, n, want.data(), rows);
+  for (int64_t i = 0; i < n_tok * rows; ++i) ASSERT_EQ(got[i], want[i]) << "i=" << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTiers, R16GemmTest,
+                         ::testing::Values(IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
+                                           IsaTier::kAvx512Vnni),
+                         [](const ::testing::TestParamInfo<IsaTier>& info) {
+                           return std::string(cpu::IsaTierName(info.param));
+                         });
+
+}  // namespace
+}  // namespace moesplit::gemv
