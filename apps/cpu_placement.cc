@@ -27,12 +27,13 @@ void AddPlacementFlags(CLI::App* cmd, PlacementFlags* f) {
   cmd->add_flag("--no-mmap", f->no_mmap,
                 "copy the routed experts into memory on 2 MiB huge pages at load (the file's pages "
                 "are released as each tensor is copied) instead of reading the file mapping");
-  // Why: Q4_K experts in 16-row groups let one load feed 16 rows' accumulators; the decode
-  // kernel does ~half the vector work per byte (bench_gemv q4_K_r16; docs/PERFORMANCE.md).
+  // Why: experts in 16-row groups let one load feed 16 rows' accumulators; the decode kernels
+  // do a half (Q4_K) to a third (Q5_0) of the vector work per byte (bench_gemv *_r16 hot;
+  // docs/PERFORMANCE.md).
   cmd->add_flag("--no-repack", f->no_repack,
-                "read the expert tensors in their file layout instead of repacking Q4_K experts "
-                "into 16-row groups at load (repacking needs the AVX-512 VNNI kernel tier and "
-                "replaces the file's pages with the repacked copy)");
+                "read the expert tensors in their file layout instead of repacking Q4_K / Q8_0 / "
+                "Q5_0 / Q4_0 experts into 16-row groups at load (repacking needs the AVX-512 VNNI "
+                "kernel tier and replaces the file's pages with the repacked copy)");
   AddDeviceFlags(cmd, &f->device, /*with_device=*/true);
 }
 

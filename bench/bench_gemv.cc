@@ -13,7 +13,8 @@
 // GEMM, n_tok = 2, 4, 8, 16, 64, 256 tokens, on 256 x 7168 (one 256-row block of a V3 gate; hot),
 // 256 x 2048 (V2-Lite gate / up) and 256 x 1408 (V2-Lite down): the prefill tile, compute-bound.
 //
-// kQ4_K_R16 (Q4_K repacked at load into 16-row groups) runs where the tier has its own tiles.
+// The repacked layouts (q4_K_r16, q8_0_r16, q5_0_r16, q4_0_r16: 16-row groups, built at load by
+// the expert store) run where the tier has its own tiles.
 //
 // Counters: GB/s = weight bytes read / s (1e9), GFLOP/s = 2 * rows * K * n_tok / s, bw_frac =
 // (weight bytes / s) / (1-thread read bandwidth of the probe, measured once at start-up and shown
@@ -90,7 +91,7 @@ const WeightSet& WeightCache::Get(GgmlType type, Shape shape, int64_t copies) {
   // kernels' speed does not depend on the values, and this keeps set-up to a memcpy. Repacked
   // layouts: the matrix is built in the file type, then repacked (as the expert store does).
   const bool repacked = RowGroup(type) > 1;
-  const GgmlType file_type = repacked ? GgmlType::kQ4_K : type;
+  const GgmlType file_type = quant::UnpackedType(type);
   const int64_t file_row_bytes = RowBytes(file_type, shape.k);
   const std::vector<float> wf = NormalValues(kPatternRows * shape.k, 1, 0.02f);  // [64 x K]
   std::vector<uint8_t> pattern(static_cast<size_t>(kPatternRows * file_row_bytes));
@@ -199,7 +200,7 @@ void RegisterAll(Context* ctx) {
       const auto type = static_cast<GgmlType>(id);
       // Repacked layouts: only where the tier has its own tiles (the others unpack per call).
       const bool repacked = id >= kGgmlTypeIdLimit;
-      if (repacked ? (kernels.For(type) == nullptr || !kernels.native_q4k_r16)
+      if (repacked ? (kernels.For(type) == nullptr || !kernels.native_layout[id])
                    : (FindTypeTraits(id) == nullptr || kernels.For(type) == nullptr)) {
         continue;
       }

@@ -4,6 +4,9 @@
 //   v3       7168  2048  256      8      q4_K-q6_K (Q4_K_M's mix), q4_K-q4_K
 //   v2lite   2048  1408  64       6      q4_K-q5_0 (llama.cpp's Q4_K_M fallback: 1408 is no
 //                                        multiple of 256), q4_K-q8_0
+// each in the file layout, and ".../repacked" (v3 q4_K-q6_K, both v2lite) as the engine stores
+// them by default: repacked at load into 16-row groups where the tier has the layouts
+// (gemv::LoadLayout: q4_K_r16, q5_0_r16, q8_0_r16 on AVX-512 VNNI; Q6_K stays).
 //
 // Expert bytes (gate + up + down of one expert): v3 q4_K-q6_K = 2 x 2048 x 4032 + 7168 x 1680
 // = 28.56 MB (x 256 = 7.31 GB); v3 q4_K-q4_K = 3 x 8.26 MB = 24.77 MB (6.34 GB); v2lite
@@ -48,6 +51,10 @@ constexpr Variant kVariants[] = {
     {"v3/q4_K-q4_K", 7168, 2048, 256, 8, GgmlType::kQ4_K, GgmlType::kQ4_K},
     {"v2lite/q4_K-q5_0", 2048, 1408, 64, 6, GgmlType::kQ4_K, GgmlType::kQ5_0},
     {"v2lite/q4_K-q8_0", 2048, 1408, 64, 6, GgmlType::kQ4_K, GgmlType::kQ8_0},
+    // As the engine stores them by default (repacked at load where the tier has the layouts).
+    {"v3/q4_K-q6_K/repacked", 7168, 2048, 256, 8, GgmlType::kQ4_K, GgmlType::kQ6_K, true},
+    {"v2lite/q4_K-q5_0/repacked", 2048, 1408, 64, 6, GgmlType::kQ4_K, GgmlType::kQ5_0, true},
+    {"v2lite/q4_K-q8_0/repacked", 2048, 1408, 64, 6, GgmlType::kQ4_K, GgmlType::kQ8_0, true},
 };
 constexpr int64_t kTokens[] = {1, 64, 512};  // decode, prefill 64, prefill 512
 constexpr int kThreads[] = {1, 2};
@@ -60,7 +67,7 @@ struct Context {
 
 void BM_MoeLayer(benchmark::State& state, Context* ctx, const Variant* v, int64_t n_tok,
                  int threads) {
-  const ExpertLayer& layer = ctx->layers.Get(*v);
+  const ExpertLayer& layer = ctx->layers.Get(*v, gemv::KernelsFor(ctx->tier));
   const int n_sets = n_tok == 1 ? 64 : 4;
   std::vector<RouteSet> routes;  // [n_sets]
   for (int i = 0; i < n_sets; ++i) {
@@ -92,9 +99,11 @@ void BM_MoeLayer(benchmark::State& state, Context* ctx, const Variant* v, int64_
   // a reduced expert count.
   std::string label;
   const gemv::GemvKernels& k = gemv::KernelsFor(ctx->tier);
-  for (GgmlType t : {v->gate_up, v->down}) {
+  for (GgmlType t : {layer.gate_up_type, layer.down_type}) {
     if (k.For(t) == nullptr) label += std::string("no ") + TypeName(t) + " kernel; ";
   }
+  if (v->repack)
+    label += std::string(TypeName(layer.gate_up_type)) + "-" + TypeName(layer.down_type) + " ";
   if (layer.experts < v->experts) label += "E=" + std::to_string(layer.experts);
   state.SetLabel(label);
 }

@@ -156,7 +156,7 @@ void BM_Empty(benchmark::State& state, const Context* ctx, Kind kind, int thread
 }
 
 void BM_MoeLayer(benchmark::State& state, Context* ctx, Kind kind, int64_t n_tok, int threads) {
-  const ExpertLayer& layer = ctx->layers.Get(kV2Lite);
+  const ExpertLayer& layer = ctx->layers.Get(kV2Lite, gemv::KernelsFor(ctx->tier));
   const int n_sets = n_tok == 1 ? 64 : 4;
   std::vector<RouteSet> routes;  // [n_sets]
   for (int i = 0; i < n_sets; ++i) {

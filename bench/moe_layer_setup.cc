@@ -9,22 +9,29 @@
 #include <random>
 
 #include "cpu_kernels/quant/quant.h"
+#include "cpu_kernels/quant/repack.h"
 
 namespace moesplit::bench {
 namespace {
 
 constexpr int64_t kSpareBytes = int64_t{2} << 30;  // left to the other users of the machine
 
-// Quantizes one [rows x cols] matrix from random floats into expert 0's slab and copies it to
-// experts 1..E-1: `slab` is [E x rows x row_bytes].
-void FillSlab(GgmlType type, int64_t rows, int64_t cols, int64_t experts, uint32_t seed,
-              uint8_t* slab) {
+// Quantizes one [rows x cols] matrix from random floats to `type`, stores it as `stored` (a
+// repack when they differ) into expert 0's slab and copies it to experts 1..E-1: `slab` is
+// [E x rows x RowBytes(stored, cols)].
+void FillSlab(GgmlType type, GgmlType stored, int64_t rows, int64_t cols, int64_t experts,
+              uint32_t seed, uint8_t* slab) {
   const int64_t row_bytes = RowBytes(type, cols);
   const std::vector<float> w = NormalValues(rows * cols, seed, 0.02f);  // [rows x cols]
+  std::vector<uint8_t> file(stored == type ? 0 : static_cast<size_t>(rows * row_bytes));
+  uint8_t* q = stored == type ? slab : file.data();  // [rows x row_bytes] in the file type
   for (int64_t r = 0; r < rows; ++r) {
-    quant::QuantizeRow(type, w.data() + r * cols, slab + r * row_bytes, cols);
+    quant::QuantizeRow(type, w.data() + r * cols, q + r * row_bytes, cols);
   }
-  const size_t matrix = static_cast<size_t>(rows * row_bytes);
+  if (stored != type) {
+    quant::RepackRows(type, q, static_cast<size_t>(row_bytes), rows, cols, slab);
+  }
+  const size_t matrix = static_cast<size_t>(rows * RowBytes(stored, cols));
   for (int64_t e = 1; e < experts; ++e) std::memcpy(slab + e * matrix, slab, matrix);
 }
 
@@ -61,26 +68,28 @@ int64_t ExpertsToBuild(const Variant& v, int64_t expert_bytes) {
 
 }  // namespace
 
-const ExpertLayer& LayerCache::Get(const Variant& v) {
+const ExpertLayer& LayerCache::Get(const Variant& v, const gemv::GemvKernels& kernels) {
   if (layer_ && layer_->variant == &v) return *layer_;
   layer_.reset();  // free the previous variant first
   const auto t0 = std::chrono::steady_clock::now();
   auto l = std::make_unique<ExpertLayer>();
   l->variant = &v;
-  const int64_t gate_bytes = RowBytes(v.gate_up, v.d) * v.f;  // one expert's gate (= up)
-  const int64_t down_bytes = RowBytes(v.down, v.f) * v.d;
+  l->gate_up_type = v.repack ? gemv::LoadLayout(kernels, v.gate_up, v.f) : v.gate_up;
+  l->down_type = v.repack ? gemv::LoadLayout(kernels, v.down, v.d) : v.down;
+  const int64_t gate_bytes = RowBytes(l->gate_up_type, v.d) * v.f;  // one expert's gate (= up)
+  const int64_t down_bytes = RowBytes(l->down_type, v.f) * v.d;
   l->expert_bytes = 2 * gate_bytes + down_bytes;
   l->experts = ExpertsToBuild(v, l->expert_bytes);
   const int64_t e = l->experts;
   l->gate = LargeBuffer(static_cast<size_t>(e * gate_bytes));
   l->up = LargeBuffer(static_cast<size_t>(e * gate_bytes));
   l->down = LargeBuffer(static_cast<size_t>(e * down_bytes));
-  FillSlab(v.gate_up, v.f, v.d, e, 11, l->gate.data());
-  FillSlab(v.gate_up, v.f, v.d, e, 12, l->up.data());
-  FillSlab(v.down, v.d, v.f, e, 13, l->down.data());
-  l->views.gate_exps = SlabView("ffn_gate_exps", v.gate_up, v.d, v.f, e, l->gate);
-  l->views.up_exps = SlabView("ffn_up_exps", v.gate_up, v.d, v.f, e, l->up);
-  l->views.down_exps = SlabView("ffn_down_exps", v.down, v.f, v.d, e, l->down);
+  FillSlab(v.gate_up, l->gate_up_type, v.f, v.d, e, 11, l->gate.data());
+  FillSlab(v.gate_up, l->gate_up_type, v.f, v.d, e, 12, l->up.data());
+  FillSlab(v.down, l->down_type, v.d, v.f, e, 13, l->down.data());
+  l->views.gate_exps = SlabView("ffn_gate_exps", l->gate_up_type, v.d, v.f, e, l->gate);
+  l->views.up_exps = SlabView("ffn_up_exps", l->gate_up_type, v.d, v.f, e, l->up);
+  l->views.down_exps = SlabView("ffn_down_exps", l->down_type, v.f, v.d, e, l->down);
   const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
   std::fprintf(stderr, "%s: built %lld experts, %.2f GB, in %.1f s\n", v.name,
                static_cast<long long>(e), e * l->expert_bytes * 1e-9, dt.count());
@@ -118,6 +127,5 @@ RouteSet MakeRoutes(int64_t experts, int k, int64_t n_tok, uint32_t seed) {
   s.distinct = std::count(active.begin(), active.end(), 1);
   return s;
 }
-
 
 }  // namespace moesplit::bench

@@ -11,6 +11,7 @@
 
 #include "bench/bench_common.h"
 #include "core/base/dtype.h"
+#include "cpu_kernels/gemv/gemv.h"
 #include "moe/expert_engine.h"
 
 namespace moesplit::bench {
@@ -21,15 +22,19 @@ struct Variant {
   int64_t f;         // expert FFN width
   int64_t experts;   // routed experts of the model
   int k;             // experts per token
-  GgmlType gate_up;
+  GgmlType gate_up;  // file types
   GgmlType down;
+  // Stored as the engine stores them by default: repacked at load where the kernels have a
+  // layout for it (gemv::LoadLayout; the expert store's default), else the file layout.
+  bool repack = false;
 };
 
 // Stacked expert slabs of one layer, llama.cpp layout: gate/up [D, F, E], down [F, D, E].
 struct ExpertLayer {
   const Variant* variant = nullptr;
   int64_t experts = 0;       // E built (<= variant->experts)
-  int64_t expert_bytes = 0;  // gate + up + down bytes of one expert
+  int64_t expert_bytes = 0;  // gate + up + down bytes of one expert, as stored
+  GgmlType gate_up_type = GgmlType::kF32, down_type = GgmlType::kF32;  // as stored
   LargeBuffer gate, up, down;
   moe::ExpertEngine::Layer views;
 };
@@ -39,7 +44,8 @@ struct ExpertLayer {
 // (and the previous one freed first).
 class LayerCache {
  public:
-  const ExpertLayer& Get(const Variant& v);
+  // kernels: the tier the layer is repacked for (Variant::repack).
+  const ExpertLayer& Get(const Variant& v, const gemv::GemvKernels& kernels);
 
  private:
   std::unique_ptr<ExpertLayer> layer_;

@@ -246,6 +246,8 @@ StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Build(std::vector<Layer> lay
           if (from == to) continue;
           ++s->repacked_tensors_;
           s->repacked_bytes_ += bytes;
+          auto& types = s->repacked_types_;
+          if (std::find(types.begin(), types.end(), to) == types.end()) types.push_back(to);
         }
         p += Align(fam[f].Bytes());
         s->group_bytes_[g] += fam[f].Bytes();

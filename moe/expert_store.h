@@ -45,9 +45,10 @@ struct ExpertStoreOptions {
   bool huge_pages = true;
   bool release_mapping = true;  // MADV_DONTNEED the file pages of every copied tensor
   // When set: every expert tensor whose gemv::LoadLayout for these kernels differs from its
-  // file type (Q4_K -> kQ4_K_R16 on AVX-512 VNNI) is repacked into that layout while it is
-  // placed; any repacked tensor makes the store copy (mode single included), in parallel on the
-  // copiers, and releases the file pages (the repacked copy replaces the mapping).
+  // file type (Q4_K / Q8_0 / Q5_0 / Q4_0 -> the *_R16 layouts on AVX-512 VNNI) is repacked into
+  // that layout while it is placed; any repacked tensor makes the store copy (mode single
+  // included), in parallel on the copiers, and releases the file pages (the repacked copy replaces
+  // the mapping).
   const gemv::GemvKernels* repack_for = nullptr;
   // Called after each layer is placed: (bytes placed so far, total bytes to place).
   std::function<void(uint64_t done, uint64_t total)> progress;
@@ -70,6 +71,8 @@ class ExpertStore {
   // Expert tensors stored in a repacked layout (one per tensor and group), and their bytes.
   int64_t repacked_tensors() const { return repacked_tensors_; }
   uint64_t repacked_bytes() const { return repacked_bytes_; }
+  // The layouts they were repacked into, in order of first use ("q4_K_r16, q8_0_r16").
+  const std::vector<GgmlType>& repacked_types() const { return repacked_types_; }
   // One line per group: node(s), expert bytes, and where the pages really are (move_pages).
   std::vector<std::string> Report() const;
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -84,6 +87,7 @@ class ExpertStore {
   std::vector<std::string> warnings_;
   int64_t repacked_tensors_ = 0;
   uint64_t repacked_bytes_ = 0;
+  std::vector<GgmlType> repacked_types_;
 };
 
 // The slice of F (in values) that group g of n gets: block-aligned, contiguous, covering [0, F).

@@ -48,7 +48,19 @@ constexpr TypeTraits kTraits[] = {
 };
 
 // Internal layouts (not in kTraits: TypeFromName and FindTypeTraits never return them).
-constexpr TypeTraits kQ4KR16Traits = {T::kQ4_K_R16, "q4_K_r16", 256, 148, true};
+constexpr TypeTraits kInternalTraits[] = {
+    {T::kQ4_K_R16, "q4_K_r16", 256, 148, true},
+    {T::kQ8_0_R16, "q8_0_r16", 32, 34, true},
+    {T::kQ5_0_R16, "q5_0_r16", 32, 22, true},
+    {T::kQ4_0_R16, "q4_0_r16", 32, 18, true},
+};
+
+const TypeTraits* FindInternalTraits(GgmlType t) {
+  for (const TypeTraits& tr : kInternalTraits) {
+    if (tr.type == t) return &tr;
+  }
+  return nullptr;
+}
 
 // enum llama_ftype (llama.h): id, short name, llama.cpp's long name. Gaps are removed formats.
 struct FileType {
@@ -130,13 +142,13 @@ const TypeTraits* FindTypeTraits(uint32_t id) {
 }
 
 const TypeTraits& GetTypeTraits(GgmlType t) {
-  if (t == T::kQ4_K_R16) return kQ4KR16Traits;
+  if (const TypeTraits* internal = FindInternalTraits(t)) return *internal;
   const TypeTraits* tr = FindTypeTraits(static_cast<uint32_t>(t));
   MOESPLIT_CHECK(tr != nullptr, "unknown ggml type id ", static_cast<uint32_t>(t));
   return *tr;
 }
 
-int64_t RowGroup(GgmlType t) { return t == T::kQ4_K_R16 ? 16 : 1; }
+int64_t RowGroup(GgmlType t) { return FindInternalTraits(t) != nullptr ? 16 : 1; }
 
 StatusOr<GgmlType> TypeFromName(std::string_view name) {
   for (const TypeTraits& tr : kTraits) {

@@ -56,13 +56,18 @@ enum class GgmlType : uint32_t {
   // 148 bytes per row and block (2368 per 16-row group block: the 16 rows' 144-byte blocks
   // with their 6-bit scales unpacked to bytes).
   kQ4_K_R16 = 64,
+  // The 32-value legacy blocks with 16 rows interleaved (repack.h): same bytes per row and
+  // block as the file type (Q8_0 34, Q5_0 22, Q4_0 18), rearranged per 16-row group.
+  kQ8_0_R16 = 65,
+  kQ5_0_R16 = 66,
+  kQ4_0_R16 = 67,
 };
 
 inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
-inline constexpr uint32_t kTypeIdLimit = 65;      // ggml's ids and moesplit's internal layouts
+inline constexpr uint32_t kTypeIdLimit = 68;      // ggml's ids and moesplit's internal layouts
 
-// The rows a layout interleaves: 16 for kQ4_K_R16, 1 for every GGUF type. Matrices of such a
-// type are sliced only at multiples of this many rows.
+// The rows a layout interleaves: 16 for the *_R16 layouts, 1 for every GGUF type. Matrices of such
+// a type are sliced only at multiples of this many rows.
 int64_t RowGroup(GgmlType t);
 
 struct TypeTraits {

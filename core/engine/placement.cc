@@ -108,10 +108,13 @@ Status Session::Place(const SessionOptions& options) {
   }
   for (const std::string& w : store_->warnings()) report_.push_back("warning: " + w);
   if (store_->repacked_tensors() > 0) {
-    report_.push_back(
-        StrCat("experts repacked at load: ", store_->repacked_tensors(), " tensors, ",
-               store_->repacked_bytes() >> 20,
-               " MiB as q4_K_r16 (16-row groups; --no-repack reads the file layout)"));
+    std::string types;
+    for (GgmlType t : store_->repacked_types()) {
+      types += (types.empty() ? "" : ", ") + std::string(TypeName(t));
+    }
+    report_.push_back(StrCat("experts repacked at load: ", store_->repacked_tensors(), " tensors, ",
+                             store_->repacked_bytes() >> 20, " MiB as ", types,
+                             " (16-row groups; --no-repack reads the file layout)"));
   }
   experts_ = std::make_unique<moe::GroupedExperts>(store_.get(), pools, run_groups, kernels_);
   ws_->workers.resize(static_cast<size_t>(exec_->size()));

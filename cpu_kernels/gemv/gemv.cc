@@ -84,7 +84,7 @@ const GemvKernels& KernelsFor(cpu::IsaTier tier) {
 
 GgmlType LoadLayout(const GemvKernels& kernels, GgmlType type, int64_t rows) {
   const GgmlType r = quant::RepackedType(type, rows);
-  return r == GgmlType::kQ4_K_R16 && kernels.native_q4k_r16 ? r : type;
+  return r != type && kernels.native_layout[static_cast<size_t>(r)] ? r : type;
 }
 
 bool ActivationTypeFor(GgmlType weight_type, GgmlType* activation_type) {

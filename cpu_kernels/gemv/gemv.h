@@ -65,9 +65,9 @@ struct GemvKernels {
   std::array<TypeKernels, kTypeIdLimit> by_type{};  // indexed by weight type id
   QuantizeFn quantize_q8k = nullptr;                // Q8_K activations (ggml's quantize_row_q8_K)
   QuantizeFn quantize_q8_0 = nullptr;               // Q8_0 activations (ggml's quantize_row_q8_0)
-  // The kQ4_K_R16 gemm is this tier's own tile (AVX-512 VNNI), not the unpack-to-Q4_K
-  // fallback every other tier has: repacking at load pays only here (LoadLayout).
-  bool native_q4k_r16 = false;
+  // [repacked type id] its gemm is this tier's own tile (AVX-512 VNNI), not the unpack-to-file-
+  // type fallback every other tier has: repacking at load pays only there (LoadLayout).
+  std::array<bool, kTypeIdLimit> native_layout{};
 
   // The kernels for weight type t, or nullptr when there are none.
   const TypeKernels* For(GgmlType t) const;
@@ -84,8 +84,8 @@ const GemvKernels& KernelsFor(cpu::IsaTier tier);
 bool ActivationTypeFor(GgmlType weight_type, GgmlType* activation_type);
 
 // The layout a weight matrix of `type` and `rows` rows should be repacked into at load for
-// these kernels (kQ4_K_R16 for Q4_K with rows a multiple of 16 where native_q4k_r16), or
-// `type` itself (no repacking pays).
+// these kernels (quant::RepackedType, e.g. kQ4_K_R16 for Q4_K with rows a multiple of 16, where
+// the tier has native tiles for it), or `type` itself (no repacking pays).
 GgmlType LoadLayout(const GemvKernels& kernels, GgmlType type, int64_t rows);
 
 // y[r] = dot(row r of w, a_q) for r in [0, rows): a [rows, n] weight matrix whose rows are

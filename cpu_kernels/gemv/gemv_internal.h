@@ -9,8 +9,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "cpu_kernels/gemv/gemv.h"
+#include "cpu_kernels/quant/repack.h"
 
 namespace moesplit::gemv::internal {
 
@@ -37,6 +39,22 @@ void GemmByDots(const void* w, size_t w_stride, int64_t n_rows, const void* a, s
       y[t * ldy + r] =
           kDot(wb + static_cast<size_t>(r) * w_stride, ab + static_cast<size_t>(t) * a_stride, n);
     }
+  }
+}
+
+// A repacked layout (kR16, cpu_kernels/quant/repack.h) on a tier without its own tiles: each
+// 16-row group unpacked back to the file type's rows (std::vector: the reference / fallback
+// path, not a hot one; LoadLayout repacks only where the tier's native_layout says so) and the
+// tier's gemm of the file type, kBaseGemm. Generic-flag registration files only (as above).
+template <GgmlType kR16, GemmFn kBaseGemm>
+void GemmR16ByUnpack(const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                     int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  const size_t row_bytes = static_cast<size_t>(RowBytes(quant::UnpackedType(kR16), n));
+  std::vector<uint8_t> rows(quant::kR16Rows * row_bytes);  // [16 rows x row_bytes] file type
+  for (int64_t r0 = 0; r0 < n_rows; r0 += quant::kR16Rows) {
+    quant::UnpackRows16(kR16, static_cast<const uint8_t*>(w) + static_cast<size_t>(r0) * w_stride,
+                        n, rows.data(), row_bytes);
+    kBaseGemm(rows.data(), row_bytes, quant::kR16Rows, a, a_stride, n_tok, n, y + r0, ldy);
   }
 }
 
@@ -81,6 +99,14 @@ void GemmQ4_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, co
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmQ5_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// The legacy blocks repacked in 16-row groups (kQ8_0_R16 / kQ5_0_R16 / kQ4_0_R16): the AVX-512
+// VNNI tiles (gemv_legacy_r16_avx512vnni.inc); other tiers take GemmR16ByUnpack.
+void GemmQ8_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ5_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ4_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #endif
 // ---- end of legacy family ------------------------------------------------------------------
 // ---- K-quant family (Q4_K / Q5_K / Q6_K weights x Q8_K activations) --------------------------
@@ -106,9 +132,7 @@ MOESPLIT_KQUANT_DECLARE(Q5K, Avx512)
 MOESPLIT_KQUANT_DECLARE(Q6K, Avx512)
 MOESPLIT_KQUANT_DECLARE(Q4K, Avx512Vnni)
 // Q4_K repacked in 16-row groups (kQ4_K_R16): the AVX-512 VNNI tiles
-// (gemv_kquants_r16_avx512vnni.inc), and for every other tier the group unpacked back to Q4_K
-// rows and that tier's Q4_K gemm (gemv_kquants.cc: the reference, and correct but slow; the
-// expert store repacks only where RepacksQ4K says the tier has the fast kernels).
+// (gemv_kquants_r16_avx512vnni.inc); every other tier takes GemmR16ByUnpack with its Q4_K gemm.
 void GemmQ4KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 MOESPLIT_KQUANT_DECLARE(Q5K, Avx512Vnni)

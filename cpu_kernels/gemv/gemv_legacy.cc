@@ -9,27 +9,45 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
   auto set = [&](GgmlType t, DotFn dot, GemmFn gemm) {
     k->by_type[static_cast<size_t>(t)] = {GgmlType::kQ8_0, dot, gemm};
   };
+  // The repacked layouts (no dot: a row-interleaved layout has no row on its own).
+  auto set_r16 = [&](GgmlType t, GemmFn gemm, bool native) {
+    k->by_type[static_cast<size_t>(t)] = {GgmlType::kQ8_0, nullptr, gemm};
+    k->native_layout[static_cast<size_t>(t)] = native;
+  };
+  using T = GgmlType;
   switch (tier) {
     case cpu::IsaTier::kScalar:
       set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Scalar, GemmByDots<DotQ8_0_Q8_0_Scalar>);
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Scalar, GemmByDots<DotQ4_0_Q8_0_Scalar>);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Scalar, GemmByDots<DotQ5_0_Q8_0_Scalar>);
+      set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmByDots<DotQ8_0_Q8_0_Scalar>>, false);
+      set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmByDots<DotQ5_0_Q8_0_Scalar>>, false);
+      set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmByDots<DotQ4_0_Q8_0_Scalar>>, false);
       return;
 #if defined(MOESPLIT_GEMV_X86)
     case cpu::IsaTier::kAvx2:
       set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx2, GemmQ8_0_Q8_0_Avx2);
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx2, GemmQ4_0_Q8_0_Avx2);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx2, GemmQ5_0_Q8_0_Avx2);
+      set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmQ8_0_Q8_0_Avx2>, false);
+      set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmQ5_0_Q8_0_Avx2>, false);
+      set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmQ4_0_Q8_0_Avx2>, false);
       return;
     case cpu::IsaTier::kAvx512:
       set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx512, GemmQ8_0_Q8_0_Avx512);
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx512, GemmQ4_0_Q8_0_Avx512);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx512, GemmQ5_0_Q8_0_Avx512);
+      set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmQ8_0_Q8_0_Avx512>, false);
+      set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmQ5_0_Q8_0_Avx512>, false);
+      set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmQ4_0_Q8_0_Avx512>, false);
       return;
     case cpu::IsaTier::kAvx512Vnni:
       set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx512Vnni, GemmQ8_0_Q8_0_Avx512Vnni);
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx512Vnni, GemmQ4_0_Q8_0_Avx512Vnni);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx512Vnni, GemmQ5_0_Q8_0_Avx512Vnni);
+      set_r16(T::kQ8_0_R16, GemmQ8_0R16_Q8_0_Avx512Vnni, true);
+      set_r16(T::kQ5_0_R16, GemmQ5_0R16_Q8_0_Avx512Vnni, true);
+      set_r16(T::kQ4_0_R16, GemmQ4_0R16_Q8_0_Avx512Vnni, true);
       return;
 #endif
     default:

@@ -18,6 +18,9 @@ namespace moesplit::gemv::internal {
 #include "cpu_kernels/gemv/gemv_legacy_gm_avx512vnni.inc"
 #include "cpu_kernels/gemv/gemv_legacy_rowlane_avx512vnni.inc"
 
+// After the row-lane tiles: the repacked kernels reuse their buffer and token loops.
+#include "cpu_kernels/gemv/gemv_legacy_r16_avx512vnni.inc"
+
 float DotQ4_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) {
   return DotImpl<KindQ4_0<true>>(w_row, a_row, n);
 }
@@ -63,6 +66,21 @@ void GemmQ5_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, co
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   LegacyGemm<BlockQ5_0, GmQ4Q5<true>, KindQ5_0<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y,
                                                       ldy);
+}
+
+void GemmQ8_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  LegacyR16Gemm<GgmlType::kQ8_0_R16, BlockQ8_0>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+
+void GemmQ5_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  LegacyR16Gemm<GgmlType::kQ5_0_R16, BlockQ5_0>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+
+void GemmQ4_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  LegacyR16Gemm<GgmlType::kQ4_0_R16, BlockQ4_0>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 }  // namespace moesplit::gemv::internal

@@ -11,8 +11,47 @@ using internal::PackScaleMinK4;
 using internal::UnpackScaleMinK4;
 
 GgmlType RepackedType(GgmlType t, int64_t rows) {
-  if (t == GgmlType::kQ4_K && rows > 0 && rows % kR16Rows == 0) return GgmlType::kQ4_K_R16;
-  return t;
+  if (rows <= 0 || rows % kR16Rows != 0) return t;
+  switch (t) {
+    case GgmlType::kQ4_K:
+      return GgmlType::kQ4_K_R16;
+    case GgmlType::kQ8_0:
+      return GgmlType::kQ8_0_R16;
+    case GgmlType::kQ5_0:
+      return GgmlType::kQ5_0_R16;
+    case GgmlType::kQ4_0:
+      return GgmlType::kQ4_0_R16;
+    default:
+      return t;
+  }
+}
+
+GgmlType UnpackedType(GgmlType t) {
+  switch (t) {
+    case GgmlType::kQ4_K_R16:
+      return GgmlType::kQ4_K;
+    case GgmlType::kQ8_0_R16:
+      return GgmlType::kQ8_0;
+    case GgmlType::kQ5_0_R16:
+      return GgmlType::kQ5_0;
+    case GgmlType::kQ4_0_R16:
+      return GgmlType::kQ4_0;
+    default:
+      return t;
+  }
+}
+
+int64_t LegacyR16Payload(GgmlType t) {
+  switch (t) {
+    case GgmlType::kQ8_0_R16:
+      return 8 * 64;
+    case GgmlType::kQ5_0_R16:
+      return 4 * 64 + 64;
+    case GgmlType::kQ4_0_R16:
+      return 4 * 64;
+    default:
+      return 0;
+  }
 }
 
 void RepackQ4KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
@@ -59,15 +98,105 @@ void UnpackQ4KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
   }
 }
 
+namespace {
+
+// The legacy file blocks' fields at a block's bytes (all three start with the f16 d).
+struct LegacyFields {
+  const uint8_t* qs;  // Q8_0: [32] quants; Q4_0 / Q5_0: [16] nibble pairs
+  uint32_t qh;        // Q5_0: bit j = value j's 5th bit; 0 otherwise
+};
+
+LegacyFields ReadLegacy(GgmlType t, const uint8_t* blk) {
+  LegacyFields f{blk + 2, 0};
+  if (t == GgmlType::kQ5_0) {
+    std::memcpy(&f.qh, blk + 2, 4);
+    f.qs = blk + 6;
+  }
+  return f;
+}
+
+}  // namespace
+
+void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64_t n, void* dst) {
+  const GgmlType to = RepackedType(from, kR16Rows);
+  const int64_t payload = LegacyR16Payload(to), bb = RowBytes(from, kQk), nb = n / kQk;
+  MOESPLIT_CHECK(payload > 0 && n % kQk == 0, TypeName(from), " row of ", n, " values");
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint16_t*>(dst);                                // [nb][16] f16
+  uint8_t* out = static_cast<uint8_t*>(dst) + nb * kR16Rows * sizeof(uint16_t);  // payloads
+  const int dwords = from == GgmlType::kQ8_0 ? 8 : 4;
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* p = out + b * payload;
+    uint64_t h[8] = {};  // Q5_0's byte masks
+    for (int r = 0; r < kR16Rows; ++r) {
+      const uint8_t* blk = s + r * src_stride + b * bb;
+      std::memcpy(&d[b * kR16Rows + r], blk, 2);
+      const LegacyFields f = ReadLegacy(from, blk);
+      for (int k = 0; k < dwords; ++k) {
+        uint32_t q;
+        std::memcpy(&q, f.qs + 4 * k, 4);
+        if (from == GgmlType::kQ8_0) q ^= 0x80808080u;
+        std::memcpy(p + 4 * (k * kR16Rows + r), &q, 4);
+      }
+      for (int g = 0; g < 8; ++g) h[g] |= static_cast<uint64_t>((f.qh >> (4 * g)) & 0xF) << (4 * r);
+    }
+    if (from == GgmlType::kQ5_0) std::memcpy(p + 4 * 64, h, sizeof(h));
+  }
+}
+
+void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, size_t dst_stride) {
+  const GgmlType to = UnpackedType(r16);
+  const int64_t payload = LegacyR16Payload(r16), bb = RowBytes(to, kQk), nb = n / kQk;
+  MOESPLIT_CHECK(payload > 0 && n % kQk == 0, TypeName(r16), " row of ", n, " values");
+  const auto* d = static_cast<const uint16_t*>(src);  // [nb][16] f16
+  const uint8_t* in = static_cast<const uint8_t*>(src) + nb * kR16Rows * sizeof(uint16_t);
+  auto* o = static_cast<uint8_t*>(dst);
+  const int dwords = to == GgmlType::kQ8_0 ? 8 : 4;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* p = in + b * payload;
+    uint64_t h[8] = {};
+    if (to == GgmlType::kQ5_0) std::memcpy(h, p + 4 * 64, sizeof(h));
+    for (int r = 0; r < kR16Rows; ++r) {
+      uint8_t* blk = o + r * dst_stride + b * bb;
+      std::memcpy(blk, &d[b * kR16Rows + r], 2);
+      uint8_t* qs = blk + (to == GgmlType::kQ5_0 ? 6 : 2);
+      for (int k = 0; k < dwords; ++k) {
+        uint32_t q;
+        std::memcpy(&q, p + 4 * (k * kR16Rows + r), 4);
+        if (to == GgmlType::kQ8_0) q ^= 0x80808080u;
+        std::memcpy(qs + 4 * k, &q, 4);
+      }
+      if (to == GgmlType::kQ5_0) {
+        uint32_t qh = 0;
+        for (int g = 0; g < 8; ++g) qh |= static_cast<uint32_t>((h[g] >> (4 * r)) & 0xF) << (4 * g);
+        std::memcpy(blk + 2, &qh, 4);
+      }
+    }
+  }
+}
+
 void RepackRows(GgmlType from, const void* src, size_t src_stride, int64_t rows, int64_t n,
                 void* dst) {
   const GgmlType to = RepackedType(from, rows);
-  MOESPLIT_CHECK(to == GgmlType::kQ4_K_R16, TypeName(from), " x ", rows, " rows does not repack");
+  MOESPLIT_CHECK(to != from, TypeName(from), " x ", rows, " rows does not repack");
   const auto* s = static_cast<const uint8_t*>(src);
   auto* o = static_cast<uint8_t*>(dst);
   const size_t group_bytes = static_cast<size_t>(kR16Rows * RowBytes(to, n));
   for (int64_t g = 0; g < rows / kR16Rows; ++g) {
-    RepackQ4KRows16(s + g * kR16Rows * src_stride, src_stride, n, o + g * group_bytes);
+    const uint8_t* in = s + g * kR16Rows * src_stride;
+    if (to == GgmlType::kQ4_K_R16) {
+      RepackQ4KRows16(in, src_stride, n, o + g * group_bytes);
+    } else {
+      RepackLegacyRows16(from, in, src_stride, n, o + g * group_bytes);
+    }
+  }
+}
+
+void UnpackRows16(GgmlType r16, const void* src, int64_t n, void* dst, size_t dst_stride) {
+  if (r16 == GgmlType::kQ4_K_R16) {
+    UnpackQ4KRows16(src, n, dst, dst_stride);
+  } else {
+    UnpackLegacyRows16(r16, src, n, dst, dst_stride);
   }
 }
 

@@ -10,9 +10,26 @@
 // (+2.8%): unpacking 16 rows' packed scales costs ~60 vector ops per block, a third of a
 // one-token block's work.
 //
+// kQ8_0_R16 / kQ5_0_R16 / kQ4_0_R16: the 32-value legacy blocks, 16 rows interleaved the same
+// way, at exactly the file type's bytes per row (the f16 d's move, nothing is added). A group of
+// nb = n / 32 blocks is the group's [nb][16] f16 d's, then nb payloads of LegacyR16Payload(t)
+// bytes (64-byte multiples: whole cache lines; 64-byte aligned when nb is even). The d's lead:
+// a decode kernel prefetching its one stream ahead then reaches the next group's d's before that
+// group starts (behind the payloads, the first d line of every group missed: -20% cold).
+//   Q8_0: u32 q[8][16]  lane r of dword k = row r's quants 4k .. 4k+3 as u8 (q + 128 = q ^ 0x80:
+//         vpdpbusd takes unsigned weights; the kernels subtract 128 x the activation block sum)
+//   Q4_0: u32 q[4][16]  lane r of dword k = row r's qs bytes 4k .. 4k+3 as stored (low nibbles:
+//         values 4k .. 4k+3, high nibbles: values 16 + 4k .. 16 + 4k+3)
+//   Q5_0: Q4_0's q, then u64 h[8]: bit 4r + b of h[g] = the 5th bit of row r's value 4g + b, so
+//         h[g] is the AVX-512 byte mask (vpaddb {k}) that adds 16 to dword g's values
+//         (g < 4: the low nibbles of q[g], g >= 4: the high nibbles of q[g - 4]).
+// Bytes per 16 x 32 values: Q8_0 512 + 32 = 16 x 34, Q5_0 320 + 32 = 16 x 22, Q4_0 256 + 32 =
+// 16 x 18.
+//
 // A matrix of R rows (R a multiple of 16) and n columns is R / 16 groups back to back, each
-// n / 256 blocks: rows [16 g, 16 g + 16) start at byte g * 16 * RowBytes(kQ4_K_R16, n), i.e.
-// the usual row * row_bytes addressing holds at multiples of 16 rows.
+// n / 256 (Q4_K) or n / 32 (legacy) blocks: rows [16 g, 16 g + 16) start at byte
+// g * 16 * RowBytes(type, n), i.e. the usual row * row_bytes addressing holds at multiples of
+// 16 rows.
 #pragma once
 
 #include <cstddef>
@@ -34,9 +51,13 @@ struct BlockQ4_K_R16 {
 };
 static_assert(sizeof(BlockQ4_K_R16) == kR16Rows * 148, "16 rows x 148 bytes");
 
-// The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (only
-// Q4_K with rows a multiple of 16 repacks).
+// The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
+// Q8_0, Q5_0 and Q4_0 with rows a multiple of 16 repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
+// The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
+GgmlType UnpackedType(GgmlType t);
+// Payload bytes per legacy R16 group block (without the d's): 512 / 320 / 256; 0 otherwise.
+int64_t LegacyR16Payload(GgmlType t);
 
 // 16 rows of n values (n a multiple of 256) of Q4_K at src (rows src_stride bytes apart) ->
 // n / 256 BlockQ4_K_R16 at dst. Lossless: UnpackQ4KRows16 gives the same bytes back.
@@ -44,9 +65,16 @@ void RepackQ4KRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 // The inverse: n / 256 BlockQ4_K_R16 at src -> 16 Q4_K rows at dst, dst_stride bytes apart.
 void UnpackQ4KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
+// 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q4_0) at src
+// -> one group of RepackedType(from, 16) at dst; and the inverse (`r16` the repacked type).
+void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64_t n, void* dst);
+void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, size_t dst_stride);
+
 // rows x n values of `from` (rows src_stride bytes apart) -> RepackedType(from, rows) at dst
 // (rows * RowBytes(to, n) bytes). from must repack (CHECKed).
 void RepackRows(GgmlType from, const void* src, size_t src_stride, int64_t rows, int64_t n,
                 void* dst);
+// One 16-row group of a repacked type back to its file type's rows (dst_stride bytes apart).
+void UnpackRows16(GgmlType r16, const void* src, int64_t n, void* dst, size_t dst_stride);
 
 }  // namespace moesplit::quant

@@ -107,9 +107,11 @@ TEST_P(GroupedTest, MatchesThePlainFusedPath) {
                .progress = [&](uint64_t done, uint64_t) { last_done = done; }});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_TRUE((*store)->copied());
-  // Repacked: the Q4_K gate/up of the routed and the shared expert, in every group.
-  const bool native = c.repack && kernels.native_q4k_r16;
-  int64_t present = 0;  // gate/up tensors of non-empty slices (shard: a slice can be empty)
+  // Repacked: the Q4_K gate/up of the routed and the shared expert and the routed Q8_0 down
+  // (256 rows: whole 16-row groups), in every group; the shared Q6_K down has no R16 layout.
+  const bool native = c.repack && kernels.native_layout[static_cast<size_t>(GgmlType::kQ4_K_R16)];
+  ASSERT_EQ(native, c.repack && kernels.native_layout[static_cast<size_t>(GgmlType::kQ8_0_R16)]);
+  int64_t present = 0;  // repackable tensors of non-empty slices (shard: a slice can be empty)
   for (int g = 0; g < c.groups; ++g) {
     const ExpertEngine::Layer& l = (*store)->layer(g, 1);
     for (const TensorView* t : {&l.gate_exps, &l.up_exps, &l.gate_shexp, &l.up_shexp}) {
@@ -117,7 +119,13 @@ TEST_P(GroupedTest, MatchesThePlainFusedPath) {
       ++present;
       EXPECT_EQ(t->type, native ? GgmlType::kQ4_K_R16 : GgmlType::kQ4_K) << "group " << g;
     }
-    if (l.down_exps.data != nullptr) EXPECT_EQ(l.down_exps.type, GgmlType::kQ8_0);  // no R16
+    if (l.down_exps.data != nullptr) {
+      ++present;
+      EXPECT_EQ(l.down_exps.type, native ? GgmlType::kQ8_0_R16 : GgmlType::kQ8_0) << "group " << g;
+    }
+    if (l.down_shexp.data != nullptr) {
+      EXPECT_EQ(l.down_shexp.type, GgmlType::kQ6_K);
+    }
   }
   EXPECT_EQ((*store)->repacked_tensors(), native ? present : 0);
   EXPECT_GT(last_done, 0u);
