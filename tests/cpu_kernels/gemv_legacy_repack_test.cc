@@ -24,11 +24,14 @@
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/quant/quant.h"
 #include "cpu_kernels/quant/repack.h"
+#include "tests/cpu_kernels/kquant_test_util.h"
 
 namespace moesplit::gemv {
 namespace {
 
 using cpu::IsaTier;
+using kquant_testing::Exact;
+using kquant_testing::ExactDot;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kSentinel = -12345.0f;
@@ -99,23 +102,6 @@ std::vector<uint8_t> Repack(const Rows& w) {
   quant::RepackRows(w.type, w.bytes.data(), static_cast<size_t>(w.row_bytes), w.rows, w.n,
                     out.data());
   return out;
-}
-
-struct Exact {
-  double dot = 0, norm = 0;
-};
-
-Exact ExactDot(GgmlType type, const uint8_t* w, const uint8_t* a, int64_t n) {
-  std::vector<float> wd(n), ad(n);  // [n] each
-  quant::DequantizeRow(type, w, wd.data(), n);
-  quant::DequantizeRow(GgmlType::kQ8_0, a, ad.data(), n);
-  Exact e;
-  for (int64_t i = 0; i < n; ++i) {
-    const double p = static_cast<double>(wd[i]) * ad[i];
-    e.dot += p;
-    e.norm += std::fabs(p);
-  }
-  return e;
 }
 
 // Runs tier's gemm of the repacked type; y poisoned (NaN in the tile, a sentinel in the ldy
@@ -201,7 +187,7 @@ TEST_P(LegacyR16GemmTest, MatchesScalarDot) {
             const std::vector<float> y = RunR16(tier, r16, packed, rows, n, a, n_tok, ldy);
             for (int64_t t = 0; t < n_tok; ++t) {
               for (int64_t r = 0; r < rows; ++r) {
-                const Exact e = ExactDot(type, w.Row(r), a.Row(t), n);
+                const Exact e = ExactDot(type, w.Row(r), a.Row(t), n, GgmlType::kQ8_0);
                 ASSERT_NEAR(y[t * ldy + r], ref(w.Row(r), a.Row(t), n), 1e-5 * e.norm + 1e-30)
                     << cpu::IsaTierName(tier) << " " << TypeName(r16) << " n=" << n
                     << " rows=" << rows << " n_tok=" << n_tok << " r=" << r << " t=" << t
@@ -241,7 +227,7 @@ TEST_P(LegacyR16GemmTest, ExtremeBlocksMatchFloat64) {
         for (int64_t n_tok : {1}) {
           const std::vector<float> y = RunR16(tier, r16, packed, rows, n, a, n_tok, rows);
           for (int64_t r = 0; r < rows; ++r) {
-            const Exact e = ExactDot(type, w.Row(r), a.Row(0), n);
+            const Exact e = ExactDot(type, w.Row(r), a.Row(0), n, GgmlType::kQ8_0);
             EXPECT_NEAR(y[r], e.dot, 1e-6 * e.norm)
                 << cpu::IsaTierName(tier) << " " << TypeName(type) << " fill " << int{fill};
           }
@@ -297,7 +283,7 @@ TEST(LegacyR16VnniTest, RowsLongerThanOnePass) {
       RunR16(IsaTier::kAvx512Vnni, GgmlType::kQ5_0_R16, packed, rows, n, a, 2, rows);
   for (int64_t t = 0; t < 2; ++t) {
     for (int64_t r = 0; r < rows; ++r) {
-      const Exact e = ExactDot(GgmlType::kQ5_0, w.Row(r), a.Row(t), n);
+      const Exact e = ExactDot(GgmlType::kQ5_0, w.Row(r), a.Row(t), n, GgmlType::kQ8_0);
       ASSERT_NEAR(y[t * rows + r], ref(w.Row(r), a.Row(t), n), 1e-5 * e.norm) << "r=" << r;
     }
   }

@@ -123,10 +123,12 @@ struct Exact {
   double dot = 0, norm = 0;
 };
 
-inline Exact ExactDot(GgmlType type, const uint8_t* w, const uint8_t* a, int64_t n) {
+// a: an activation row of act_type (Q8_K for the K-quants, Q8_0 for the legacy blocks).
+inline Exact ExactDot(GgmlType type, const uint8_t* w, const uint8_t* a, int64_t n,
+                      GgmlType act_type = GgmlType::kQ8_K) {
   std::vector<float> wd(n), ad(n);  // [n] each
   quant::DequantizeRow(type, w, wd.data(), n);
-  quant::DequantizeRow(GgmlType::kQ8_K, a, ad.data(), n);
+  quant::DequantizeRow(act_type, a, ad.data(), n);
   Exact e;
   for (int64_t i = 0; i < n; ++i) {
     const double p = static_cast<double>(wd[i]) * ad[i];
