@@ -200,23 +200,10 @@ std::string PlacementLabel(const engine::CpuPlacement& p) {
                 copied_single ? " no-mmap" : "", p.repack ? "" : " no-repack");
 }
 
-// Warm-up, then `repetitions` timed runs of one test in a fresh session sized for it.
-Status MeasureTest(const engine::Model& model, const BenchArgs& a, cpu::IsaTier tier,
-                   const engine::CpuPlacement& placement, bool log_placement, BenchTest& t,
+// The warm-up and the timed repetitions of one test on `s` (RunOnce resets it each time).
+Status MeasureTest(engine::Session& s, int64_t n_vocab, const BenchArgs& a, BenchTest& t,
                    std::ostream& err) {
-  const int64_t ctx = std::max<int64_t>(t.n_depth + t.n_prompt + t.n_gen, 16);
-  std::ostringstream quiet;
-  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> owned,
-                            MakeSession(model,
-                                        {.ctx_size = ctx,
-                                         .n_threads = t.n_threads,
-                                         .isa_tier = tier,
-                                         .placement = placement,
-                                         .progress = log_placement ? CopyProgress(err) : nullptr},
-                                        log_placement ? err : quiet));
-  engine::Session& s = *owned;
   std::mt19937 rng(a.seed);
-  const int64_t n_vocab = model.config().n_vocab;
   // Warm-up as llama-bench does it: the prompt once, and one generated token.
   const BenchTest warm{.n_prompt = t.n_prompt, .n_gen = std::min(t.n_gen, 1)};
   MOESPLIT_RETURN_IF_ERROR(RunOnce(s, n_vocab, warm, a.n_batch, rng).status());
@@ -233,19 +220,44 @@ Status MeasureTest(const engine::Model& model, const BenchArgs& a, cpu::IsaTier 
   return Status::Ok();
 }
 
+// The tests of one configuration (thread count, placement) on one session sized for the largest
+// of them: the experts are placed (copied, repacked) once per configuration, as llama-bench
+// loads (and repacks) a model once for all its tests; the tests differ only in their context.
+Status MeasureConfig(const engine::Model& model, const BenchArgs& a, cpu::IsaTier tier,
+                     const engine::CpuPlacement& placement, std::vector<BenchTest>& tests,
+                     std::ostream& err) {
+  if (tests.empty()) return Status::Ok();
+  int64_t ctx = 16;
+  for (const BenchTest& t : tests) ctx = std::max<int64_t>(ctx, t.n_depth + t.n_prompt + t.n_gen);
+  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> s,
+                            MakeSession(model,
+                                        {.ctx_size = ctx,
+                                         .n_threads = tests.front().n_threads,
+                                         .isa_tier = tier,
+                                         .placement = placement,
+                                         .progress = CopyProgress(err)},
+                                        err));
+  for (BenchTest& t : tests) {
+    MOESPLIT_RETURN_IF_ERROR(MeasureTest(*s, model.config().n_vocab, a, t, err));
+  }
+  return Status::Ok();
+}
+
 // The table users publish for long prompts: one run per prompt size, prefill then n_gen tokens.
 StatusOr<std::vector<PromptSizeRow>> MeasurePromptSizes(const engine::Model& model,
                                                         const BenchArgs& a, cpu::IsaTier tier,
                                                         int n_threads, std::ostream& err) {
   const int n_gen = a.n_gen.empty() ? 0 : a.n_gen.front();
   std::vector<PromptSizeRow> rows;
+  // One session for all sizes (the experts placed once), sized for the largest.
+  const int max_size = *std::max_element(a.prompt_sizes.begin(), a.prompt_sizes.end());
+  engine::Session s(model,
+                    {.ctx_size = max_size + n_gen + 1, .n_threads = n_threads, .isa_tier = tier});
   for (int size : a.prompt_sizes) {
     err << "bench: prompt size " << size << " + " << n_gen << " generated, " << n_threads
         << " threads\n";
     BenchTest pp{.n_prompt = size, .n_threads = n_threads};
     BenchTest tg{.n_gen = n_gen, .n_depth = size, .n_threads = n_threads};
-    engine::Session s(model,
-                      {.ctx_size = size + n_gen + 1, .n_threads = n_threads, .isa_tier = tier});
     std::mt19937 rng(a.seed);
     MOESPLIT_ASSIGN_OR_RETURN(uint64_t pp_ns,
                               RunOnce(s, model.config().n_vocab, pp, a.n_batch, rng));
@@ -288,13 +300,9 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
     if (!label.empty())
       err << "bench: " << c.threads << " threads, " << DescribePlacement(placement) << "\n";
     MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchTest> tests, PlanTests(args, c.threads));
-    bool first = true;
-    for (BenchTest& t : tests) {
-      t.numa = label;
-      MOESPLIT_RETURN_IF_ERROR(MeasureTest(*model, args, tier, placement, first, t, err));
-      first = false;
-      done.push_back(std::move(t));
-    }
+    for (BenchTest& t : tests) t.numa = label;
+    MOESPLIT_RETURN_IF_ERROR(MeasureConfig(*model, args, tier, placement, tests, err));
+    for (BenchTest& t : tests) done.push_back(std::move(t));
   }
   const BenchFormat format = args.output == "json"  ? BenchFormat::kJson
                              : args.output == "csv" ? BenchFormat::kCsv
