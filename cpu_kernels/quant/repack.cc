@@ -10,36 +10,29 @@ namespace moesplit::quant {
 using internal::PackScaleMinK4;
 using internal::UnpackScaleMinK4;
 
-GgmlType RepackedType(GgmlType t, int64_t rows) {
-  if (rows <= 0 || rows % kR16Rows != 0) return t;
-  switch (t) {
-    case GgmlType::kQ4_K:
-      return GgmlType::kQ4_K_R16;
-    case GgmlType::kQ8_0:
-      return GgmlType::kQ8_0_R16;
-    case GgmlType::kQ5_0:
-      return GgmlType::kQ5_0_R16;
-    case GgmlType::kQ4_0:
-      return GgmlType::kQ4_0_R16;
-    default:
-      return t;
+namespace {
+
+// {file type, its 16-row layout}.
+constexpr GgmlType kLayouts[][2] = {{GgmlType::kQ4_K, GgmlType::kQ4_K_R16},
+                                    {GgmlType::kQ8_0, GgmlType::kQ8_0_R16},
+                                    {GgmlType::kQ5_0, GgmlType::kQ5_0_R16},
+                                    {GgmlType::kQ4_0, GgmlType::kQ4_0_R16}};
+
+// The other member of t's pair (side 0: t is a file type; 1: t is a layout), or t itself.
+GgmlType Partner(GgmlType t, int side) {
+  for (const auto& pair : kLayouts) {
+    if (pair[side] == t) return pair[1 - side];
   }
+  return t;
 }
 
-GgmlType UnpackedType(GgmlType t) {
-  switch (t) {
-    case GgmlType::kQ4_K_R16:
-      return GgmlType::kQ4_K;
-    case GgmlType::kQ8_0_R16:
-      return GgmlType::kQ8_0;
-    case GgmlType::kQ5_0_R16:
-      return GgmlType::kQ5_0;
-    case GgmlType::kQ4_0_R16:
-      return GgmlType::kQ4_0;
-    default:
-      return t;
-  }
+}  // namespace
+
+GgmlType RepackedType(GgmlType t, int64_t rows) {
+  return rows > 0 && rows % kR16Rows == 0 ? Partner(t, 0) : t;
 }
+
+GgmlType UnpackedType(GgmlType t) { return Partner(t, 1); }
 
 int64_t LegacyR16Payload(GgmlType t) {
   switch (t) {
@@ -122,7 +115,7 @@ void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64
   const int64_t payload = LegacyR16Payload(to), bb = RowBytes(from, kQk), nb = n / kQk;
   MOESPLIT_CHECK(payload > 0 && n % kQk == 0, TypeName(from), " row of ", n, " values");
   const auto* s = static_cast<const uint8_t*>(src);
-  auto* d = static_cast<uint16_t*>(dst);                                // [nb][16] f16
+  auto* d = static_cast<uint16_t*>(dst);                                         // [nb][16] f16
   uint8_t* out = static_cast<uint8_t*>(dst) + nb * kR16Rows * sizeof(uint16_t);  // payloads
   const int dwords = from == GgmlType::kQ8_0 ? 8 : 4;
   for (int64_t b = 0; b < nb; ++b) {
