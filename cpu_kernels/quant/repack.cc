@@ -34,19 +34,6 @@ GgmlType RepackedType(GgmlType t, int64_t rows) {
 
 GgmlType UnpackedType(GgmlType t) { return Partner(t, 1); }
 
-int64_t LegacyR16Payload(GgmlType t) {
-  switch (t) {
-    case GgmlType::kQ8_0_R16:
-      return 8 * 64;
-    case GgmlType::kQ5_0_R16:
-      return 4 * 64 + 64;
-    case GgmlType::kQ4_0_R16:
-      return 4 * 64;
-    default:
-      return 0;
-  }
-}
-
 void RepackQ4KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
   MOESPLIT_CHECK(n % kQkK == 0, "Q4_K row of ", n, " values");
   const auto* s = static_cast<const uint8_t*>(src);

@@ -57,7 +57,14 @@ GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
 GgmlType UnpackedType(GgmlType t);
 // Payload bytes per legacy R16 group block (without the d's): 512 / 320 / 256; 0 otherwise.
-int64_t LegacyR16Payload(GgmlType t);
+// constexpr: the AVX-512 VNNI kernels take it as a compile-time constant (never a call from
+// their ISA-flagged file, see gemv_internal.h).
+constexpr int64_t LegacyR16Payload(GgmlType t) {
+  return t == GgmlType::kQ8_0_R16   ? 8 * 64
+         : t == GgmlType::kQ5_0_R16 ? 4 * 64 + 64
+         : t == GgmlType::kQ4_0_R16 ? 4 * 64
+                                    : 0;
+}
 
 // 16 rows of n values (n a multiple of 256) of Q4_K at src (rows src_stride bytes apart) ->
 // n / 256 BlockQ4_K_R16 at dst. Lossless: UnpackQ4KRows16 gives the same bytes back.
