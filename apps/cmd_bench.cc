@@ -8,14 +8,18 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
 
+#include "apps/bench_profile.h"
 #include "apps/bench_report.h"
 #include "apps/cpu_tier.h"
 #include "apps/sweep_chart.h"
 #include "core/engine/engine.h"
+#include "numa/bandwidth_probe.h"
+#include "numa/topology.h"
 
 namespace moesplit::app {
 namespace {
@@ -201,21 +205,26 @@ std::string PlacementLabel(const engine::CpuPlacement& p) {
 }
 
 // The warm-up and the timed repetitions of one test on `s` (RunOnce resets it each time).
+// profile (may be null): receives the phases of the timed runs (not of the warm-up).
 Status MeasureTest(engine::Session& s, int64_t n_vocab, const BenchArgs& a, BenchTest& t,
-                   std::ostream& err) {
+                   engine::Profile* profile, std::ostream& err) {
   std::mt19937 rng(a.seed);
   // Warm-up as llama-bench does it: the prompt once, and one generated token.
   const BenchTest warm{.n_prompt = t.n_prompt, .n_gen = std::min(t.n_gen, 1)};
   MOESPLIT_RETURN_IF_ERROR(RunOnce(s, n_vocab, warm, a.n_batch, rng).status());
   const bool tty = ::isatty(STDERR_FILENO);  // progress only where it can be overwritten
+  s.set_profile(profile);
   for (int r = 0; r < a.repetitions; ++r) {
     if (tty) {
       err << "\rbench: " << t.Name() << ", " << t.n_threads << " threads, run " << (r + 1) << "/"
           << a.repetitions << "   " << std::flush;
     }
-    MOESPLIT_ASSIGN_OR_RETURN(uint64_t ns, RunOnce(s, n_vocab, t, a.n_batch, rng));
-    t.samples_ns.push_back(ns);
+    StatusOr<uint64_t> ns = RunOnce(s, n_vocab, t, a.n_batch, rng);
+    if (!ns.ok()) s.set_profile(nullptr);
+    MOESPLIT_RETURN_IF_ERROR(ns.status());
+    t.samples_ns.push_back(*ns);
   }
+  s.set_profile(nullptr);
   if (tty) err << "\r" << std::string(60, ' ') << "\r" << std::flush;
   return Status::Ok();
 }
@@ -223,9 +232,10 @@ Status MeasureTest(engine::Session& s, int64_t n_vocab, const BenchArgs& a, Benc
 // The tests of one configuration (thread count, placement) on one session sized for the largest
 // of them: the experts are placed (copied, repacked) once per configuration, as llama-bench
 // loads (and repacks) a model once for all its tests; the tests differ only in their context.
+// With --verbose, appends one profile table per test to *profiles.
 Status MeasureConfig(const engine::Model& model, const BenchArgs& a, cpu::IsaTier tier,
                      const engine::CpuPlacement& placement, std::vector<BenchTest>& tests,
-                     std::ostream& err) {
+                     std::optional<double> probe_gbps, std::string* profiles, std::ostream& err) {
   if (tests.empty()) return Status::Ok();
   int64_t ctx = 16;
   for (const BenchTest& t : tests) ctx = std::max<int64_t>(ctx, t.n_depth + t.n_prompt + t.n_gen);
@@ -238,7 +248,14 @@ Status MeasureConfig(const engine::Model& model, const BenchArgs& a, cpu::IsaTie
                                          .progress = CopyProgress(err)},
                                         err));
   for (BenchTest& t : tests) {
-    MOESPLIT_RETURN_IF_ERROR(MeasureTest(*s, model.config().n_vocab, a, t, err));
+    engine::Profile profile;
+    MOESPLIT_RETURN_IF_ERROR(
+        MeasureTest(*s, model.config().n_vocab, a, t, a.verbose ? &profile : nullptr, err));
+    if (a.verbose) {
+      const std::string label = t.numa.empty() ? "" : StrCat(", ", t.numa);
+      *profiles += FormatProfile(StrCat(t.Name(), ", ", t.n_threads, " threads", label), profile,
+                                 probe_gbps);
+    }
   }
   return Status::Ok();
 }
@@ -270,6 +287,42 @@ StatusOr<std::vector<PromptSizeRow>> MeasurePromptSizes(const engine::Model& mod
   return rows;
 }
 
+// The read bandwidth `threads` pinned readers get (bench --verbose): on the placement's CPUs and
+// memory node where it names them, else on the machine's first cores (one per physical core)
+// and node. 512 MiB (16x a 32 MiB L3) x 5 passes, ~1 s. nullopt (with a note) when it fails.
+std::optional<double> ProbeBandwidth(const engine::CpuPlacement& placement, int threads,
+                                     std::ostream& err) {
+  numa::ReadOptions o;
+  o.bytes = int64_t{512} << 20;
+  if (!placement.groups.empty()) {
+    o.mem_node = placement.groups.front().mem_nodes.front();
+    for (const auto& g : placement.groups)
+      o.cpus.insert(o.cpus.end(), g.cpus.begin(), g.cpus.end());
+  } else {
+    StatusOr<numa::Topology> topo = numa::LoadTopology("");
+    if (!topo.ok() || topo->nodes.empty()) {
+      err << "bench: no bandwidth probe (" << topo.status().ToString() << ")\n";
+      return std::nullopt;
+    }
+    o.mem_node = topo->nodes.front().id;
+    for (const numa::NumaNode& n : topo->nodes) {
+      for (int cpu : n.PrimaryCpus()) o.cpus.push_back(cpu);
+    }
+  }
+  if (o.cpus.size() > static_cast<size_t>(threads)) o.cpus.resize(static_cast<size_t>(threads));
+  StatusOr<numa::ReadResult> r = numa::MeasureRead(o);
+  if (!r.ok()) {
+    err << "bench: no bandwidth probe (" << r.status().ToString() << ")\n";
+    return std::nullopt;
+  }
+  char line[96];
+  std::snprintf(line, sizeof(line), "%.1f GB/s (median of 5 passes, %.1f-%.1f)", r->gbps,
+                r->min_gbps, r->max_gbps);
+  err << "bench: read bandwidth probe, " << r->threads << " threads on cpus "
+      << numa::FormatCpuList(o.cpus) << ": " << line << "\n";
+  return r->gbps;
+}
+
 }  // namespace
 
 Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
@@ -292,6 +345,7 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
   for (int n : threads) thread_list += (thread_list.empty() ? "" : ",") + std::to_string(n);
   LogKernels(err, tier, thread_list, model->FallbackTypes(gemv::KernelsFor(tier)));
   std::vector<BenchTest> done;
+  std::string profiles;  // --verbose: one table per test
   MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchConfig> configs, Configs(args_with_rules, threads));
   for (const BenchConfig& c : configs) {
     MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement,
@@ -301,7 +355,10 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
       err << "bench: " << c.threads << " threads, " << DescribePlacement(placement) << "\n";
     MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchTest> tests, PlanTests(args, c.threads));
     for (BenchTest& t : tests) t.numa = label;
-    MOESPLIT_RETURN_IF_ERROR(MeasureConfig(*model, args, tier, placement, tests, err));
+    const std::optional<double> probe =
+        args.verbose ? ProbeBandwidth(placement, c.threads, err) : std::nullopt;
+    MOESPLIT_RETURN_IF_ERROR(
+        MeasureConfig(*model, args, tier, placement, tests, probe, &profiles, err));
     for (BenchTest& t : tests) done.push_back(std::move(t));
   }
   const BenchFormat format = args.output == "json"  ? BenchFormat::kJson
@@ -310,6 +367,8 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
   BenchModelInfo info = ModelInfo(*model, args.model);
   info.isa = std::string(cpu::IsaTierName(tier));
   if (!done.empty()) out << FormatBenchReport(info, done, format);
+  // The profiles are markdown: after the table on stdout, on stderr beside CSV / JSON output.
+  if (!profiles.empty()) (format == BenchFormat::kMarkdown ? out : err) << profiles;
   if (!args.sweep.empty() && !done.empty()) {
     std::ofstream chart(args.sweep_chart);
     chart << SweepChartSvg(done, info.model_type + " — " + info.cpu_info);
@@ -351,6 +410,9 @@ void RegisterBench(CLI::App& app, std::function<int()>* action) {
                   "sweep configurations: threads=1,2,4 numa=single,shard (table + chart)")
       ->expected(1, 2);
   cmd->add_option("--sweep-chart", a->sweep_chart, "SVG chart of a sweep")->capture_default_str();
+  cmd->add_flag("-v,--verbose", a->verbose,
+                "per test: time, bytes read and GB/s per phase of the forward pass, against a "
+                "read-bandwidth probe with the same threads");
   AddPlacementFlags(cmd, &a->placement);
   cmd->callback([a, action] {
     *action = [a] {

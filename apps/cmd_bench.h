@@ -8,14 +8,13 @@
 // tokens/s are reported as mean ± sample stddev over the repetitions, in llama-bench's columns.
 #pragma once
 
-#include "apps/cpu_placement.h"
-
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "apps/cpu_placement.h"
 #include "core/base/status.h"
 
 namespace moesplit::app {
@@ -35,6 +34,7 @@ struct BenchArgs {
   // --sweep threads=1,2,4 numa=single,shard: every combination, one table, and a chart
   std::vector<std::string> sweep;
   std::string sweep_chart = "moesplit-sweep.svg";  // --sweep-chart: where the SVG goes
+  bool verbose = false;  // -v: per-phase profile of every test and a bandwidth probe per config
 };
 
 Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err);

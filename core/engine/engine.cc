@@ -1,6 +1,7 @@
 #include "core/engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "core/engine/forward.h"
@@ -102,8 +103,9 @@ StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool
                            " tokens > context size ", ctx_size(),
                            " (use a larger --ctx-size or start a new session)");
   }
-  const ForwardContext ctx{c,         model_.weights(), *exec_,    *kv_,
-                           *experts_, RopeParamsFor(c), *kernels_, *ws_};
+  const auto t_eval = std::chrono::steady_clock::now();
+  const ForwardContext ctx{
+      c, model_.weights(), *exec_, *kv_, *experts_, RopeParamsFor(c), *kernels_, *ws_, profile_};
   const int64_t D = c.n_embd;
   float* x = Grow(ws_->x, n_tok * D);      // [T x D] residual stream
   float* h = Grow(ws_->h, n_tok * D);      // [T x D] normalised input of the next block
@@ -111,8 +113,11 @@ StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool
   Embed(ctx, tokens.data(), n_tok, x);
   auto norm_of = [&](const TensorView& t) { return static_cast<const float*>(t.data); };
   const float* first_norm = norm_of(ctx.w.layers[0].attn_norm);
-  ForTokens(ctx, n_tok,
-            [&](int64_t t) { ops::RmsNorm(x + t * D, first_norm, D, c.rms_eps, h + t * D); });
+  {
+    PhaseTimer timer(profile_, Phase::kNorm);
+    ForTokens(ctx, n_tok,
+              [&](int64_t t) { ops::RmsNorm(x + t * D, first_norm, D, c.rms_eps, h + t * D); });
+  }
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& l = ctx.w.layers[static_cast<size_t>(il)];
     if (c.arch == ModelArch::kDeepseek2) {
@@ -121,15 +126,19 @@ StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool
       GqaAttention(ctx, il, h, n_tok, position_, out);
     }
     // x += attention(attn_norm(x)); h = ffn_norm(x): one pass per token.
-    ForTokens(ctx, n_tok, [&](int64_t t) {
-      float* xt = x + t * D;
-      for (int64_t i = 0; i < D; ++i) xt[i] += out[t * D + i];
-      ops::RmsNorm(xt, norm_of(l.ffn_norm), D, c.rms_eps, h + t * D);
-    });
+    {
+      PhaseTimer timer(profile_, Phase::kNorm);
+      ForTokens(ctx, n_tok, [&](int64_t t) {
+        float* xt = x + t * D;
+        for (int64_t i = 0; i < D; ++i) xt[i] += out[t * D + i];
+        ops::RmsNorm(xt, norm_of(l.ffn_norm), D, c.rms_eps, h + t * D);
+      });
+    }
     FeedForward(ctx, il, h, n_tok, out);
     // x += ffn(ffn_norm(x)); h = the next layer's attn_norm(x).
     const bool last = il + 1 == c.n_layer;
     const float* next_norm = last ? nullptr : norm_of(ctx.w.layers[il + 1].attn_norm);
+    PhaseTimer timer(profile_, Phase::kNorm);
     ForTokens(ctx, n_tok, [&](int64_t t) {
       float* xt = x + t * D;
       for (int64_t i = 0; i < D; ++i) xt[i] += out[t * D + i];
@@ -140,6 +149,13 @@ StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool
   std::vector<float> logits(static_cast<size_t>(n_out * c.n_vocab));  // [n_out x V]
   Logits(ctx, x, n_tok, n_out, logits.data());
   position_ += n_tok;
+  if (profile_ != nullptr) {
+    profile_->eval_ns += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                   std::chrono::steady_clock::now() - t_eval)
+                                                   .count());
+    profile_->tokens += n_tok;
+    profile_->evals += 1;
+  }
   return logits;
 }
 

@@ -20,6 +20,7 @@
 
 #include "core/base/status.h"
 #include "core/engine/kv_cache.h"
+#include "core/engine/profile.h"
 #include "core/gguf/gguf_file.h"
 #include "core/model/model_config.h"
 #include "core/model/model_weights.h"
@@ -121,6 +122,9 @@ class Session {
   // Start-up lines: pools (node, workers, cpus), pinning not honoured, where the experts are.
   const std::vector<std::string>& placement_report() const { return report_; }
   numa::NumaMode numa_mode() const;
+  // Adds time and bytes per forward-pass phase of every later Eval to *profile (not owned; it
+  // must outlive its use); nullptr stops measuring.
+  void set_profile(Profile* profile) { profile_ = profile; }
   // Model::FallbackTypes at this session's tier.
   std::vector<GgmlType> FallbackTypes() const { return model_.FallbackTypes(*kernels_); }
 
@@ -140,6 +144,7 @@ class Session {
   std::unique_ptr<moe::GroupedExperts> experts_;
   std::unique_ptr<Workspace> ws_;
   std::vector<std::string> report_;
+  Profile* profile_ = nullptr;
   int64_t position_ = 0;
 };
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/engine/kv_cache.h"
+#include "core/engine/profile.h"
 #include "core/model/model_config.h"
 #include "core/model/model_weights.h"
 #include "cpu_kernels/gemv/gemv.h"
@@ -62,10 +63,14 @@ struct ForwardContext {
   numa::Executor& pool;  // attention, dense layers, head (node 0's pool when placed)
   KvCache& kv;
   moe::GroupedExperts& experts;  // routed experts over the placement's groups
-  ops::RopeParams rope;  // from cfg (RopeParamsFor)
+  ops::RopeParams rope;          // from cfg (RopeParamsFor)
   const gemv::GemvKernels& kernels;
   Workspace& ws;
+  Profile* prof = nullptr;  // time and bytes per phase (bench --verbose); null: not measured
 };
+
+// nbytes of a tensor the model has, 0 for an absent one (the profile's byte counts).
+inline uint64_t BytesOf(const TensorView& t) { return Present(t) ? t.nbytes : 0; }
 
 ops::RopeParams RopeParamsFor(const ModelConfig& cfg);
 

@@ -59,6 +59,7 @@ void Project(const ForwardContext& ctx, const float* x, int64_t ldx, int64_t n_t
 
 void Embed(const ForwardContext& ctx, const int32_t* tokens, int64_t n_tok, float* x) {
   const matmul::WeightMatrix emb = matmul::FromTensor(ctx.w.token_embd);
+  PhaseTimer timer(ctx.prof, Phase::kEmbed, static_cast<uint64_t>(n_tok * emb.row_bytes));
   ForTokens(ctx, n_tok, [&](int64_t t) {
     quant::DequantizeRow(emb.type, emb.Row(tokens[t]), x + t * emb.cols, emb.cols);
   });
@@ -96,31 +97,57 @@ moe::RouterConfig RouterFor(const ModelConfig& c) {
   return r;
 }
 
+// Bytes of the distinct routed experts among ids[n] (each is read once per layer whatever its
+// token count) plus the shared expert(s).
+uint64_t ExpertBytesRead(const ModelConfig& c, const LayerWeights& l, const int32_t* ids,
+                         int64_t n) {
+  const uint64_t per_expert =
+      (BytesOf(l.ffn_gate_exps) + BytesOf(l.ffn_up_exps) + BytesOf(l.ffn_down_exps)) /
+      static_cast<uint64_t>(c.n_expert);
+  std::vector<bool> seen(static_cast<size_t>(c.n_expert), false);
+  uint64_t distinct = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t e = static_cast<size_t>(ids[i]);
+    if (!seen[e]) distinct += 1;
+    seen[e] = true;
+  }
+  return distinct * per_expert + BytesOf(l.ffn_gate_shexp) + BytesOf(l.ffn_up_shexp) +
+         BytesOf(l.ffn_down_shexp);
+}
+
 }  // namespace
 
 void FeedForward(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok, float* out) {
   const ModelConfig& c = ctx.cfg;
   const LayerWeights& l = ctx.w.layers[static_cast<size_t>(il)];
   if (!c.IsMoeLayer(il)) {
+    PhaseTimer timer(ctx.prof, Phase::kDenseFfn,
+                     BytesOf(l.ffn_gate) + BytesOf(l.ffn_up) + BytesOf(l.ffn_down));
     ctx.experts.engine(0).ForwardDense({l.ffn_gate, l.ffn_up, l.ffn_down}, h, n_tok, out);
     return;
   }
   const int64_t E = c.n_expert, k = c.n_expert_used;
-  float* router = Grow(ctx.ws.router, n_tok * E);  // [T x E] router logits
-  const qmatmul::Product p{matmul::FromTensor(l.ffn_gate_inp), router, E};
-  Project(ctx, h, c.n_embd, n_tok, {&p, 1});
   int32_t* ids = Grow(ctx.ws.ids, n_tok * k);        // [T x k]
   float* weights = Grow(ctx.ws.weights, n_tok * k);  // [T x k]
-  const float* bias =
-      Present(l.exp_probs_b) ? static_cast<const float*>(l.exp_probs_b.data) : nullptr;
-  moe::Route(RouterFor(c), router, bias, n_tok, ids, weights);
+  {
+    PhaseTimer timer(ctx.prof, Phase::kRouter, BytesOf(l.ffn_gate_inp));
+    float* router = Grow(ctx.ws.router, n_tok * E);  // [T x E] router logits
+    const qmatmul::Product p{matmul::FromTensor(l.ffn_gate_inp), router, E};
+    Project(ctx, h, c.n_embd, n_tok, {&p, 1});
+    const float* bias =
+        Present(l.exp_probs_b) ? static_cast<const float*>(l.exp_probs_b.data) : nullptr;
+    moe::Route(RouterFor(c), router, bias, n_tok, ids, weights);
+  }
   // Routed experts and the shared expert(s) (added with weight 1) in one fused pass.
   // (The expert store holds layer il's tensors as placed: the file mapping, or node copies.)
+  PhaseTimer timer(ctx.prof, Phase::kExperts,
+                   ctx.prof == nullptr ? 0 : ExpertBytesRead(c, l, ids, n_tok * k));
   ctx.experts.Forward(il, h, n_tok, ids, weights, static_cast<int>(k), out);
 }
 
 void Logits(const ForwardContext& ctx, const float* x, int64_t n_tok, int64_t n_out,
             float* logits) {
+  PhaseTimer timer(ctx.prof, Phase::kOutput, BytesOf(ctx.w.output));
   const int64_t D = ctx.cfg.n_embd;
   float* xn = Grow(ctx.ws.xn, n_out * D);  // [n_out x D]
   const float* norm = static_cast<const float*>(ctx.w.output_norm.data);

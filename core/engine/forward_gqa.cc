@@ -2,6 +2,7 @@
 // (head h reads kv head h / (H / Hk)); qwen3moe RMS-normalises q and k per head before RoPE.
 //   q = Wq h, k = Wk h, v = Wv h;  score_s = kq_scale * q . k_s;  o = sum_s softmax_s v_s
 #include <algorithm>
+#include <optional>
 
 #include "core/engine/forward.h"
 #include "cpu_kernels/matmul/matmul.h"
@@ -37,7 +38,15 @@ void GqaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
   const qmatmul::Product p[3] = {{matmul::FromTensor(l.attn_q), q, H * hd},
                                  {matmul::FromTensor(l.attn_k), k, Hk * hd},
                                  {matmul::FromTensor(l.attn_v), v, Hk * hv}};
-  Project(ctx, h, D, n_tok, p);                      // q, k, v share one quantization of h
+  {
+    PhaseTimer timer(ctx.prof, Phase::kAttnProj,
+                     BytesOf(l.attn_q) + BytesOf(l.attn_k) + BytesOf(l.attn_v));
+    Project(ctx, h, D, n_tok, p);  // q, k, v share one quantization of h
+  }
+  // The core reads a K and a V row per position.
+  std::optional<PhaseTimer> core_timer(
+      std::in_place, ctx.prof, Phase::kAttnCore,
+      static_cast<uint64_t>(pos0 + n_tok) * Hk * (hd + hv) * ctx.kv.element_bytes());
   float* cs_all = Grow(ctx.ws.cs, n_tok * c.n_rot);  // [T x n_rot]
   ForTokens(ctx, n_tok, [&](int64_t t) {
     float* cs = cs_all + t * c.n_rot;
@@ -61,6 +70,8 @@ void GqaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
               hv, pos0 + t + 1, c.kq_scale,
               ctx.ws.workers[static_cast<size_t>(worker)].scores.data(), o + (t * H + hh) * hv);
   });
+  core_timer.reset();
+  PhaseTimer timer(ctx.prof, Phase::kAttnOut, BytesOf(l.attn_output));
   const qmatmul::Product po{matmul::FromTensor(l.attn_output), out, D};
   Project(ctx, o, H * hv, n_tok, {&po, 1});
 }

@@ -12,6 +12,7 @@
 // (token block, head group) tasks doing q_abs, the attention (two matrix products over the
 // latent cache, kernel table's f32 form) and o_h together, and attn_output.
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "core/base/int_math.h"
@@ -271,7 +272,8 @@ bool MlaExpandedIsCheaper(const ModelConfig& c, int64_t n_tok, int64_t pos0) {
   const int64_t H = c.n_head, L = c.kv_lora_rank, R = c.qk_rope, nope = c.qk_nope;
   const int64_t hv = c.head_dim_v;
   const double pairs = static_cast<double>(n_tok) * static_cast<double>(pos0 + (n_tok + 1) / 2);
-  const double absorbed = pairs * H * (2 * L + R) + static_cast<double>(n_tok) * H * (nope + hv) * L;
+  const double absorbed =
+      pairs * H * (2 * L + R) + static_cast<double>(n_tok) * H * (nope + hv) * L;
   const double expanded =
       pairs * H * (nope + R + hv) + static_cast<double>(pos0 + n_tok) * H * (nope + hv) * L;
   return expanded < absorbed;
@@ -282,7 +284,17 @@ void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
   const ModelConfig& c = ctx.cfg;
   const LayerWeights& l = ctx.w.layers[static_cast<size_t>(il)];
   const int64_t H = c.n_head, hv = c.head_dim_v;
-  Project(ctx, l, h, n_tok);
+  {
+    PhaseTimer timer(
+        ctx.prof, Phase::kAttnProj,
+        BytesOf(l.attn_q) + BytesOf(l.attn_q_a) + BytesOf(l.attn_q_b) + BytesOf(l.attn_kv_a_mqa));
+    Project(ctx, l, h, n_tok);
+  }
+  // The core reads the head maps and, per position, a cache row (L+R) and a transposed latent (L).
+  const uint64_t core_bytes = BytesOf(l.attn_k_b) + BytesOf(l.attn_v_b) + BytesOf(l.attn_kv_b) +
+                              static_cast<uint64_t>(pos0 + n_tok) *
+                                  (2 * c.kv_lora_rank + c.qk_rope) * ctx.kv.element_bytes();
+  std::optional<PhaseTimer> core_timer(std::in_place, ctx.prof, Phase::kAttnCore, core_bytes);
   RopeAndCache(ctx, l, il, n_tok, pos0);
 
   // Tasks: (block of <= 16 tokens, group of heads), >= 4 per thread where the heads allow;
@@ -319,6 +331,8 @@ void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
                   ctx.ws.workers[static_cast<size_t>(worker)], o);
     });
   }
+  core_timer.reset();
+  PhaseTimer timer(ctx.prof, Phase::kAttnOut, BytesOf(l.attn_output));
   const qmatmul::Product p{matmul::FromTensor(l.attn_output), out, c.n_embd};
   engine::Project(ctx, o, H * hv, n_tok, {&p, 1});
 }

@@ -28,6 +28,7 @@ class KvCache {
 
   int64_t ctx_size() const { return ctx_size_; }
   KvCacheType type() const { return type_; }
+  uint64_t element_bytes() const { return type_ == KvCacheType::kF16 ? 2 : 4; }
   uint64_t bytes() const;
   int64_t width(Part part) const { return width_[part]; }  // values per row
 

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/bench_profile.h"
 #include "apps/bench_report.h"
 
 namespace moesplit::app {
@@ -81,6 +82,46 @@ TEST(BenchReport, PromptSizeTable) {
                    "16.00 |"),
             std::string::npos)
       << t;
+}
+
+// bench --verbose's table: per phase ms/token, share, MB/token, GB/s (only for >= 1 MB per
+// token), the time between phases, the total, and the fractions of the probe.
+TEST(BenchProfile, TableArithmetic) {
+  engine::Profile p;
+  p.tokens = 4;
+  p.evals = 4;
+  p.eval_ns = 100'000'000;  // 25 ms per token
+  p[engine::Phase::kExperts] = {.ns = 80'000'000, .bytes = 4'000'000'000, .calls = 104};
+  p[engine::Phase::kNorm] = {.ns = 2'000'000, .bytes = 0, .calls = 216};
+  p[engine::Phase::kRouter] = {.ns = 1'000'000, .bytes = 2'000'000, .calls = 104};  // 0.5 MB/token
+  const std::string t = FormatProfile("tg4, 2 threads", p, 62.5);
+  EXPECT_NE(t.find("tg4, 2 threads: 4 tokens in 4 evaluations, 25.000 ms per token"),
+            std::string::npos)
+      << t;
+  // 80 ms / 4 tokens = 20 ms, 80% of the time, 1000 MB per token, 4 GB / 80 ms = 50 GB/s.
+  EXPECT_NE(t.find("| experts (routed + shared)   |    20.000 |   80.0% |    1000.0 |   50.0 |"),
+            std::string::npos)
+      << t;
+  // Below 1 MB per token: bytes shown, no GB/s.
+  EXPECT_NE(t.find("| router                      |     0.250 |    1.0% |       0.5 |        |"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("| norms, residuals            |     0.500 |    2.0% |           |"),
+            std::string::npos)
+      << t;
+  // 100 - 83 ms between phases; phases that never ran have no row.
+  EXPECT_NE(t.find("| (between phases)            |     4.250 |   17.0% |"), std::string::npos)
+      << t;
+  EXPECT_EQ(t.find("dense FFN"), std::string::npos) << t;
+  // Total 4.002 GB / 100 ms = 40.0 GB/s = 64% of 62.5; the experts 50 / 62.5 = 80%.
+  EXPECT_NE(t.find("| total                       |    25.000 |  100.0% |    1000.5 |   40.0 |"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("62.5 GB/s; the whole step reads at 64% of it, the experts at 80%"),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(FormatProfile("x", p, std::nullopt).find("probe"), std::string::npos);
+  EXPECT_EQ(FormatProfile("x", engine::Profile(), 10.0), "");  // nothing measured
 }
 
 }  // namespace

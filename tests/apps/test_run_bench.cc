@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include <nlohmann/json.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "apps/cmd_bench.h"
@@ -141,6 +141,38 @@ TEST(BenchCommand, SweepQuotedOrSeparateWords) {
   a.sweep = {"threads=1,2 colour=red"};
   std::ostringstream out, err;
   EXPECT_NE(RunBench(a, out, err).message().find("colour"), std::string::npos);
+}
+
+// --verbose: a probe line per configuration on stderr and one phase table per test after the
+// llama-bench table (stdout for markdown, stderr beside JSON).
+TEST(BenchCommand, VerboseProfilesEveryTest) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  BenchArgs a;
+  a.model = TestDataPath("models/ds-tiny-Q4_K_M.gguf");
+  a.n_prompt = {8};
+  a.n_gen = {3};
+  a.threads = {2};
+  a.repetitions = 2;
+  a.verbose = true;
+  std::ostringstream out, err;
+  Status s = RunBench(a, out, err);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const std::string md = out.str();
+  EXPECT_NE(err.str().find("bench: read bandwidth probe, 2 threads on cpus"), std::string::npos)
+      << err.str();
+  // Timed runs only: 2 x 8 prompt tokens in 2 evaluations, 2 x 3 decode tokens in 6.
+  EXPECT_NE(md.find("pp8, 2 threads: 16 tokens in 2 evaluations"), std::string::npos) << md;
+  EXPECT_NE(md.find("tg3, 2 threads: 6 tokens in 6 evaluations"), std::string::npos) << md;
+  for (const char* row : {"| attention projections", "| experts (routed + shared)", "| output head",
+                          "| total", "read bandwidth probe, same threads"}) {
+    EXPECT_NE(md.find(row), std::string::npos) << row << "\n" << md;
+  }
+  EXPECT_LT(md.find("tg3 |"), md.find("pp8, 2 threads:")) << md;  // after the table
+  a.output = "json";
+  std::ostringstream jout, jerr;
+  ASSERT_TRUE(RunBench(a, jout, jerr).ok());
+  EXPECT_TRUE(nlohmann::json::accept(jout.str())) << jout.str();
+  EXPECT_NE(jerr.str().find("tg3, 2 threads: 6 tokens"), std::string::npos) << jerr.str();
 }
 
 TEST(BenchCommand, UserErrors) {
