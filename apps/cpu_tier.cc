@@ -22,17 +22,28 @@ std::string TierDescription(cpu::IsaTier tier) {
     case cpu::IsaTier::kAvx512Vnni:
       what = "AVX-512 VNNI";
       break;
+    case cpu::IsaTier::kAmx:
+      what = "AMX INT8 + AVX-512 VNNI";
+      break;
   }
   return StrCat(cpu::IsaTierName(tier), " (", what, ")");
 }
 
 void LogKernels(std::ostream& err, cpu::IsaTier tier, const std::string& threads,
-                std::span<const GgmlType> fallback_types) {
+                std::span<const GgmlType> fallback_types, const cpu::CpuFeatures& cpu) {
   err << "cpu kernels: " << TierDescription(tier) << ", " << threads
       << (threads == "1" ? " thread" : " threads") << "\n";
   for (GgmlType t : fallback_types) {
     err << "cpu kernels: no fast kernel for " << TypeName(t) << " weights at "
         << cpu::IsaTierName(tier) << ": reference matmul (slow)\n";
+  }
+  if ((cpu.amx_int8 || cpu.amx_bf16) && tier != cpu::IsaTier::kAmx) {
+    err << "cpu kernels: this CPU has AMX ("
+        << (cpu.amx_int8 && cpu.amx_bf16 ? "INT8, BF16"
+            : cpu.amx_int8               ? "INT8"
+                                         : "BF16")
+        << "), not used at this tier"
+        << (cpu.amx_int8 ? "" : " (moesplit's AMX tier needs AMX-INT8)") << "\n";
   }
 }
 

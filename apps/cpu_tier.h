@@ -23,9 +23,11 @@ std::string TierDescription(cpu::IsaTier tier);
 
 // The start-up line "cpu kernels: avx512vnni (AVX-512 VNNI), 2 threads" (threads as given,
 // e.g. "2" or "1,2"), then one warning line per weight type of the model that has no fast
-// kernel at the session's tier (those products run the slow reference matmul).
+// kernel at the session's tier (those products run the slow reference matmul), and a line saying
+// that AMX goes unused where `cpu` (default: this CPU) has it: moesplit has no AMX kernels.
 void LogKernels(std::ostream& err, cpu::IsaTier tier, const std::string& threads,
-                std::span<const GgmlType> fallback_types);
+                std::span<const GgmlType> fallback_types,
+                const cpu::CpuFeatures& cpu = cpu::DetectCpuFeatures());
 void LogKernels(std::ostream& err, const engine::Session& session);
 
 }  // namespace moesplit::app

@@ -6,11 +6,16 @@
 #include <cpuid.h>
 #define MOESPLIT_X86 1
 #endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace moesplit::cpu {
 namespace {
 
-constexpr std::string_view kTierNames[kNumIsaTiers] = {"scalar", "avx2", "avx512", "avx512vnni"};
+constexpr std::string_view kTierNames[kNumIsaTiers] = {"scalar", "avx2", "avx512", "avx512vnni",
+                                                       "amx"};
 
 #ifdef MOESPLIT_X86
 struct Regs {
@@ -32,6 +37,17 @@ uint64_t Xgetbv0() {
 }
 
 bool Bit(uint32_t reg, int bit) { return (reg >> bit) & 1u; }
+
+// Linux hands out the 8 KiB AMX tile state per process on request (kernel 5.16+); without it
+// the first tile instruction faults. Idempotent: asking again after a grant succeeds.
+bool RequestAmxPermission() {
+#if defined(__linux__) && defined(__x86_64__)
+  constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
 #endif
 
 }  // namespace
@@ -67,7 +83,7 @@ CpuFeatures DetectCpuFeatures() {
   f.avx512bf16 = f.avx512f && Bit(l7s1.eax, 5);
   const bool amx_tile = os_amx && Bit(l7.edx, 24);
   f.amx_bf16 = amx_tile && Bit(l7.edx, 22);
-  f.amx_int8 = amx_tile && Bit(l7.edx, 25);
+  f.amx_int8 = amx_tile && Bit(l7.edx, 25) && RequestAmxPermission();
 #endif
   return f;
 }
@@ -76,7 +92,8 @@ IsaTier BestTier(const CpuFeatures& f) {
   if (!(f.avx2 && f.fma && f.f16c)) return IsaTier::kScalar;
   if (!(f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)) return IsaTier::kAvx2;
   if (!f.avx512vnni) return IsaTier::kAvx512;
-  return IsaTier::kAvx512Vnni;
+  if (!f.amx_int8) return IsaTier::kAvx512Vnni;
+  return IsaTier::kAmx;
 }
 
 StatusOr<IsaTier> ParseIsaCap(std::string_view value) {
@@ -85,7 +102,7 @@ StatusOr<IsaTier> ParseIsaCap(std::string_view value) {
   }
   return InvalidArgumentError("MOESPLIT_MAX_ISA=\"", value,
                               "\" is not an ISA tier; use one of scalar, avx2, avx512, "
-                              "avx512vnni (or unset it for the best the CPU has)");
+                              "avx512vnni, amx (or unset it for the best the CPU has)");
 }
 
 IsaTier CapTier(IsaTier detected, IsaTier cap) {

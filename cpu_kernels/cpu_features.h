@@ -23,8 +23,10 @@ struct CpuFeatures {
   bool avx512dq = false;    // AVX-512 DQ
   bool avx512vnni = false;  // AVX-512 VNNI (vpdpbusd)
   bool avx512bf16 = false;  // AVX-512 BF16 (detection only)
-  bool amx_int8 = false;    // AMX-TILE + AMX-INT8 + OS tile state (detection only)
-  bool amx_bf16 = false;    // AMX-TILE + AMX-BF16 + OS tile state (detection only)
+  // AMX-TILE + AMX-INT8 + OS tile state + the process's permission to use it (Linux grants it on
+  // request: arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA), made by DetectCpuFeatures).
+  bool amx_int8 = false;
+  bool amx_bf16 = false;  // AMX-TILE + AMX-BF16 + OS tile state (detection only)
 };
 
 // Ordered: each tier implies every lower one.
@@ -33,10 +35,11 @@ enum class IsaTier : int {
   kAvx2 = 1,        // AVX2 + FMA + F16C
   kAvx512 = 2,      // + AVX-512 F/BW/VL/DQ
   kAvx512Vnni = 3,  // + AVX-512 VNNI
+  kAmx = 4,         // + AMX-TILE / AMX-INT8 with the OS's permission (Sapphire Rapids+)
 };
-inline constexpr int kNumIsaTiers = 4;
+inline constexpr int kNumIsaTiers = 5;
 
-// "scalar", "avx2", "avx512", "avx512vnni" (the MOESPLIT_MAX_ISA spellings).
+// "scalar", "avx2", "avx512", "avx512vnni", "amx" (the MOESPLIT_MAX_ISA spellings).
 std::string_view IsaTierName(IsaTier tier);
 
 // Queries CPUID/XGETBV now. On non-x86 builds every flag is false.

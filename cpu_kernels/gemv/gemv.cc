@@ -18,6 +18,14 @@ void QuantizeQ8_0(const float* x, void* dst, int64_t n) {
 }
 
 GemvKernels BuildTable(cpu::IsaTier tier) {
+#if defined(MOESPLIT_GEMV_X86)
+  if (tier == cpu::IsaTier::kAmx) {  // the VNNI tier with AMX tiles where they pay (prefill)
+    GemvKernels k = BuildTable(cpu::IsaTier::kAvx512Vnni);
+    k.tier = tier;
+    internal::AddAmxKernels(&k);
+    return k;
+  }
+#endif
   GemvKernels k;
   k.tier = tier;
   k.quantize_q8k = QuantizeQ8K;

@@ -218,10 +218,21 @@ TEST(KernelTier, Descriptions) {
   EXPECT_EQ(TierDescription(cpu::IsaTier::kScalar), "scalar (portable C++)");
   std::ostringstream err;
   const GgmlType fallback[] = {GgmlType::kIQ2_XXS};
-  LogKernels(err, cpu::IsaTier::kAvx2, "1,2", fallback);
+  LogKernels(err, cpu::IsaTier::kAvx2, "1,2", fallback, cpu::CpuFeatures{.avx2 = true});
   EXPECT_EQ(err.str(),
             "cpu kernels: avx2 (AVX2 + FMA), 1,2 threads\n"
             "cpu kernels: no fast kernel for iq2_xxs weights at avx2: reference matmul (slow)\n");
+  // A CPU with AMX hears when it goes unused (MOESPLIT_MAX_ISA below amx).
+  std::ostringstream amx;
+  LogKernels(amx, cpu::IsaTier::kAvx512Vnni, "2", {},
+             cpu::CpuFeatures{.avx512vnni = true, .amx_int8 = true, .amx_bf16 = true});
+  EXPECT_EQ(amx.str(),
+            "cpu kernels: avx512vnni (AVX-512 VNNI), 2 threads\n"
+            "cpu kernels: this CPU has AMX (INT8, BF16), not used at this tier\n");
+  std::ostringstream at_amx;  // at the AMX tier there is nothing to say
+  LogKernels(at_amx, cpu::IsaTier::kAmx, "2", {},
+             cpu::CpuFeatures{.avx512vnni = true, .amx_int8 = true, .amx_bf16 = true});
+  EXPECT_EQ(at_amx.str(), "cpu kernels: amx (AMX INT8 + AVX-512 VNNI), 2 threads\n");
 }
 
 }  // namespace

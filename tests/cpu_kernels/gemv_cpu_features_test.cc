@@ -46,6 +46,12 @@ TEST(CpuFeaturesTest, BestTierNeedsEveryFeatureOfTheTier) {
   EXPECT_EQ(BestTier(f), IsaTier::kAvx512);
   f.avx512vnni = true;
   EXPECT_EQ(BestTier(f), IsaTier::kAvx512Vnni);
+  f.amx_bf16 = true;
+  EXPECT_EQ(BestTier(f), IsaTier::kAvx512Vnni);  // the AMX tier needs AMX-INT8
+  f.amx_int8 = true;
+  EXPECT_EQ(BestTier(f), IsaTier::kAmx);
+  EXPECT_EQ(IsaTierName(IsaTier::kAmx), "amx");
+  EXPECT_EQ(*ParseIsaCap("amx"), IsaTier::kAmx);
 }
 
 TEST(CpuFeaturesTest, EffectiveTierAppliesTheEnvCap) {

@@ -161,7 +161,7 @@ TEST(RepackLegacy, LoadLayoutOnlyWhereTheTierHasNativeTiles) {
       ASSERT_NE(k.For(r16), nullptr) << cpu::IsaTierName(tier) << " " << TypeName(r16);
       EXPECT_EQ(k.For(r16)->dot, nullptr);
       EXPECT_EQ(k.For(r16)->act_type, GgmlType::kQ8_0);
-      const bool native = tier == IsaTier::kAvx512Vnni;
+      const bool native = tier >= IsaTier::kAvx512Vnni;
       EXPECT_EQ(LoadLayout(k, type, 2048), native ? r16 : type) << cpu::IsaTierName(tier);
       EXPECT_EQ(LoadLayout(k, type, 2040), type);
     }
@@ -239,7 +239,7 @@ TEST_P(LegacyR16GemmTest, ExtremeBlocksMatchFloat64) {
 
 INSTANTIATE_TEST_SUITE_P(AllTiers, LegacyR16GemmTest,
                          ::testing::Values(IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
-                                           IsaTier::kAvx512Vnni),
+                                           IsaTier::kAvx512Vnni, IsaTier::kAmx),
                          [](const ::testing::TestParamInfo<IsaTier>& info) {
                            return std::string(cpu::IsaTierName(info.param));
                          });

@@ -76,7 +76,7 @@ TEST(RepackQ4K, LoadLayoutOnlyWhereTheTierHasNativeTiles) {
     const GemvKernels& k = KernelsFor(tier);
     ASSERT_NE(k.For(GgmlType::kQ4_K_R16), nullptr) << cpu::IsaTierName(tier);
     EXPECT_EQ(k.For(GgmlType::kQ4_K_R16)->dot, nullptr);
-    const bool native = tier == IsaTier::kAvx512Vnni;
+    const bool native = tier >= IsaTier::kAvx512Vnni;
     EXPECT_EQ(LoadLayout(k, GgmlType::kQ4_K, 1408), native ? GgmlType::kQ4_K_R16 : GgmlType::kQ4_K)
         << cpu::IsaTierName(tier);
     EXPECT_EQ(LoadLayout(k, GgmlType::kQ4_K, 1400), GgmlType::kQ4_K);
@@ -110,9 +110,9 @@ TEST_P(R16GemmTest, MatchesScalarQ4KDot) {
       const Matrix w = random_bytes ? RandomByteWeights(GgmlType::kQ4_K, 48, n, 0, 5)
                                     : QuantizedWeights(GgmlType::kQ4_K, 48, n, 0, 6);
       const std::vector<uint8_t> packed = Repacked(w);
-      const Acts a = RandomActs(33, n, 36, 99);
+      const Acts a = RandomActs(48, n, 36, 99);
       for (int64_t rows : {16, 48}) {
-        for (int64_t n_tok : {1, 2, 3, 4, 7, 8, 9, 17, 33}) {
+        for (int64_t n_tok : {1, 2, 3, 4, 7, 8, 9, 16, 17, 33, 48}) {
           const int64_t ldy = rows + 3;
           const std::vector<float> y = RunR16(tier, packed, rows, n, a, n_tok, ldy);
           for (int64_t t = 0; t < n_tok; ++t) {
@@ -177,7 +177,7 @@ TEST(R16GemmVnniTest, SeveralTokensGiveTheQ4KRowLaneBits) {
 
 INSTANTIATE_TEST_SUITE_P(AllTiers, R16GemmTest,
                          ::testing::Values(IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
-                                           IsaTier::kAvx512Vnni),
+                                           IsaTier::kAvx512Vnni, IsaTier::kAmx),
                          [](const ::testing::TestParamInfo<IsaTier>& info) {
                            return std::string(cpu::IsaTierName(info.param));
                          });

@@ -162,11 +162,12 @@ std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
 // that have no kernel (Q4_1, Q2_K: the reference fallback).
 INSTANTIATE_TEST_SUITE_P(
     AllTiers, QMatMulTest,
-    ::testing::Combine(
-        ::testing::Values(IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512, IsaTier::kAvx512Vnni),
-        ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
-                          GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_K, GgmlType::kQ5_K,
-                          GgmlType::kQ6_K, GgmlType::kQ4_1, GgmlType::kQ2_K)),
+    ::testing::Combine(::testing::Values(IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
+                                         IsaTier::kAvx512Vnni, IsaTier::kAmx),
+                       ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
+                                         GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0,
+                                         GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
+                                         GgmlType::kQ4_1, GgmlType::kQ2_K)),
     ParamName);
 
 TEST(QMatMulQuantizeTest, ParallelQuantizationEqualsSerial) {

@@ -344,7 +344,7 @@ TEST_P(ExpertEngineTest, SameOutputOnEveryExecutor) {
 
 INSTANTIATE_TEST_SUITE_P(AllTiers, ExpertEngineTest,
                          ::testing::Values(IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
-                                           IsaTier::kAvx512Vnni),
+                                           IsaTier::kAvx512Vnni, IsaTier::kAmx),
                          [](const auto& info) {
                            return std::string(cpu::IsaTierName(info.param));
                          });

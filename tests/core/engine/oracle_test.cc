@@ -130,7 +130,8 @@ TEST_P(OracleTierTest, BatchEqualsDecodeClosely) {
 
 INSTANTIATE_TEST_SUITE_P(AllTiers, OracleTierTest,
                          ::testing::Values(cpu::IsaTier::kScalar, cpu::IsaTier::kAvx2,
-                                           cpu::IsaTier::kAvx512, cpu::IsaTier::kAvx512Vnni),
+                                           cpu::IsaTier::kAvx512, cpu::IsaTier::kAvx512Vnni,
+                                           cpu::IsaTier::kAmx),
                          [](const auto& info) {
                            return std::string(cpu::IsaTierName(info.param));
                          });

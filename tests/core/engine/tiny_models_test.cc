@@ -195,7 +195,8 @@ INSTANTIATE_TEST_SUITE_P(
     Archs, TinyModelsTest,
     ::testing::Combine(::testing::ValuesIn(Cases()),
                        ::testing::Values(cpu::IsaTier::kScalar, cpu::IsaTier::kAvx2,
-                                         cpu::IsaTier::kAvx512, cpu::IsaTier::kAvx512Vnni)),
+                                         cpu::IsaTier::kAvx512, cpu::IsaTier::kAvx512Vnni,
+                                         cpu::IsaTier::kAmx)),
     [](const auto& info) {
       std::string n = std::get<0>(info.param).name;
       std::replace(n.begin(), n.end(), '-', '_');

@@ -1,0 +1,221 @@
+// AMX tier of the Q4_K kernels: q4_K_r16 (Q4_K repacked in 16-row groups) x Q8_K GEMM with
+// AMX-INT8 tiles for prefill. Compiled with MOESPLIT_FLAGS_AMX (gemv/kquants.cmake); reached only
+// through KernelsFor(IsaTier::kAmx), whose table is the AVX-512 VNNI one plus this gemm.
+//
+// The repacked layout is already AMX's B operand: TDPBSUD C[M x N] += A[M x K] (s8) . B (u8),
+// with B stored "VNNI-style" as K/4 rows of N x 4 bytes, i.e. row k holds for each column n the
+// 4 bytes that multiply A[., 4k .. 4k+3]. A q4_K_r16 group block stores, for sub-block pair c
+// and dword k < 8, the 16 rows' dword 8c + k: low nibbles = values 64c + 4k .. +3 of sub-block
+// 2c, high nibbles the same of sub-block 2c + 1. So with
+//   M = 16 tokens, N = the group's 16 weight rows, K = one 32-value sub-block j,
+//   A_j = the tokens' Q8_K quants [64c + 32h .. +32) (loaded straight from the activation rows,
+//         stride = their row stride; h = j % 2),
+//   B_j = the 8 vectors (q[8c + k] >> 4h) & 0x0F (a 512-byte scratch tile, built once per group
+//         block and reused by every 16-token tile),
+// one TDPBSUD gives C_j[t][r] = sum over the sub-block of q_rk a_tk: 16 x 16 x 32 = 8192
+// multiply-adds per instruction against 64 per vpdpbusd. The Q4_K scales are per (row,
+// sub-block), i.e. per column of C, so they apply after the product, in f32:
+//   y[t][r] += d_a[t] * (sum_j (d_r s_rj) C_j[t][r] - sum_j (dmin_r m_rj) bsum32_j[t])
+// (C_j is exact: |C_j| <= 32 * 15 * 127). Per 16 x 16 x 256 block: 8 TDPBSUD + 8 tile stores and
+// ~26 vector ops per token row (8 fma for the scales, 8 for the mins, load/convert), ~2.5x fewer
+// instructions than the VNNI row-lane tile (64 vpdpbusd per token row); results agree with the
+// Q4_K dot up to float summation order.
+//
+// Token counts below 16 (decode, small experts) take the VNNI tier's q4_K_r16 gemm; above, the
+// last n_tok % 16 tokens run as one shorter tile (its own tile configuration).
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "cpu_kernels/gemv/gemv_internal.h"
+#include "cpu_kernels/quant/blocks.h"
+#include "cpu_kernels/quant/repack.h"
+
+namespace moesplit::gemv::internal {
+namespace {
+
+using quant::BlockQ4_K_R16;
+using quant::BlockQ8_K;
+using quant::kR16Rows;
+
+constexpr int64_t kTile = 16;  // tokens per A / C tile, and weight rows per group
+constexpr int64_t kChunk = 8;  // group blocks per scratch fill: 8 x 5 KiB = 40 KiB (L1 / L2)
+constexpr int kSubBlocks = 8;  // 32-value sub-blocks per 256-value block
+
+// Tile registers: 0-3 = C (16 tokens x 16 rows int32) of four sub-blocks in flight, 4-5 = A
+// (16 tokens x 32 s8), 6-7 = B (8 x 64 u8): the four products of a half block issue back to back
+// and their stores follow, instead of one zero-load-multiply-store chain per sub-block.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};  // bytes per row of tile i
+  uint8_t rows[16] = {};
+};
+
+// n_tok (1..16) token rows in the C and A tiles: 16 for the full tiles, n_tok % 16 for the last.
+TileConfig MakeConfig(int n_tok) {
+  TileConfig c;
+  for (int i = 0; i < 4; ++i) {
+    c.rows[i] = static_cast<uint8_t>(n_tok);
+    c.colsb[i] = kTile * 4;
+  }
+  for (int i = 4; i < 6; ++i) {
+    c.rows[i] = static_cast<uint8_t>(n_tok);
+    c.colsb[i] = 32;
+  }
+  for (int i = 6; i < 8; ++i) {
+    c.rows[i] = 8;
+    c.colsb[i] = 64;
+  }
+  return c;
+}
+
+// One group block prepared for the tiles: B_j, the f32 scales and the mins as i16 pairs (lane
+// r = row r).
+struct alignas(64) AmxBlock {
+  uint8_t b[kSubBlocks][8][64];  // [j][k][row r x 4 bytes] nibbles of sub-block j
+  float sf[kSubBlocks][16];      // d_r s_rj
+  uint32_t mn[4][16];            // [pair p] m_r,2p | m_r,2p+1 << 16
+  float ndm[16];                 // -dmin_r
+};
+
+void FillAmxBlock(const BlockQ4_K_R16& in, AmxBlock* out) {
+  const __m512i lo = _mm512_set1_epi8(0x0F);
+  for (int c = 0; c < 4; ++c) {
+    for (int k = 0; k < 8; ++k) {
+      const __m512i q = _mm512_loadu_si512(in.q[8 * c + k]);
+      _mm512_store_si512(out->b[2 * c][k], _mm512_and_si512(q, lo));
+      _mm512_store_si512(out->b[2 * c + 1][k], _mm512_and_si512(_mm512_srli_epi16(q, 4), lo));
+    }
+  }
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.d)));
+  for (int j = 0; j < kSubBlocks; ++j) {
+    const __m512i s =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in.sc[j])));
+    _mm512_store_ps(out->sf[j], _mm512_mul_ps(_mm512_cvtepi32_ps(s), d));
+  }
+  for (int p = 0; p < 4; ++p) {
+    _mm512_store_si512(
+        out->mn[p],
+        _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.mn[p]))));
+  }
+  _mm512_store_ps(out->ndm, _mm512_sub_ps(_mm512_setzero_ps(),
+                                          _mm512_cvtph_ps(_mm256_loadu_si256(
+                                              reinterpret_cast<const __m256i*>(in.dmin)))));
+}
+
+// C_j .. C_j+3 (tiles 0-3) = A_j . B_j for the four sub-blocks of half h of the block, stored
+// to c[j .. j + 3].
+template <int kHalf>
+inline void AmxHalfBlock(const AmxBlock& blk, const uint8_t* a_qs, long a_stride,
+                         int32_t (*c)[kTile][kTile]) {
+  constexpr int j = 4 * kHalf;
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, a_qs + 32 * j, a_stride);
+  _tile_loadd(6, blk.b[j], 64);
+  _tile_loadd(5, a_qs + 32 * (j + 1), a_stride);
+  _tile_loadd(7, blk.b[j + 1], 64);
+  _tile_dpbsud(0, 4, 6);
+  _tile_dpbsud(1, 5, 7);
+  _tile_loadd(4, a_qs + 32 * (j + 2), a_stride);
+  _tile_loadd(6, blk.b[j + 2], 64);
+  _tile_loadd(5, a_qs + 32 * (j + 3), a_stride);
+  _tile_loadd(7, blk.b[j + 3], 64);
+  _tile_dpbsud(2, 4, 6);
+  _tile_dpbsud(3, 5, 7);
+  _tile_stored(0, c[j], kTile * 4);
+  _tile_stored(1, c[j + 1], kTile * 4);
+  _tile_stored(2, c[j + 2], kTile * 4);
+  _tile_stored(3, c[j + 3], kTile * 4);
+}
+
+// acc[t] (t < nt <= 16, lane r = row r) += the nt tokens at a (rows a_stride apart) . group
+// block blk, whose Q8_K block index is b. The loaded tile configuration has nt token rows.
+inline void AmxTokenTile(const AmxBlock& blk, const uint8_t* a, size_t a_stride, int64_t b,
+                         int64_t nt, __m512* acc) {
+  alignas(64) int32_t c[kSubBlocks][kTile][kTile];  // [j][token][row]
+  const uint8_t* a_blk = a + b * sizeof(BlockQ8_K);
+  const uint8_t* a_qs = a_blk + offsetof(BlockQ8_K, qs);
+  AmxHalfBlock<0>(blk, a_qs, static_cast<long>(a_stride), c);
+  AmxHalfBlock<1>(blk, a_qs, static_cast<long>(a_stride), c);
+  const __m512 ndm = _mm512_load_ps(blk.ndm);
+  for (int64_t t = 0; t < nt; ++t) {
+    const auto& at = *reinterpret_cast<const BlockQ8_K*>(a_blk + t * a_stride);
+    __m512 s = _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int j = 0; j < kSubBlocks; ++j) {
+      s = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[j][t])), _mm512_load_ps(blk.sf[j]),
+                          s);
+    }
+    // sum_j m_j bsum32_j: the bsum pairs (bsum32_2p, bsum32_2p+1) as i16 against (m_2p, m_2p+1).
+    const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at.bsums));
+    const __m256i s32 = _mm256_madd_epi16(bs, _mm256_set1_epi16(1));  // [8] bsum32_j
+    alignas(16) int32_t pairs[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(pairs), _mm256_cvtepi32_epi16(s32));
+    __m512i mins = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      mins = _mm512_dpwssd_epi32(mins, _mm512_load_si512(blk.mn[p]), _mm512_set1_epi32(pairs[p]));
+    }
+    s = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins), ndm, s);
+    acc[t] = _mm512_fmadd_ps(s, _mm512_set1_ps(at.d), acc[t]);
+  }
+}
+
+// y[t * ldy + r0 ..] for t < n_tok of one row group: 16-token tiles, then the n_tok % 16 rest
+// with its own tile configuration (reloaded per chunk: LDTILECFG is cheap next to a chunk).
+void AmxGroup(const BlockQ4_K_R16* g, int64_t nb, const uint8_t* a, size_t a_stride, int64_t n_tok,
+              const TileConfig& full, const TileConfig& rest, float* y, int64_t ldy) {
+  AmxBlock blocks[kChunk];
+  const int64_t n_full = n_tok / kTile * kTile;
+  for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
+    const int64_t n_chunk = nb - b0 < kChunk ? nb - b0 : kChunk;
+    for (int64_t i = 0; i < n_chunk; ++i) FillAmxBlock(g[b0 + i], &blocks[i]);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kTile) {
+      const int64_t nt = n_tok - t0 < kTile ? n_tok - t0 : kTile;
+      if (t0 == n_full) _tile_loadconfig(&rest);
+      __m512 acc[kTile];
+      for (int64_t t = 0; t < nt; ++t) {
+        acc[t] = b0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(y + (t0 + t) * ldy);
+      }
+      for (int64_t i = 0; i < n_chunk; ++i) {
+        AmxTokenTile(blocks[i], a + t0 * a_stride, a_stride, b0 + i, nt, acc);
+      }
+      for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(y + (t0 + t) * ldy, acc[t]);
+    }
+    if (n_full < n_tok) _tile_loadconfig(&full);
+  }
+}
+
+void GemmQ4KR16_Q8K_Amx(const void* w_ptr, size_t w_stride, int64_t n_rows, const void* a_ptr,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  if (n_tok < kTile) {  // decode and small batches: the VNNI tiles
+    GemmQ4KR16_Q8K_Avx512Vnni(w_ptr, w_stride, n_rows, a_ptr, a_stride, n_tok, n, y, ldy);
+    return;
+  }
+  const auto* w = static_cast<const uint8_t*>(w_ptr);
+  const auto* a = static_cast<const uint8_t*>(a_ptr);
+  const TileConfig full = MakeConfig(kTile);
+  const TileConfig rest = MakeConfig(n_tok % kTile == 0 ? kTile : static_cast<int>(n_tok % kTile));
+  _tile_loadconfig(&full);
+  const int64_t nb = n / quant::kQkK;
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kR16Rows) {
+    AmxGroup(reinterpret_cast<const BlockQ4_K_R16*>(w + static_cast<size_t>(r0) * w_stride), nb, a,
+             a_stride, n_tok, full, rest, y + r0, ldy);
+  }
+  _tile_release();
+}
+
+}  // namespace
+
+void AddAmxKernels(GemvKernels* k) {
+  k->by_type[static_cast<size_t>(GgmlType::kQ4_K_R16)].gemm = GemmQ4KR16_Q8K_Amx;
+}
+
+}  // namespace moesplit::gemv::internal
