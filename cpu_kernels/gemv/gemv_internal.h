@@ -26,7 +26,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k);
 void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k);
 void AddFloatKernels(cpu::IsaTier tier, GemvKernels* k);
 // The AMX tier: *k holds the AVX-512 VNNI table; replaces the gemms that AMX tiles run faster
-// (gemv_kquants_amx.cc).
+// (gemv_amx.cc).
 void AddAmxKernels(GemvKernels* k);
 
 // A GemmFn made of one dot per (row, token): for a type/tier without a tiled kernel yet. Defined

@@ -9,7 +9,3 @@ set_source_files_properties(gemv/gemv_kquants_avx512.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512}")
 set_source_files_properties(gemv/gemv_kquants_avx512vnni.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI}")
-# The AMX tier's gemm (q4_K_r16 x Q8_K prefill tiles); its table is the VNNI one otherwise.
-target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_kquants_amx.cc)
-set_source_files_properties(gemv/gemv_kquants_amx.cc PROPERTIES
-  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI};-mamx-tile;-mamx-int8")

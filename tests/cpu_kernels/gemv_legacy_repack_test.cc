@@ -223,13 +223,16 @@ TEST_P(LegacyR16GemmTest, ExtremeBlocksMatchFloat64) {
       const std::vector<uint8_t> packed = Repack(w);
       const GgmlType r16 = quant::RepackedType(type, rows);
       for (float v : {1.0f, -1.0f}) {
-        const Rows a = Acts(1, n, 0, v);  // every quant +-127
-        for (int64_t n_tok : {1}) {
+        const Rows a = Acts(17, n, 0, v);  // every quant +-127
+        for (int64_t n_tok : {1, 17}) {    // decode, and a 16-token tile + 1 (AMX)
           const std::vector<float> y = RunR16(tier, r16, packed, rows, n, a, n_tok, rows);
-          for (int64_t r = 0; r < rows; ++r) {
-            const Exact e = ExactDot(type, w.Row(r), a.Row(0), n, GgmlType::kQ8_0);
-            EXPECT_NEAR(y[r], e.dot, 1e-6 * e.norm)
-                << cpu::IsaTierName(tier) << " " << TypeName(type) << " fill " << int{fill};
+          for (int64_t t = 0; t < n_tok; ++t) {
+            for (int64_t r = 0; r < rows; ++r) {
+              const Exact e = ExactDot(type, w.Row(r), a.Row(t), n, GgmlType::kQ8_0);
+              EXPECT_NEAR(y[t * rows + r], e.dot, 1e-6 * e.norm)
+                  << cpu::IsaTierName(tier) << " " << TypeName(type) << " fill " << int{fill}
+                  << " n_tok " << n_tok << " t " << t;
+            }
           }
         }
       }

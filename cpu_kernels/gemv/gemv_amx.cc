@@ -1,6 +1,7 @@
-// AMX tier of the Q4_K kernels: q4_K_r16 (Q4_K repacked in 16-row groups) x Q8_K GEMM with
-// AMX-INT8 tiles for prefill. Compiled with MOESPLIT_FLAGS_AMX (gemv/kquants.cmake); reached only
-// through KernelsFor(IsaTier::kAmx), whose table is the AVX-512 VNNI one plus this gemm.
+// AMX tier: the prefill GEMMs of the layouts repacked at load (q4_K_r16 x Q8_K; q8_0_r16 /
+// q5_0_r16 / q4_0_r16 x Q8_0) on AMX-INT8 tiles, 16 tokens x 16 weight rows per tile. Compiled
+// with the VNNI flags + -mamx-tile -mamx-int8 (cpu_kernels/CMakeLists.txt); reached only through
+// KernelsFor(IsaTier::kAmx), whose table is the AVX-512 VNNI one with these gemms.
 //
 // The repacked layout is already AMX's B operand: TDPBSUD C[M x N] += A[M x K] (s8) . B (u8),
 // with B stored "VNNI-style" as K/4 rows of N x 4 bytes, i.e. row k holds for each column n the
@@ -212,10 +213,165 @@ void GemmQ4KR16_Q8K_Amx(const void* w_ptr, size_t w_stride, int64_t n_rows, cons
   _tile_release();
 }
 
+// ---- legacy blocks repacked in 16-row groups (q8_0_r16 / q5_0_r16 / q4_0_r16) x Q8_0 ----------
+// A group is [nb][16] f16 d's, then nb payloads (quant::LegacyR16Payload bytes); per block
+// the 8 dwords k of the 16 rows hold values 4k .. 4k+3 (Q8_0: stored q + 128; Q4_0 / Q5_0:
+// dword j's low nibbles are values 4j .., its high nibbles values 16 + 4j .., Q5_0's 5th bits
+// in eight 64-bit byte masks after the nibbles). One block is one K = 32 step: B = the 8
+// value vectors made signed (q, in [-16, 15] / [-8, 7] / [-127, 127]), A = the 16 tokens'
+// Q8_0 quants of the block, TDPBSSD, then per token acc += cvt(C_b[t]) * d_w * d_a[t, b].
+// Per 16 x 16 x 32: 1 TDPBSSD and ~5 vector ops per token row, against 8 vpdpbusd + ~3 in the
+// VNNI row-lane tile.
+
+constexpr int64_t kQ8_0Bytes = 34;  // Q8_0 activation block: f16 d + 32 quants
+
+struct alignas(64) AmxLegacyBlock {
+  int8_t b[8][64];  // [k][row r x 4 bytes] signed values 4k .. 4k+3 of row r
+  float d[16];      // d_w of the 16 rows
+};
+
+template <GgmlType kT>
+void FillAmxLegacy(const uint16_t* dw, const uint8_t* p, AmxLegacyBlock* out) {
+  if constexpr (kT == GgmlType::kQ8_0_R16) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int k = 0; k < 8; ++k) {
+      _mm512_store_si512(out->b[k], _mm512_xor_si512(_mm512_loadu_si512(p + 64 * k), flip));
+    }
+  } else {
+    const __m512i nib = _mm512_set1_epi8(0x0F);
+    const __m512i off = _mm512_set1_epi8(kT == GgmlType::kQ5_0_R16 ? 16 : 8);
+    for (int j = 0; j < 4; ++j) {
+      const __m512i q = _mm512_loadu_si512(p + 64 * j);
+      __m512i lo = _mm512_and_si512(q, nib);
+      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
+      if constexpr (kT == GgmlType::kQ5_0_R16) {
+        uint64_t h_lo, h_hi;
+        std::memcpy(&h_lo, p + 256 + 8 * j, 8);
+        std::memcpy(&h_hi, p + 256 + 8 * (j + 4), 8);
+        const __m512i c16 = _mm512_set1_epi8(16);
+        lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(h_lo), lo, c16);
+        hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(h_hi), hi, c16);
+      }
+      _mm512_store_si512(out->b[j], _mm512_sub_epi8(lo, off));
+      _mm512_store_si512(out->b[j + 4], _mm512_sub_epi8(hi, off));
+    }
+  }
+  _mm512_store_ps(out->d,
+                  _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dw))));
+}
+
+// C (tiles 0-3) of n <= 4 consecutive blocks blk[0..n) (Q8_0 block indices b ..) for the
+// tokens at a, stored to c; tiles 4-5 hold A, 6-7 B. Blocks past n are not touched (their
+// activation bytes may lie past the end of the rows).
+inline void AmxLegacyQuad(const AmxLegacyBlock* blk, int64_t n, const uint8_t* a, long a_stride,
+                          int64_t b, int32_t (*c)[kTile][kTile]) {
+  const uint8_t* q = a + b * kQ8_0Bytes + 2;
+  _tile_zero(0);
+  _tile_loadd(4, q, a_stride);
+  _tile_loadd(6, blk[0].b, 64);
+  _tile_dpbssd(0, 4, 6);
+  if (n > 1) {
+    _tile_zero(1);
+    _tile_loadd(5, q + kQ8_0Bytes, a_stride);
+    _tile_loadd(7, blk[1].b, 64);
+    _tile_dpbssd(1, 5, 7);
+  }
+  if (n > 2) {
+    _tile_zero(2);
+    _tile_loadd(4, q + 2 * kQ8_0Bytes, a_stride);
+    _tile_loadd(6, blk[2].b, 64);
+    _tile_dpbssd(2, 4, 6);
+  }
+  if (n > 3) {
+    _tile_zero(3);
+    _tile_loadd(5, q + 3 * kQ8_0Bytes, a_stride);
+    _tile_loadd(7, blk[3].b, 64);
+    _tile_dpbssd(3, 5, 7);
+  }
+  _tile_stored(0, c[0], kTile * 4);
+  if (n > 1) _tile_stored(1, c[1], kTile * 4);
+  if (n > 2) _tile_stored(2, c[2], kTile * 4);
+  if (n > 3) _tile_stored(3, c[3], kTile * 4);
+}
+
+// acc[t] (t < nt) += the nt tokens at a . blocks blk[0..n) (block indices b ..), n <= 4.
+inline void AmxLegacyTile(const AmxLegacyBlock* blk, int64_t n, const uint8_t* a, size_t a_stride,
+                          int64_t b, int64_t nt, __m512* acc) {
+  alignas(64) int32_t c[4][kTile][kTile];  // [block][token][row]
+  AmxLegacyQuad(blk, n, a, static_cast<long>(a_stride), b, c);
+  for (int64_t t = 0; t < nt; ++t) {
+    const uint8_t* at = a + t * a_stride + b * kQ8_0Bytes;
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, at + i * kQ8_0Bytes, 2);
+      const __m512 d = _mm512_mul_ps(_mm512_load_ps(blk[i].d), _mm512_set1_ps(_cvtsh_ss(h)));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[i][t])), d, acc[t]);
+    }
+  }
+}
+
+constexpr int64_t kLegacyChunk = 16;  // blocks per scratch fill: 16 x 576 B = 9 KiB
+
+template <GgmlType kT>
+void AmxLegacyGroup(const uint8_t* g, int64_t nb, const uint8_t* a, size_t a_stride, int64_t n_tok,
+                    const TileConfig& full, const TileConfig& rest, float* y, int64_t ldy) {
+  constexpr int64_t kP = quant::LegacyR16Payload(kT);
+  const auto* dw = reinterpret_cast<const uint16_t*>(g);  // [nb][16] f16
+  const uint8_t* payload = g + nb * kR16Rows * 2;
+  AmxLegacyBlock blocks[kLegacyChunk];
+  const int64_t n_full = n_tok / kTile * kTile;
+  for (int64_t b0 = 0; b0 < nb; b0 += kLegacyChunk) {
+    const int64_t n_chunk = nb - b0 < kLegacyChunk ? nb - b0 : kLegacyChunk;
+    for (int64_t i = 0; i < n_chunk; ++i) {
+      FillAmxLegacy<kT>(dw + (b0 + i) * kR16Rows, payload + (b0 + i) * kP, &blocks[i]);
+    }
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kTile) {
+      const int64_t nt = n_tok - t0 < kTile ? n_tok - t0 : kTile;
+      if (t0 == n_full) _tile_loadconfig(&rest);
+      __m512 acc[kTile];
+      for (int64_t t = 0; t < nt; ++t) {
+        acc[t] = b0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(y + (t0 + t) * ldy);
+      }
+      for (int64_t i = 0; i < n_chunk; i += 4) {
+        AmxLegacyTile(blocks + i, n_chunk - i < 4 ? n_chunk - i : 4, a + t0 * a_stride, a_stride,
+                      b0 + i, nt, acc);
+      }
+      for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(y + (t0 + t) * ldy, acc[t]);
+    }
+    if (n_full < n_tok) _tile_loadconfig(&full);
+  }
+}
+
+template <GgmlType kT, GemmFn kVnni>
+void GemmLegacyR16_Q8_0_Amx(const void* w_ptr, size_t w_stride, int64_t n_rows, const void* a_ptr,
+                            size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  if (n_tok < kTile) {
+    kVnni(w_ptr, w_stride, n_rows, a_ptr, a_stride, n_tok, n, y, ldy);
+    return;
+  }
+  const auto* w = static_cast<const uint8_t*>(w_ptr);
+  const auto* a = static_cast<const uint8_t*>(a_ptr);
+  const TileConfig full = MakeConfig(kTile);
+  const TileConfig rest = MakeConfig(n_tok % kTile == 0 ? kTile : static_cast<int>(n_tok % kTile));
+  _tile_loadconfig(&full);
+  const int64_t nb = n / 32;
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kR16Rows) {
+    AmxLegacyGroup<kT>(w + static_cast<size_t>(r0) * w_stride, nb, a, a_stride, n_tok, full, rest,
+                       y + r0, ldy);
+  }
+  _tile_release();
+}
+
 }  // namespace
 
 void AddAmxKernels(GemvKernels* k) {
   k->by_type[static_cast<size_t>(GgmlType::kQ4_K_R16)].gemm = GemmQ4KR16_Q8K_Amx;
+  k->by_type[static_cast<size_t>(GgmlType::kQ8_0_R16)].gemm =
+      GemmLegacyR16_Q8_0_Amx<GgmlType::kQ8_0_R16, GemmQ8_0R16_Q8_0_Avx512Vnni>;
+  k->by_type[static_cast<size_t>(GgmlType::kQ5_0_R16)].gemm =
+      GemmLegacyR16_Q8_0_Amx<GgmlType::kQ5_0_R16, GemmQ5_0R16_Q8_0_Avx512Vnni>;
+  k->by_type[static_cast<size_t>(GgmlType::kQ4_0_R16)].gemm =
+      GemmLegacyR16_Q8_0_Amx<GgmlType::kQ4_0_R16, GemmQ4_0R16_Q8_0_Avx512Vnni>;
 }
 
 }  // namespace moesplit::gemv::internal
