@@ -194,23 +194,34 @@ void AmxGroup(const BlockQ4_K_R16* g, int64_t nb, const uint8_t* a, size_t a_str
   }
 }
 
-void GemmQ4KR16_Q8K_Amx(const void* w_ptr, size_t w_stride, int64_t n_rows, const void* a_ptr,
-                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  if (n_tok < kTile) {  // decode and small batches: the VNNI tiles
-    GemmQ4KR16_Q8K_Avx512Vnni(w_ptr, w_stride, n_rows, a_ptr, a_stride, n_tok, n, y, ldy);
+// The driver of every AMX gemm: fewer than 16 tokens run the VNNI tiles `vnni`; else the two
+// tile configurations (16 tokens, and the n_tok % 16 rest) are set up around
+// group(weights of rows r0.., full, rest, y + r0) for each 16-row group.
+template <typename Group>
+void AmxGemm(GemmFn vnni, const void* w_ptr, size_t w_stride, int64_t n_rows, const void* a_ptr,
+             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy, Group group) {
+  if (n_tok < kTile) {  // decode and small batches
+    vnni(w_ptr, w_stride, n_rows, a_ptr, a_stride, n_tok, n, y, ldy);
     return;
   }
   const auto* w = static_cast<const uint8_t*>(w_ptr);
-  const auto* a = static_cast<const uint8_t*>(a_ptr);
   const TileConfig full = MakeConfig(kTile);
   const TileConfig rest = MakeConfig(n_tok % kTile == 0 ? kTile : static_cast<int>(n_tok % kTile));
   _tile_loadconfig(&full);
-  const int64_t nb = n / quant::kQkK;
   for (int64_t r0 = 0; r0 < n_rows; r0 += kR16Rows) {
-    AmxGroup(reinterpret_cast<const BlockQ4_K_R16*>(w + static_cast<size_t>(r0) * w_stride), nb, a,
-             a_stride, n_tok, full, rest, y + r0, ldy);
+    group(w + static_cast<size_t>(r0) * w_stride, full, rest, y + r0);
   }
   _tile_release();
+}
+
+void GemmQ4KR16_Q8K_Amx(const void* w, size_t w_stride, int64_t n_rows, const void* a_ptr,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  const auto* a = static_cast<const uint8_t*>(a_ptr);
+  AmxGemm(GemmQ4KR16_Q8K_Avx512Vnni, w, w_stride, n_rows, a_ptr, a_stride, n_tok, n, y, ldy,
+          [&](const uint8_t* g, const TileConfig& full, const TileConfig& rest, float* yg) {
+            AmxGroup(reinterpret_cast<const BlockQ4_K_R16*>(g), n / quant::kQkK, a, a_stride, n_tok,
+                     full, rest, yg, ldy);
+          });
 }
 
 // ---- legacy blocks repacked in 16-row groups (q8_0_r16 / q5_0_r16 / q4_0_r16) x Q8_0 ----------
@@ -343,23 +354,13 @@ void AmxLegacyGroup(const uint8_t* g, int64_t nb, const uint8_t* a, size_t a_str
 }
 
 template <GgmlType kT, GemmFn kVnni>
-void GemmLegacyR16_Q8_0_Amx(const void* w_ptr, size_t w_stride, int64_t n_rows, const void* a_ptr,
+void GemmLegacyR16_Q8_0_Amx(const void* w, size_t w_stride, int64_t n_rows, const void* a_ptr,
                             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  if (n_tok < kTile) {
-    kVnni(w_ptr, w_stride, n_rows, a_ptr, a_stride, n_tok, n, y, ldy);
-    return;
-  }
-  const auto* w = static_cast<const uint8_t*>(w_ptr);
   const auto* a = static_cast<const uint8_t*>(a_ptr);
-  const TileConfig full = MakeConfig(kTile);
-  const TileConfig rest = MakeConfig(n_tok % kTile == 0 ? kTile : static_cast<int>(n_tok % kTile));
-  _tile_loadconfig(&full);
-  const int64_t nb = n / 32;
-  for (int64_t r0 = 0; r0 < n_rows; r0 += kR16Rows) {
-    AmxLegacyGroup<kT>(w + static_cast<size_t>(r0) * w_stride, nb, a, a_stride, n_tok, full, rest,
-                       y + r0, ldy);
-  }
-  _tile_release();
+  AmxGemm(kVnni, w, w_stride, n_rows, a_ptr, a_stride, n_tok, n, y, ldy,
+          [&](const uint8_t* g, const TileConfig& full, const TileConfig& rest, float* yg) {
+            AmxLegacyGroup<kT>(g, n / 32, a, a_stride, n_tok, full, rest, yg, ldy);
+          });
 }
 
 }  // namespace
