@@ -169,28 +169,41 @@ inline void AmxTokenTile(const AmxBlock& blk, const uint8_t* a, size_t a_stride,
   }
 }
 
-// y[t * ldy + r0 ..] for t < n_tok of one row group: 16-token tiles, then the n_tok % 16 rest
-// with its own tile configuration (reloaded per chunk: LDTILECFG is cheap next to a chunk).
+// The token tiles of one chunk of a row group's blocks: for t0 = 0, 16, .. < n_tok,
+// acc[0..nt) = y rows t0.. (zero when first), body(a + t0 * a_stride, nt, acc), y rows = acc.
+// The n_tok % 16 rest runs under its own tile configuration (LDTILECFG per chunk: cheap next
+// to a chunk), after which the 16-token one is restored.
+template <typename Body>
+void ForTokenTiles(const uint8_t* a, size_t a_stride, int64_t n_tok, bool first,
+                   const TileConfig& full, const TileConfig& rest, float* y, int64_t ldy,
+                   Body body) {
+  const int64_t n_full = n_tok / kTile * kTile;
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kTile) {
+    const int64_t nt = n_tok - t0 < kTile ? n_tok - t0 : kTile;
+    if (t0 == n_full) _tile_loadconfig(&rest);
+    __m512 acc[kTile];
+    for (int64_t t = 0; t < nt; ++t) {
+      acc[t] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(y + (t0 + t) * ldy);
+    }
+    body(a + t0 * a_stride, nt, acc);
+    for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(y + (t0 + t) * ldy, acc[t]);
+  }
+  if (n_full < n_tok) _tile_loadconfig(&full);
+}
+
+// y[t * ldy + r0 ..] for t < n_tok of one row group, kChunk blocks per scratch fill.
 void AmxGroup(const BlockQ4_K_R16* g, int64_t nb, const uint8_t* a, size_t a_stride, int64_t n_tok,
               const TileConfig& full, const TileConfig& rest, float* y, int64_t ldy) {
   AmxBlock blocks[kChunk];
-  const int64_t n_full = n_tok / kTile * kTile;
   for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
     const int64_t n_chunk = nb - b0 < kChunk ? nb - b0 : kChunk;
     for (int64_t i = 0; i < n_chunk; ++i) FillAmxBlock(g[b0 + i], &blocks[i]);
-    for (int64_t t0 = 0; t0 < n_tok; t0 += kTile) {
-      const int64_t nt = n_tok - t0 < kTile ? n_tok - t0 : kTile;
-      if (t0 == n_full) _tile_loadconfig(&rest);
-      __m512 acc[kTile];
-      for (int64_t t = 0; t < nt; ++t) {
-        acc[t] = b0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(y + (t0 + t) * ldy);
-      }
-      for (int64_t i = 0; i < n_chunk; ++i) {
-        AmxTokenTile(blocks[i], a + t0 * a_stride, a_stride, b0 + i, nt, acc);
-      }
-      for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(y + (t0 + t) * ldy, acc[t]);
-    }
-    if (n_full < n_tok) _tile_loadconfig(&full);
+    ForTokenTiles(a, a_stride, n_tok, b0 == 0, full, rest, y, ldy,
+                  [&](const uint8_t* at, int64_t nt, __m512* acc) {
+                    for (int64_t i = 0; i < n_chunk; ++i) {
+                      AmxTokenTile(blocks[i], at, a_stride, b0 + i, nt, acc);
+                    }
+                  });
   }
 }
 
@@ -330,26 +343,18 @@ void AmxLegacyGroup(const uint8_t* g, int64_t nb, const uint8_t* a, size_t a_str
   const auto* dw = reinterpret_cast<const uint16_t*>(g);  // [nb][16] f16
   const uint8_t* payload = g + nb * kR16Rows * 2;
   AmxLegacyBlock blocks[kLegacyChunk];
-  const int64_t n_full = n_tok / kTile * kTile;
   for (int64_t b0 = 0; b0 < nb; b0 += kLegacyChunk) {
     const int64_t n_chunk = nb - b0 < kLegacyChunk ? nb - b0 : kLegacyChunk;
     for (int64_t i = 0; i < n_chunk; ++i) {
       FillAmxLegacy<kT>(dw + (b0 + i) * kR16Rows, payload + (b0 + i) * kP, &blocks[i]);
     }
-    for (int64_t t0 = 0; t0 < n_tok; t0 += kTile) {
-      const int64_t nt = n_tok - t0 < kTile ? n_tok - t0 : kTile;
-      if (t0 == n_full) _tile_loadconfig(&rest);
-      __m512 acc[kTile];
-      for (int64_t t = 0; t < nt; ++t) {
-        acc[t] = b0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(y + (t0 + t) * ldy);
-      }
-      for (int64_t i = 0; i < n_chunk; i += 4) {
-        AmxLegacyTile(blocks + i, n_chunk - i < 4 ? n_chunk - i : 4, a + t0 * a_stride, a_stride,
-                      b0 + i, nt, acc);
-      }
-      for (int64_t t = 0; t < nt; ++t) _mm512_storeu_ps(y + (t0 + t) * ldy, acc[t]);
-    }
-    if (n_full < n_tok) _tile_loadconfig(&full);
+    ForTokenTiles(a, a_stride, n_tok, b0 == 0, full, rest, y, ldy,
+                  [&](const uint8_t* at, int64_t nt, __m512* acc) {
+                    for (int64_t i = 0; i < n_chunk; i += 4) {
+                      AmxLegacyTile(blocks + i, n_chunk - i < 4 ? n_chunk - i : 4, at, a_stride,
+                                    b0 + i, nt, acc);
+                    }
+                  });
   }
 }
 
