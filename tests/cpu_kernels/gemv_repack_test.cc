@@ -133,7 +133,8 @@ TEST_P(R16GemmTest, MatchesScalarQ4KDot) {
 }
 
 // Max nibbles, scales and mins, activations all +127 or all -127: the largest integer sums the
-// decode path forms (|I| ~ 4.9e8); an overflow would be off by 2^32 / 16 of d d_a.
+// decode path forms (|I| ~ 4.9e8; the AMX tiles' per-sub-block sums stay below 32 * 15 * 127);
+// an overflow would be off by 2^32 / 16 of d d_a.
 TEST_P(R16GemmTest, ExtremeBlocksDoNotOverflow) {
   const IsaTier tier = GetParam();
   if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
@@ -150,11 +151,17 @@ TEST_P(R16GemmTest, ExtremeBlocksDoNotOverflow) {
   }
   const std::vector<uint8_t> packed = Repacked(w);
   for (float v : {1.0f, -1.0f}) {
-    const Acts a = QuantizeActs({std::vector<float>(n, v)}, 0);  // every quant +-127
-    const std::vector<float> y = RunR16(tier, packed, rows, n, a, 1, rows);
-    for (int64_t r = 0; r < rows; ++r) {
-      const Exact e = ExactDot(GgmlType::kQ4_K, w.Row(r), a.Row(0), n);
-      EXPECT_NEAR(y[r], e.dot, 1e-5 * e.norm) << cpu::IsaTierName(tier) << " v=" << v << " r=" << r;
+    // Every quant +-127, 17 tokens: decode (1), and a 16-token tile + 1 (the AMX tier).
+    const Acts a = QuantizeActs(std::vector<std::vector<float>>(17, std::vector<float>(n, v)), 0);
+    for (int64_t n_tok : {1, 17}) {
+      const std::vector<float> y = RunR16(tier, packed, rows, n, a, n_tok, rows);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const Exact e = ExactDot(GgmlType::kQ4_K, w.Row(r), a.Row(t), n);
+          EXPECT_NEAR(y[t * rows + r], e.dot, 1e-5 * e.norm)
+              << cpu::IsaTierName(tier) << " v=" << v << " r=" << r << " t=" << t;
+        }
+      }
     }
   }
 }
