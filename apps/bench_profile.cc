@@ -3,22 +3,18 @@
 #include <cstdio>
 #include <sstream>
 
+#include "apps/bench_report.h"
+
 namespace moesplit::app {
 namespace {
-
-std::string Fmt(const char* fmt, double v) {
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), fmt, v);
-  return buf;
-}
 
 // "| name | ms/token | share | MB/token | GB/s |": GB/s only where the phase read >= 1 MB per
 // token (below that it says nothing about memory: the bytes come from cache).
 std::string Row(const std::string& name, double ns, double bytes, double tokens, double total_ns) {
   char buf[160];
   const double mb = bytes / tokens / 1e6;
-  const std::string gbps = (bytes > 0 && ns > 0 && mb >= 1.0) ? Fmt("%.1f", bytes / ns) : "";
-  const std::string mbs = bytes > 0 ? Fmt("%.1f", mb) : "";
+  const std::string gbps = (bytes > 0 && ns > 0 && mb >= 1.0) ? Printf("%.1f", bytes / ns) : "";
+  const std::string mbs = bytes > 0 ? Printf("%.1f", mb) : "";
   std::snprintf(buf, sizeof(buf), "| %-27s | %9.3f | %6.1f%% | %9s | %6s |\n", name.c_str(),
                 ns / tokens / 1e6, 100.0 * ns / total_ns, mbs.c_str(), gbps.c_str());
   return buf;
@@ -33,7 +29,7 @@ std::string FormatProfile(const std::string& test_name, const engine::Profile& p
   const double tokens = static_cast<double>(p.tokens), total = static_cast<double>(p.eval_ns);
   out << "\n"
       << test_name << ": " << p.tokens << " tokens in " << p.evals << " evaluations, "
-      << Fmt("%.3f", total / tokens / 1e6) << " ms per token\n\n";
+      << Printf("%.3f", total / tokens / 1e6) << " ms per token\n\n";
   out << "| phase                       |  ms/token |   share |  MB/token |   GB/s |\n"
       << "| --------------------------- | --------: | ------: | --------: | -----: |\n";
   for (int i = 0; i < engine::kNumPhases; ++i) {
@@ -48,13 +44,13 @@ std::string FormatProfile(const std::string& test_name, const engine::Profile& p
   const double total_gbps = static_cast<double>(p.bytes()) / total;
   if (probe_gbps.has_value() && *probe_gbps > 0) {
     const engine::PhaseTotals& e = p[engine::Phase::kExperts];
-    out << "\nread bandwidth probe, same threads, before the runs: " << Fmt("%.1f", *probe_gbps)
-        << " GB/s; the whole step reads at " << Fmt("%.0f", 100.0 * total_gbps / *probe_gbps)
+    out << "\nread bandwidth probe, same threads, before the runs: " << Printf("%.1f", *probe_gbps)
+        << " GB/s; the whole step reads at " << Printf("%.0f", 100.0 * total_gbps / *probe_gbps)
         << "% of it";
     if (e.ns > 0 && e.bytes > 0) {
       out << ", the experts at "
-          << Fmt("%.0f",
-                 100.0 * static_cast<double>(e.bytes) / static_cast<double>(e.ns) / *probe_gbps)
+          << Printf("%.0f",
+                    100.0 * static_cast<double>(e.bytes) / static_cast<double>(e.ns) / *probe_gbps)
           << "%";
     }
     out << "\n";

@@ -10,12 +10,6 @@
 namespace moesplit::app {
 namespace {
 
-std::string Printf(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), fmt, v);
-  return buf;
-}
-
 double Mean(const std::vector<double>& v) {
   if (v.empty()) return 0.0;
   return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
@@ -53,8 +47,8 @@ std::string Cell(const std::string& value, int width) {
 std::string Markdown(const BenchModelInfo& m, const std::vector<BenchTest>& tests) {
   // A "numa" column after "threads" when some test ran with a placement (sweeps), as llama-bench
   // shows its non-default parameters.
-  const bool numa = std::any_of(tests.begin(), tests.end(),
-                                [](const BenchTest& t) { return !t.numa.empty(); });
+  const bool numa =
+      std::any_of(tests.begin(), tests.end(), [](const BenchTest& t) { return !t.numa.empty(); });
   std::vector<Column> columns(std::begin(kColumns), std::end(kColumns));
   if (numa) columns.insert(columns.begin() + 6, Column{"numa", -18});
   std::string out = "|";
@@ -139,6 +133,12 @@ std::string Csv(const BenchModelInfo& m, const std::vector<BenchTest>& tests) {
 }
 
 }  // namespace
+
+std::string Printf(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
 
 std::string BenchTest::Name() const {
   std::string name;

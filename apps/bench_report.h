@@ -53,6 +53,9 @@ struct PromptSizeRow {
 };
 std::string FormatPromptSizeTable(const std::vector<PromptSizeRow>& rows);
 
+// v formatted by printf's fmt (one double conversion, e.g. "%.2f"); the tables' number cells.
+std::string Printf(const char* fmt, double v);
+
 // "1.23 GiB" / "45.67 MiB" and "15.71 B" / "6.34 M" exactly as llama-bench prints them.
 std::string BenchSizeString(uint64_t bytes);
 std::string BenchParamsString(uint64_t n_params);

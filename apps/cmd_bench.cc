@@ -26,11 +26,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-uint64_t NsSince(Clock::time_point t0) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
-}
-
 // llama.cpp's long file-type name, as llama-bench prints it in the "model" column.
 std::string FileTypeDescription(const gguf::GgufFile& f) {
   auto ft = f.GetUint("general.file_type");
@@ -90,7 +85,7 @@ StatusOr<uint64_t> RunOnce(engine::Session& s, int64_t n_vocab, const BenchTest&
     const int32_t one[1] = {tok(rng)};
     MOESPLIT_RETURN_IF_ERROR(s.Eval(one, false).status());
   }
-  return NsSince(t0);
+  return engine::NsSince(t0);
 }
 
 StatusOr<std::vector<BenchTest>> PlanTests(const BenchArgs& a, int n_threads) {

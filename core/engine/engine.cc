@@ -150,9 +150,7 @@ StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool
   Logits(ctx, x, n_tok, n_out, logits.data());
   position_ += n_tok;
   if (profile_ != nullptr) {
-    profile_->eval_ns += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                   std::chrono::steady_clock::now() - t_eval)
-                                                   .count());
+    profile_->eval_ns += NsSince(t_eval);
     profile_->tokens += n_tok;
     profile_->evals += 1;
   }

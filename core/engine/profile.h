@@ -14,6 +14,13 @@
 
 namespace moesplit::engine {
 
+// Nanoseconds of steady_clock since t0.
+inline uint64_t NsSince(std::chrono::steady_clock::time_point t0) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
+}
+
 enum class Phase : uint8_t {
   kEmbed,     // token_embd rows
   kAttnProj,  // q / q_a (+ norm) / q_b / kv_a (MLA), q / k / v (GQA)
@@ -60,9 +67,7 @@ class PhaseTimer {
   ~PhaseTimer() {
     if (profile_ == nullptr) return;
     PhaseTotals& t = (*profile_)[phase_];
-    t.ns += static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_)
-            .count());
+    t.ns += NsSince(t0_);
     t.bytes += bytes_;
     ++t.calls;
   }
