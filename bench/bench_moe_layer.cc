@@ -20,13 +20,18 @@
 //
 // Counters: tok/s; MB/iter = expert bytes read per iteration (each distinct active expert's
 // gate+up+down bytes once); experts = distinct active experts per iteration; GB/s = those bytes
-// / s (1e9); bw_frac = GB/s / read bandwidth of the probe with the same thread count (measured at
-// start-up, shown in the context header). Real time; default MinTime 0.5 s.
+// / s (1e9); probe = read bandwidth (GB/s) of the probe with the same thread count, measured
+// right before and right after this benchmark's timed loop (mean of the two medians);
+// bw_frac = GB/s / probe. Why adjacent probes: on a shared VM the bandwidth drifts by 10% and
+// more within minutes (1-thread probe 16.1-18.1 GB/s over one 8-minute session), so a fraction
+// against the start-up probe (still in the context header) moved as much as the kernels did.
+// Decode layers (1 token) run every iteration on a new route set, so their loop mixes DRAM
+// streams the way decode does. Real time; default MinTime 0.5 s.
 //
 // Memory: the layer is built lazily by the first benchmark that needs it and freed when a
 // benchmark of another variant starts. MOESPLIT_BENCH_EXPERTS=N caps the experts built (routing
 // then spans N); without it all experts are built if MemAvailable leaves 2 GiB spare, else as
-// many as fit (printed).
+// many as fit (printed). The adjacent probes' 1 GiB buffer comes out of that spare.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -61,7 +66,6 @@ constexpr int kThreads[] = {1, 2};
 
 struct Context {
   cpu::IsaTier tier = cpu::IsaTier::kScalar;
-  double read_bw[3] = {};  // bytes/s by thread count (index = threads), probe median
   LayerCache layers;
 };
 
@@ -78,6 +82,7 @@ void BM_MoeLayer(benchmark::State& state, Context* ctx, const Variant* v, int64_
   numa::ThreadPool pool(threads);
   moe::ExpertEngine engine(&pool, &gemv::KernelsFor(ctx->tier));
 
+  const double probe_before = MeasureReadBandwidth(threads, ProbeOptionsFromEnv()).gbps;
   int64_t iter = 0, experts_read = 0;
   const auto t0 = std::chrono::steady_clock::now();  // the loop's wall time, as UseRealTime
   for (auto _ : state) {
@@ -89,10 +94,13 @@ void BM_MoeLayer(benchmark::State& state, Context* ctx, const Variant* v, int64_
     benchmark::ClobberMemory();
   }
   const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+  const double probe =
+      0.5 * (probe_before + MeasureReadBandwidth(threads, ProbeOptionsFromEnv()).gbps);
   const double bytes = static_cast<double>(experts_read) * static_cast<double>(layer.expert_bytes);
   state.counters["tok/s"] = static_cast<double>(iter * n_tok) / dt.count();
   state.counters["GB/s"] = bytes / dt.count() * 1e-9;
-  state.counters["bw_frac"] = bytes / dt.count() / ctx->read_bw[threads];
+  state.counters["probe"] = probe;
+  state.counters["bw_frac"] = bytes / dt.count() * 1e-9 / probe;
   state.counters["MB/iter"] = bytes / static_cast<double>(iter) * 1e-6;
   state.counters["experts"] = static_cast<double>(experts_read) / static_cast<double>(iter);
   // Label: types the tier's kernel table lacks (the engine then takes its reference path) and
@@ -122,12 +130,11 @@ void RegisterAll(Context* ctx) {
   }
 }
 
-// The read bandwidth per thread count, before any layer is built (the probe's 1 GiB and a
-// 7 GB layer are never allocated together).
-void MeasureBandwidths(Context* ctx) {
+// The read bandwidth per thread count at start-up, for the context header (bw_frac uses the
+// probes adjacent to each benchmark).
+void MeasureBandwidths() {
   for (int threads : kThreads) {
     const ReadBandwidth bw = MeasureReadBandwidth(threads, ProbeOptionsFromEnv());
-    ctx->read_bw[threads] = bw.gbps * 1e9;
     char line[128];
     std::snprintf(line, sizeof(line), "%.1f GB/s (probe, %lld MiB, median; min %.1f max %.1f)",
                   bw.gbps, static_cast<long long>(bw.bytes_per_pass >> 20), bw.min_gbps,
@@ -150,7 +157,7 @@ int main(int argc, char** argv) {
   const std::vector<moesplit::cpu::IsaTier> tiers = moesplit::bench::RunnableTiers();
   ctx.tier = tiers.back();  // the best tier this CPU runs under MOESPLIT_MAX_ISA
   benchmark::AddCustomContext("isa_tier", std::string(moesplit::cpu::IsaTierName(ctx.tier)));
-  moesplit::bench::MeasureBandwidths(&ctx);
+  moesplit::bench::MeasureBandwidths();
   moesplit::bench::RegisterAll(&ctx);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

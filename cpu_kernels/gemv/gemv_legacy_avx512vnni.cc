@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
+#include "cpu_kernels/gemv/gemv_isa_common.h"
 #include "cpu_kernels/quant/blocks.h"
 
 namespace moesplit::gemv::internal {
