@@ -77,14 +77,14 @@ class FusedFfn {
   std::array<qmatmul::QuantizedRows, 3> x_rows_;  // x as [n_tok x D] in kF32 / kQ8_K / kQ8_0
   std::array<bool, 3> x_ready_{};                 // x_rows_[i] holds this Run's x
   std::vector<JobPlan> plans_;                    // [jobs]
-  std::vector<UpTask> up_tasks_;                  // phase 1 tasks, biggest jobs first
+  std::vector<UpTask> up_tasks_;                  // phase 1 tasks, biggest first (GuidedTasks)
   std::vector<int32_t> order_;                    // [jobs] job indices by decreasing work
   std::vector<uint8_t> mid_;     // per job [n x mid_stride] intermediate rows (+ align)
   uint8_t* mid_base_ = nullptr;  // 64-byte aligned start inside mid_
   int64_t up_chunk_ = 0;         // tokens per gate/up chunk
   int64_t down_chunk_ = 0;       // tokens per down chunk
   int64_t max_up_block_ = 0;     // widest gate/up row block
-  int64_t down_block_ = 0;       // output rows per down task
+  std::vector<int64_t> down_bounds_;  // [down tasks + 1] output row bounds, biggest task first
   std::vector<std::vector<uint8_t>> worker_bytes_;  // [threads] gathered activation chunks
   std::vector<std::vector<float>> worker_f32_;      // [threads] gate / up / down partials
 };
