@@ -1,10 +1,11 @@
 // One whole routed-MoE layer, moe::ExpertEngine::Forward, at the real shapes:
 //
 //   model    D     F     experts  top-k  variants (gate/up - down)
-//   v3       7168  2048  256      8      q4_K-q6_K (Q4_K_M's mix), q4_K-q4_K
+//   v3       7168  2048  256      8      q4_K-q6_K, q4_K-q4_K (Q4_K_M gives about half of the
+//                                        layers a Q6_K down projection, the others Q4_K)
 //   v2lite   2048  1408  64       6      q4_K-q5_0 (llama.cpp's Q4_K_M fallback: 1408 is no
 //                                        multiple of 256), q4_K-q8_0
-// each in the file layout, and ".../repacked" (v3 q4_K-q6_K, both v2lite) as the engine stores
+// each in the file layout, and ".../repacked" (all four) as the engine stores
 // them by default: repacked at load into 16-row groups where the tier has the layouts
 // (gemv::LoadLayout: q4_K_r16, q5_0_r16, q8_0_r16 on AVX-512 VNNI; Q6_K stays).
 //
@@ -58,6 +59,7 @@ constexpr Variant kVariants[] = {
     {"v2lite/q4_K-q8_0", 2048, 1408, 64, 6, GgmlType::kQ4_K, GgmlType::kQ8_0},
     // As the engine stores them by default (repacked at load where the tier has the layouts).
     {"v3/q4_K-q6_K/repacked", 7168, 2048, 256, 8, GgmlType::kQ4_K, GgmlType::kQ6_K, true},
+    {"v3/q4_K-q4_K/repacked", 7168, 2048, 256, 8, GgmlType::kQ4_K, GgmlType::kQ4_K, true},
     {"v2lite/q4_K-q5_0/repacked", 2048, 1408, 64, 6, GgmlType::kQ4_K, GgmlType::kQ5_0, true},
     {"v2lite/q4_K-q8_0/repacked", 2048, 1408, 64, 6, GgmlType::kQ4_K, GgmlType::kQ8_0, true},
 };

@@ -47,16 +47,24 @@ int64_t RowAlign(GgmlType act_down) {
   }
 }
 
-// Task sizes: guided self-scheduling. The pool hands tasks out in index order to whichever
-// thread is free, so the phase ends when the last task does: with equal tasks of ~1/8 of a
-// thread's share (the previous plan), one thread idles up to a whole task at the barrier. Here
-// task i takes remaining / (2 x threads) of the work still unassigned (big tasks first: few
-// stream starts), never less than 1 / (16 x threads) of the phase (the tail tasks the threads
-// balance on). V2-Lite decode, 2 threads, 6 experts x 1408 rows (rows in multiples of 64):
+// Task sizes. The pool hands tasks out in index order to whichever thread is free, so a phase
+// ends when its last task does. Prefill (more than kGuidedMaxTokens tokens): equal tasks, ~8
+// per thread for gate/up and 4 for down (each down task re-reads every job's intermediate rows,
+// so more down tasks cost more there: guided tasks measured pp512 -2%, 109.1 / 109.2 against
+// 112.6 / 110.8 t/s on ds-v2-lite, 2 threads). Decode: guided self-scheduling, because with
+// equal tasks one thread idles up to a whole task at the barrier: task i takes remaining /
+// (2 x threads) of the work still unassigned (big tasks first: few stream starts), never less
+// than 1 / (16 x threads) of the phase (the tail tasks the threads balance on). Measured
+// (bench_moe_layer decode, 2 threads, 3 alternating rounds): V2-Lite 29.5 / 29.8 / 31.2 GB/s
+// against 29.9 / 27.7 / 27.1, V3 q4_K-q6_K within the noise (26.0 median of 7 against 26.6).
+// V2-Lite decode, 2 threads, 6 experts x 1408 rows (rows in multiples of 64):
 // 1408 x 3 (whole experts), 1088 + 320, 704 + 576 + 128, 384 + 320 + 320 + 320 + 64 (17 tasks;
 // the old plan: 18 of 576 / 576 / 256); the down phase's 2048 rows: 512, 384, 288, 224, 160,
 // 128, 96, 64 x 4 (11 tasks; the old plan: 8 x 256).
-int64_t GuidedWork(int64_t remaining, int64_t total, int64_t n_threads) {
+constexpr int64_t kGuidedMaxTokens = 8;
+// Work units of the next task: `parts` equal tasks per thread, or guided.
+int64_t TaskWork(bool guided, int64_t remaining, int64_t total, int64_t n_threads, int parts) {
+  if (!guided) return std::max<int64_t>(1, total / (parts * n_threads));
   return std::max<int64_t>({1, remaining / (2 * n_threads), total / (16 * n_threads)});
 }
 
@@ -123,8 +131,9 @@ void FusedFfn::Plan(std::span<const FfnJob> jobs, const float* x, int64_t n_tok)
   mid_base_ = qmatmul::AlignedStorage(&mid_, offset);
 }
 
-void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs) {
+void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs, int64_t n_tok) {
   const int64_t n_threads = pool_->size();
+  const bool guided = n_tok <= kGuidedMaxTokens;
   int64_t total = 0;  // sum of F x n: gate/up work in units of D multiply-adds
   order_.resize(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j) {
@@ -148,7 +157,8 @@ void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs) {
                              qmatmul::RowStride(p.x_up->type, job.up.cols)});
     const int64_t slab = RoundUp(std::max<int64_t>(1, kSlabBytes / job.gate.row_bytes), align);
     for (int64_t f0 = 0; f0 < F;) {
-      int64_t block = RoundUp(CeilDiv(GuidedWork(remaining, total, n_threads), job.n), align);
+      int64_t block =
+          RoundUp(CeilDiv(TaskWork(guided, remaining, total, n_threads, 8), job.n), align);
       if (job.n > ChunkTokens(p.x_gate->stride)) block = std::min(block, slab);
       const int64_t f1 = std::min(F, f0 + block);
       max_up_block_ = std::max(max_up_block_, f1 - f0);
@@ -165,7 +175,7 @@ void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs) {
   down_bounds_.assign(1, 0);
   int64_t down_block = 0;  // the widest down task
   for (int64_t d0 = 0; d0 < D;) {
-    const int64_t d1 = std::min(D, d0 + RoundUp(GuidedWork(D - d0, D, n_threads), 16));
+    const int64_t d1 = std::min(D, d0 + RoundUp(TaskWork(guided, D - d0, D, n_threads, 4), 16));
     down_block = std::max(down_block, d1 - d0);
     down_bounds_.push_back(d1);
     d0 = d1;
@@ -248,7 +258,7 @@ void FusedFfn::RunDownTask(std::span<const FfnJob> jobs, int64_t n_tok, int64_t 
 void FusedFfn::Run(std::span<const FfnJob> jobs, const float* x, int64_t n_tok, float* out) {
   if (jobs.empty()) return;
   Plan(jobs, x, n_tok);
-  PlanUpTasks(jobs);
+  PlanUpTasks(jobs, n_tok);
   pool_->ParallelFor(static_cast<int64_t>(up_tasks_.size()), [&](int64_t i, int worker) {
     const UpTask& t = up_tasks_[static_cast<size_t>(i)];
     RunUpTask(jobs[static_cast<size_t>(t.job)], plans_[static_cast<size_t>(t.job)], t.f0, t.f1,

@@ -67,7 +67,7 @@ class FusedFfn {
   const qmatmul::QuantizedRows* InputRows(GgmlType act_type, const float* x, int64_t n_tok,
                                           int64_t D);
   void Plan(std::span<const FfnJob> jobs, const float* x, int64_t n_tok);
-  void PlanUpTasks(std::span<const FfnJob> jobs);
+  void PlanUpTasks(std::span<const FfnJob> jobs, int64_t n_tok);
   void RunUpTask(const FfnJob& job, const JobPlan& plan, int64_t f0, int64_t f1, int worker);
   void RunDownTask(std::span<const FfnJob> jobs, int64_t n_tok, int64_t d0, int64_t d1, float* out,
                    int worker);
@@ -79,11 +79,11 @@ class FusedFfn {
   std::vector<JobPlan> plans_;                    // [jobs]
   std::vector<UpTask> up_tasks_;                  // phase 1 tasks, biggest first (GuidedTasks)
   std::vector<int32_t> order_;                    // [jobs] job indices by decreasing work
-  std::vector<uint8_t> mid_;     // per job [n x mid_stride] intermediate rows (+ align)
-  uint8_t* mid_base_ = nullptr;  // 64-byte aligned start inside mid_
-  int64_t up_chunk_ = 0;         // tokens per gate/up chunk
-  int64_t down_chunk_ = 0;       // tokens per down chunk
-  int64_t max_up_block_ = 0;     // widest gate/up row block
+  std::vector<uint8_t> mid_;          // per job [n x mid_stride] intermediate rows (+ align)
+  uint8_t* mid_base_ = nullptr;       // 64-byte aligned start inside mid_
+  int64_t up_chunk_ = 0;              // tokens per gate/up chunk
+  int64_t down_chunk_ = 0;            // tokens per down chunk
+  int64_t max_up_block_ = 0;          // widest gate/up row block
   std::vector<int64_t> down_bounds_;  // [down tasks + 1] output row bounds, biggest task first
   std::vector<std::vector<uint8_t>> worker_bytes_;  // [threads] gathered activation chunks
   std::vector<std::vector<float>> worker_f32_;      // [threads] gate / up / down partials

@@ -13,9 +13,11 @@ namespace moesplit::gemv::internal {
 // The end (as an address) of a decode call's weights, n_rows rows w_stride bytes apart: the
 // decode kernels' software prefetches, running a fixed distance ahead of the loads, stop there.
 // Why: an expert layer's decode is ~80 GEMV calls of 0.25-4 MB each (V2-Lite: 18 gate/up slices
-// of 663 KB x 2, 8 down tasks x 6 experts of 248 KB), and without the stop each call fetched its
-// prefetch distance (16-19 KB) of rows it never reads: ~1.4 MB of a 32 MB layer, 4.5% of the
-// bandwidth. Rows are contiguous (w_stride = row bytes) in every decode call.
+// of 663 KB x 2, 8 down tasks x 6 experts of 248 KB), and without the stop each call fetches its
+// prefetch distance (16-19 KB) of rows it never reads: up to ~1.4 MB of a 32 MB layer. Measured
+// (bench_moe_layer decode, 3 alternating rounds): no difference beyond this VM's noise (+-8%);
+// kept because it cannot cost anything but a compare per block. Rows are contiguous (w_stride =
+// row bytes) in every decode call.
 static inline uintptr_t PrefetchEnd(const void* w, int64_t n_rows, size_t w_stride) {
   return reinterpret_cast<uintptr_t>(w) + static_cast<uintptr_t>(n_rows) * w_stride;
 }
