@@ -4,20 +4,33 @@
 
 namespace moesplit::gemv::internal {
 
+namespace {
+
+// One token on kDecode, several on kMulti (a generic-flags function: it only calls).
+template <GemmFn kDecode, GemmFn kMulti>
+void DecodeOrMulti(const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                   int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  (n_tok == 1 ? kDecode : kMulti)(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+
+}  // namespace
+
 void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
   auto set = [&](GgmlType t, DotFn dot, GemmFn gemm) {
     k->by_type[static_cast<size_t>(t)] = {GgmlType::kQ8_K, dot, gemm};
   };
-  auto set_r16 = [&](GemmFn gemm, bool native) {
-    k->by_type[static_cast<size_t>(GgmlType::kQ4_K_R16)] = {GgmlType::kQ8_K, nullptr, gemm};
-    k->native_layout[static_cast<size_t>(GgmlType::kQ4_K_R16)] = native;
+  auto set_r16 = [&](GemmFn gemm, bool native, GgmlType r16 = GgmlType::kQ4_K_R16) {
+    k->by_type[static_cast<size_t>(r16)] = {GgmlType::kQ8_K, nullptr, gemm};
+    k->native_layout[static_cast<size_t>(r16)] = native;
   };
+  constexpr GgmlType kQ6R16 = GgmlType::kQ6_K_R16;
   switch (tier) {
     case cpu::IsaTier::kScalar:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Scalar, GemmByDots<DotQ4K_Q8K_Scalar>);
       set(GgmlType::kQ5_K, DotQ5K_Q8K_Scalar, GemmByDots<DotQ5K_Q8K_Scalar>);
       set(GgmlType::kQ6_K, DotQ6K_Q8K_Scalar, GemmByDots<DotQ6K_Q8K_Scalar>);
       set_r16(GemmR16ByUnpack<GgmlType::kQ4_K_R16, GemmByDots<DotQ4K_Q8K_Scalar>>, false);
+      set_r16(GemmR16ByUnpack<kQ6R16, GemmByDots<DotQ6K_Q8K_Scalar>>, false, kQ6R16);
       return;
 #if defined(MOESPLIT_GEMV_X86)
     case cpu::IsaTier::kAvx2:
@@ -25,18 +38,25 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ5_K, DotQ5K_Q8K_Avx2, GemmQ5K_Q8K_Avx2);
       set(GgmlType::kQ6_K, DotQ6K_Q8K_Avx2, GemmQ6K_Q8K_Avx2);
       set_r16(GemmR16ByUnpack<GgmlType::kQ4_K_R16, GemmQ4K_Q8K_Avx2>, false);
+      set_r16(GemmR16ByUnpack<kQ6R16, GemmQ6K_Q8K_Avx2>, false, kQ6R16);
       return;
     case cpu::IsaTier::kAvx512:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512, GemmQ4K_Q8K_Avx512);
       set(GgmlType::kQ5_K, DotQ5K_Q8K_Avx512, GemmQ5K_Q8K_Avx512);
       set(GgmlType::kQ6_K, DotQ6K_Q8K_Avx512, GemmQ6K_Q8K_Avx512);
       set_r16(GemmR16ByUnpack<GgmlType::kQ4_K_R16, GemmQ4K_Q8K_Avx512>, false);
+      set_r16(GemmR16ByUnpack<kQ6R16, GemmQ6K_Q8K_Avx512>, false, kQ6R16);
       return;
     case cpu::IsaTier::kAvx512Vnni:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512Vnni, GemmQ4K_Q8K_Avx512Vnni);
       set(GgmlType::kQ5_K, DotQ5K_Q8K_Avx512Vnni, GemmQ5K_Q8K_Avx512Vnni);
       set(GgmlType::kQ6_K, DotQ6K_Q8K_Avx512Vnni, GemmQ6K_Q8K_Avx512Vnni);
       set_r16(GemmQ4KR16_Q8K_Avx512Vnni, true);
+      // Decode on the group kernel; prefill unpacks each 16-row group to Q6_K for the Q6_K
+      // tile (the group layout has no multi-token tile yet).
+      set_r16(DecodeOrMulti<GemmQ6KR16_Q8K_Avx512Vnni,
+                            GemmR16ByUnpack<kQ6R16, GemmQ6K_Q8K_Avx512Vnni>>,
+              true, kQ6R16);
       return;
 #endif
     default:

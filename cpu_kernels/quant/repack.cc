@@ -14,6 +14,7 @@ namespace {
 
 // {file type, its 16-row layout}.
 constexpr GgmlType kLayouts[][2] = {{GgmlType::kQ4_K, GgmlType::kQ4_K_R16},
+                                    {GgmlType::kQ6_K, GgmlType::kQ6_K_R16},
                                     {GgmlType::kQ8_0, GgmlType::kQ8_0_R16},
                                     {GgmlType::kQ5_0, GgmlType::kQ5_0_R16},
                                     {GgmlType::kQ4_0, GgmlType::kQ4_0_R16}};
@@ -74,6 +75,40 @@ void UnpackQ4KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
       o.d = g.d[r];
       o.dmin = g.dmin[r];
       std::memcpy(d + r * dst_stride + b * sizeof(BlockQ4_K), &o, sizeof(o));
+    }
+  }
+}
+
+void RepackQ6KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
+  MOESPLIT_CHECK(n % kQkK == 0, "Q6_K row of ", n, " values");
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* out = static_cast<BlockQ6_K_R16*>(dst);
+  for (int64_t b = 0; b < n / kQkK; ++b) {
+    BlockQ6_K_R16& o = out[b];
+    for (int r = 0; r < kR16Rows; ++r) {
+      BlockQ6_K in;
+      std::memcpy(&in, s + r * src_stride + b * sizeof(BlockQ6_K), sizeof(in));
+      for (int i = 0; i < 32; ++i) std::memcpy(&o.ql[i][r], in.ql + 4 * i, 4);
+      for (int k = 0; k < 16; ++k) std::memcpy(&o.qh[k][r], in.qh + 4 * k, 4);
+      for (int j = 0; j < 16; ++j) o.sc[j][r] = in.scales[j];
+      o.d[r] = in.d;
+    }
+  }
+}
+
+void UnpackQ6KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  MOESPLIT_CHECK(n % kQkK == 0, "Q6_K row of ", n, " values");
+  const auto* in = static_cast<const BlockQ6_K_R16*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < n / kQkK; ++b) {
+    const BlockQ6_K_R16& g = in[b];
+    for (int r = 0; r < kR16Rows; ++r) {
+      BlockQ6_K o;
+      for (int i = 0; i < 32; ++i) std::memcpy(o.ql + 4 * i, &g.ql[i][r], 4);
+      for (int k = 0; k < 16; ++k) std::memcpy(o.qh + 4 * k, &g.qh[k][r], 4);
+      for (int j = 0; j < 16; ++j) o.scales[j] = g.sc[j][r];
+      o.d = g.d[r];
+      std::memcpy(d + r * dst_stride + b * sizeof(BlockQ6_K), &o, sizeof(o));
     }
   }
 }
@@ -166,6 +201,8 @@ void RepackRows(GgmlType from, const void* src, size_t src_stride, int64_t rows,
     const uint8_t* in = s + g * kR16Rows * src_stride;
     if (to == GgmlType::kQ4_K_R16) {
       RepackQ4KRows16(in, src_stride, n, o + g * group_bytes);
+    } else if (to == GgmlType::kQ6_K_R16) {
+      RepackQ6KRows16(in, src_stride, n, o + g * group_bytes);
     } else {
       RepackLegacyRows16(from, in, src_stride, n, o + g * group_bytes);
     }
@@ -175,6 +212,8 @@ void RepackRows(GgmlType from, const void* src, size_t src_stride, int64_t rows,
 void UnpackRows16(GgmlType r16, const void* src, int64_t n, void* dst, size_t dst_stride) {
   if (r16 == GgmlType::kQ4_K_R16) {
     UnpackQ4KRows16(src, n, dst, dst_stride);
+  } else if (r16 == GgmlType::kQ6_K_R16) {
+    UnpackQ6KRows16(src, n, dst, dst_stride);
   } else {
     UnpackLegacyRows16(r16, src, n, dst, dst_stride);
   }

@@ -26,6 +26,16 @@
 // Bytes per 16 x 32 values: Q8_0 512 + 32 = 16 x 34, Q5_0 320 + 32 = 16 x 22, Q4_0 256 + 32 =
 // 16 x 18.
 //
+// kQ6_K_R16: Q6_K with 16 rows interleaved, one BlockQ6_K_R16 per (16-row group, 256 columns),
+// at exactly Q6_K's 210 bytes per row and block (16 x 210 = 3360). Lane r of every 64-byte
+// vector is row r: ql dword i (i < 32) holds the low nibbles of values 128n + 4m .. +3 and, in
+// its high nibbles, of values 128n + 64 + 4m .. +3 (n = i / 16, m = i % 16); qh dword k (k < 16)
+// holds the 2-bit high parts of values 128n + 4l + 32f .. +3 in bit pair f (n = k / 8, l = k % 8,
+// f < 4), so ql dword i takes its high bits from qh dword 8n + m % 8, bit pairs m / 8 (low
+// nibbles) and 2 + m / 8 (high nibbles). The kernels build the 6-bit values with shifts and ands
+// on whole vectors and feed vpdpbusd with the token's matching dword broadcast
+// (gemv_kquants_q6k_r16_avx512vnni.inc).
+//
 // A matrix of R rows (R a multiple of 16) and n columns is R / 16 groups back to back, each
 // n / 256 (Q4_K) or n / 32 (legacy) blocks: rows [16 g, 16 g + 16) start at byte
 // g * 16 * RowBytes(type, n), i.e. the usual row * row_bytes addressing holds at multiples of
@@ -51,8 +61,16 @@ struct BlockQ4_K_R16 {
 };
 static_assert(sizeof(BlockQ4_K_R16) == kR16Rows * 148, "16 rows x 148 bytes");
 
+struct BlockQ6_K_R16 {
+  uint32_t ql[32][kR16Rows];  // [dword i][row r] row r's ql bytes 4i .. 4i+3, as stored in Q6_K
+  uint32_t qh[16][kR16Rows];  // [dword k][row r] row r's qh bytes 4k .. 4k+3, as stored
+  int8_t sc[16][kR16Rows];    // [sub-block s][row] signed 8-bit scale of values 16s .. 16s+15
+  uint16_t d[kR16Rows];       // [row] f16 super-scale
+};
+static_assert(sizeof(BlockQ6_K_R16) == kR16Rows * 210, "16 rows x 210 bytes");
+
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
-// Q8_0, Q5_0 and Q4_0 with rows a multiple of 16 repack).
+// Q6_K, Q8_0, Q5_0 and Q4_0 with rows a multiple of 16 repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
 GgmlType UnpackedType(GgmlType t);
@@ -71,6 +89,10 @@ constexpr int64_t LegacyR16Payload(GgmlType t) {
 void RepackQ4KRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 // The inverse: n / 256 BlockQ4_K_R16 at src -> 16 Q4_K rows at dst, dst_stride bytes apart.
 void UnpackQ4KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
+
+// The same for Q6_K (kQ6_K_R16): n / 256 BlockQ6_K_R16 at dst, and the inverse.
+void RepackQ6KRows16(const void* src, size_t src_stride, int64_t n, void* dst);
+void UnpackQ6KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
 // 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q4_0) at src
 // -> one group of RepackedType(from, 16) at dst; and the inverse (`r16` the repacked type).

@@ -67,7 +67,7 @@ TEST(RepackQ4K, InternalTypeIsNeverAFileType) {
   EXPECT_EQ(RowGroup(GgmlType::kQ4_K), 1);
   EXPECT_EQ(quant::RepackedType(GgmlType::kQ4_K, 32), GgmlType::kQ4_K_R16);
   EXPECT_EQ(quant::RepackedType(GgmlType::kQ4_K, 24), GgmlType::kQ4_K);  // not whole groups
-  EXPECT_EQ(quant::RepackedType(GgmlType::kQ6_K, 32), GgmlType::kQ6_K);
+  EXPECT_EQ(quant::RepackedType(GgmlType::kQ5_K, 32), GgmlType::kQ5_K);  // no R16 layout
 }
 
 TEST(RepackQ4K, LoadLayoutOnlyWhereTheTierHasNativeTiles) {
@@ -80,7 +80,7 @@ TEST(RepackQ4K, LoadLayoutOnlyWhereTheTierHasNativeTiles) {
     EXPECT_EQ(LoadLayout(k, GgmlType::kQ4_K, 1408), native ? GgmlType::kQ4_K_R16 : GgmlType::kQ4_K)
         << cpu::IsaTierName(tier);
     EXPECT_EQ(LoadLayout(k, GgmlType::kQ4_K, 1400), GgmlType::kQ4_K);
-    EXPECT_EQ(LoadLayout(k, GgmlType::kQ6_K, 2048), GgmlType::kQ6_K);  // no R16 layout
+    EXPECT_EQ(LoadLayout(k, GgmlType::kQ5_K, 2048), GgmlType::kQ5_K);  // no R16 layout
   }
 }
 

@@ -107,8 +107,8 @@ TEST_P(GroupedTest, MatchesThePlainFusedPath) {
                .progress = [&](uint64_t done, uint64_t) { last_done = done; }});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_TRUE((*store)->copied());
-  // Repacked: the Q4_K gate/up of the routed and the shared expert and the routed Q8_0 down
-  // (256 rows: whole 16-row groups), in every group; the shared Q6_K down has no R16 layout.
+  // Repacked: the Q4_K gate/up of the routed and the shared expert, the routed Q8_0 down and the
+  // shared Q6_K down (whole 16-row groups), in every group.
   const bool native = c.repack && kernels.native_layout[static_cast<size_t>(GgmlType::kQ4_K_R16)];
   ASSERT_EQ(native, c.repack && kernels.native_layout[static_cast<size_t>(GgmlType::kQ8_0_R16)]);
   int64_t present = 0;  // repackable tensors of non-empty slices (shard: a slice can be empty)
@@ -124,7 +124,8 @@ TEST_P(GroupedTest, MatchesThePlainFusedPath) {
       EXPECT_EQ(l.down_exps.type, native ? GgmlType::kQ8_0_R16 : GgmlType::kQ8_0) << "group " << g;
     }
     if (l.down_shexp.data != nullptr) {
-      EXPECT_EQ(l.down_shexp.type, GgmlType::kQ6_K);
+      ++present;
+      EXPECT_EQ(l.down_shexp.type, native ? GgmlType::kQ6_K_R16 : GgmlType::kQ6_K) << "group " << g;
     }
   }
   EXPECT_EQ((*store)->repacked_tensors(), native ? present : 0);
