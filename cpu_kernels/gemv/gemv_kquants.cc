@@ -54,9 +54,9 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(GemmQ4KR16_Q8K_Avx512Vnni, true);
       // Decode on the group kernel; prefill unpacks each 16-row group to Q6_K for the Q6_K
       // tile (the group layout has no multi-token tile yet).
-      set_r16(DecodeOrMulti<GemmQ6KR16_Q8K_Avx512Vnni,
-                            GemmR16ByUnpack<kQ6R16, GemmQ6K_Q8K_Avx512Vnni>>,
-              true, kQ6R16);
+      set_r16(
+          DecodeOrMulti<GemmQ6KR16_Q8K_Avx512Vnni, GemmR16ByUnpack<kQ6R16, GemmQ6K_Q8K_Avx512Vnni>>,
+          true, kQ6R16);
       return;
 #endif
     default:
