@@ -1,8 +1,10 @@
-// Load-time repacking (cpu_kernels/quant/repack.h) and the kQ4_K_R16 kernels of every ISA tier:
+// Load-time repacking (cpu_kernels/quant/repack.h) of the K-quants and the kQ4_K_R16 /
+// kQ6_K_R16 kernels of every ISA tier:
 //   - the repack is lossless (random block bytes round-trip exactly) and never a file type;
-//   - every tier's R16 gemm against the scalar Q4_K dot of the original rows (1e-5 of
-//     sum |w a|), for 16..48 rows, 1..33 tokens, 1..28 blocks, NaN-poisoned outputs, guard cells;
-//   - AVX-512 VNNI: several tokens give the Q4_K row-lane GEMM's bits (same buffer values);
+//   - every tier's R16 gemm against the scalar Q4_K / Q6_K dot of the original rows (1e-5 of
+//     sum |w a|), for 16..48 rows, 1..33 tokens (Q6_K: one token on the VNNI group kernel,
+//     several through unpack + the Q6_K tile), 1..28 blocks, NaN-poisoned outputs, guard cells;
+//   - AVX-512 VNNI: several Q4_K tokens give the Q4_K row-lane GEMM's bits (same buffer values);
 //   - extreme blocks (max quants, scales and mins, activations at +-127) stay exact-ish:
 //     the integer sums must not overflow;
 //   - LoadLayout repacks only where the tier has native R16 tiles.
@@ -35,31 +37,38 @@ bool TierAvailable(IsaTier tier) {
   return static_cast<int>(tier) <= static_cast<int>(cpu::BestTier(cpu::DetectCpuFeatures()));
 }
 
-// The rows of a Q4_K matrix repacked into 16-row groups ([rows x RowBytes(R16, n)] bytes).
+constexpr GgmlType kFileTypes[] = {GgmlType::kQ4_K, GgmlType::kQ6_K};
+
+// The rows of a K-quant matrix repacked into 16-row groups ([rows x RowBytes(R16, n)] bytes,
+// then 64 guard bytes of 0xEE).
 std::vector<uint8_t> Repacked(const Matrix& w) {
-  std::vector<uint8_t> out(w.rows * RowBytes(GgmlType::kQ4_K_R16, w.n) + 64, 0xEE);
-  quant::RepackRows(GgmlType::kQ4_K, w.Row(0), w.stride, w.rows, w.n, out.data());
+  const GgmlType r16 = quant::RepackedType(w.type, w.rows);
+  std::vector<uint8_t> out(w.rows * RowBytes(r16, w.n) + 64, 0xEE);
+  quant::RepackRows(w.type, w.Row(0), w.stride, w.rows, w.n, out.data());
   return out;
 }
 
-TEST(RepackQ4K, RoundTripIsLossless) {
-  for (int64_t n : {256, 2048, 7168}) {
-    const Matrix w = RandomByteWeights(GgmlType::kQ4_K, 32, n, 0, static_cast<uint32_t>(n));
-    const std::vector<uint8_t> r = Repacked(w);
-    Matrix back = NewMatrix(GgmlType::kQ4_K, 32, n, 0);
-    const size_t group = 16 * RowBytes(GgmlType::kQ4_K_R16, n);
-    for (int g = 0; g < 2; ++g) {
-      quant::UnpackQ4KRows16(r.data() + g * group, n, back.Row(16 * g), back.stride);
+TEST(RepackKQuant, RoundTripIsLossless) {
+  for (GgmlType type : kFileTypes) {
+    const GgmlType r16 = quant::RepackedType(type, 32);
+    for (int64_t n : {256, 2048, 7168}) {
+      const Matrix w = RandomByteWeights(type, 32, n, 0, static_cast<uint32_t>(n));
+      const std::vector<uint8_t> r = Repacked(w);
+      Matrix back = NewMatrix(type, 32, n, 0);
+      const size_t group = 16 * RowBytes(r16, n);
+      for (int g = 0; g < 2; ++g) {
+        quant::UnpackRows16(r16, r.data() + g * group, n, back.Row(16 * g), back.stride);
+      }
+      for (int64_t row = 0; row < 32; ++row) {
+        ASSERT_EQ(std::memcmp(w.Row(row), back.Row(row), RowBytes(type, n)), 0)
+            << TypeName(type) << " n=" << n << " row " << row;
+      }
+      EXPECT_EQ(r[32 * RowBytes(r16, n)], 0xEE) << "repack wrote past the end";
     }
-    for (int64_t row = 0; row < 32; ++row) {
-      ASSERT_EQ(std::memcmp(w.Row(row), back.Row(row), RowBytes(GgmlType::kQ4_K, n)), 0)
-          << "n=" << n << " row " << row;
-    }
-    EXPECT_EQ(r[32 * RowBytes(GgmlType::kQ4_K_R16, n)], 0xEE) << "repack wrote past the end";
   }
 }
 
-TEST(RepackQ4K, InternalTypeIsNeverAFileType) {
+TEST(RepackKQuant, InternalTypeIsNeverAFileType) {
   EXPECT_EQ(FindTypeTraits(static_cast<uint32_t>(GgmlType::kQ4_K_R16)), nullptr);
   EXPECT_FALSE(TypeFromName("q4_K_r16").ok());
   EXPECT_EQ(RowBytes(GgmlType::kQ4_K_R16, 2048), 8 * 148);
@@ -68,56 +77,64 @@ TEST(RepackQ4K, InternalTypeIsNeverAFileType) {
   EXPECT_EQ(quant::RepackedType(GgmlType::kQ4_K, 32), GgmlType::kQ4_K_R16);
   EXPECT_EQ(quant::RepackedType(GgmlType::kQ4_K, 24), GgmlType::kQ4_K);  // not whole groups
   EXPECT_EQ(quant::RepackedType(GgmlType::kQ5_K, 32), GgmlType::kQ5_K);  // no R16 layout
+  // Q6_K: the same bytes as the file type, rearranged.
+  EXPECT_EQ(FindTypeTraits(static_cast<uint32_t>(GgmlType::kQ6_K_R16)), nullptr);
+  EXPECT_FALSE(TypeFromName("q6_K_r16").ok());
+  EXPECT_EQ(RowBytes(GgmlType::kQ6_K_R16, 2048), RowBytes(GgmlType::kQ6_K, 2048));
+  EXPECT_EQ(RowGroup(GgmlType::kQ6_K_R16), 16);
+  EXPECT_EQ(quant::RepackedType(GgmlType::kQ6_K, 32), GgmlType::kQ6_K_R16);
+  EXPECT_EQ(quant::RepackedType(GgmlType::kQ6_K, 40), GgmlType::kQ6_K);
+  EXPECT_EQ(quant::UnpackedType(GgmlType::kQ6_K_R16), GgmlType::kQ6_K);
 }
 
-TEST(RepackQ4K, LoadLayoutOnlyWhereTheTierHasNativeTiles) {
+TEST(RepackKQuant, LoadLayoutOnlyWhereTheTierHasNativeTiles) {
   for (int i = 0; i < cpu::kNumIsaTiers; ++i) {
     const auto tier = static_cast<IsaTier>(i);
     const GemvKernels& k = KernelsFor(tier);
-    ASSERT_NE(k.For(GgmlType::kQ4_K_R16), nullptr) << cpu::IsaTierName(tier);
-    EXPECT_EQ(k.For(GgmlType::kQ4_K_R16)->dot, nullptr);
     const bool native = tier >= IsaTier::kAvx512Vnni;
-    EXPECT_EQ(LoadLayout(k, GgmlType::kQ4_K, 1408), native ? GgmlType::kQ4_K_R16 : GgmlType::kQ4_K)
-        << cpu::IsaTierName(tier);
-    EXPECT_EQ(LoadLayout(k, GgmlType::kQ4_K, 1400), GgmlType::kQ4_K);
+    for (GgmlType type : kFileTypes) {
+      const GgmlType r16 = quant::RepackedType(type, 16);
+      ASSERT_NE(k.For(r16), nullptr) << cpu::IsaTierName(tier);
+      EXPECT_EQ(k.For(r16)->dot, nullptr);
+      EXPECT_EQ(k.For(r16)->act_type, GgmlType::kQ8_K);
+      EXPECT_EQ(LoadLayout(k, type, 1408), native ? r16 : type) << cpu::IsaTierName(tier);
+      EXPECT_EQ(LoadLayout(k, type, 1400), type);
+    }
     EXPECT_EQ(LoadLayout(k, GgmlType::kQ5_K, 2048), GgmlType::kQ5_K);  // no R16 layout
   }
 }
 
-// Runs tier's R16 gemm on w repacked; y poisoned (NaN in the tile, a sentinel in the ldy
-// padding). Returns y [n_tok x ldy].
-std::vector<float> RunR16(IsaTier tier, const std::vector<uint8_t>& packed, int64_t rows, int64_t n,
-                          const Acts& a, int64_t n_tok, int64_t ldy) {
+// Runs tier's gemm of the layout r16 on packed; y poisoned (NaN in the tile, a sentinel in the
+// ldy padding). Returns y [n_tok x ldy].
+std::vector<float> RunR16(IsaTier tier, GgmlType r16, const std::vector<uint8_t>& packed,
+                          int64_t rows, int64_t n, const Acts& a, int64_t n_tok, int64_t ldy) {
   std::vector<float> y(n_tok * ldy, kSentinel);
   for (int64_t t = 0; t < n_tok; ++t) {
     for (int64_t r = 0; r < rows; ++r) y[t * ldy + r] = kNaN;
   }
-  KernelsFor(tier)
-      .For(GgmlType::kQ4_K_R16)
-      ->gemm(packed.data(), static_cast<size_t>(RowBytes(GgmlType::kQ4_K_R16, n)), rows, a.Row(0),
-             a.stride, n_tok, n, y.data(), ldy);
+  KernelsFor(tier).For(r16)->gemm(packed.data(), static_cast<size_t>(RowBytes(r16, n)), rows,
+                                  a.Row(0), a.stride, n_tok, n, y.data(), ldy);
   return y;
 }
 
 class R16GemmTest : public ::testing::TestWithParam<IsaTier> {};
 
-TEST_P(R16GemmTest, MatchesScalarQ4KDot) {
-  const IsaTier tier = GetParam();
-  if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
-  const DotFn ref = KernelsFor(IsaTier::kScalar).For(GgmlType::kQ4_K)->dot;
+void CheckAgainstScalarDot(IsaTier tier, GgmlType type) {
+  const GgmlType r16 = quant::RepackedType(type, 16);
+  const DotFn ref = KernelsFor(IsaTier::kScalar).For(type)->dot;
   for (int64_t n : {256, 2304, 7168}) {
     for (bool random_bytes : {false, true}) {
-      const Matrix w = random_bytes ? RandomByteWeights(GgmlType::kQ4_K, 48, n, 0, 5)
-                                    : QuantizedWeights(GgmlType::kQ4_K, 48, n, 0, 6);
+      const Matrix w =
+          random_bytes ? RandomByteWeights(type, 48, n, 0, 5) : QuantizedWeights(type, 48, n, 0, 6);
       const std::vector<uint8_t> packed = Repacked(w);
       const Acts a = RandomActs(48, n, 36, 99);
       for (int64_t rows : {16, 48}) {
         for (int64_t n_tok : {1, 2, 3, 4, 7, 8, 9, 16, 17, 33, 48}) {
           const int64_t ldy = rows + 3;
-          const std::vector<float> y = RunR16(tier, packed, rows, n, a, n_tok, ldy);
+          const std::vector<float> y = RunR16(tier, r16, packed, rows, n, a, n_tok, ldy);
           for (int64_t t = 0; t < n_tok; ++t) {
             for (int64_t r = 0; r < rows; ++r) {
-              const Exact e = ExactDot(GgmlType::kQ4_K, w.Row(r), a.Row(t), n);
+              const Exact e = ExactDot(type, w.Row(r), a.Row(t), n);
               ASSERT_NEAR(y[t * ldy + r], ref(w.Row(r), a.Row(t), n), 1e-5 * e.norm)
                   << cpu::IsaTierName(tier) << " n=" << n << " rows=" << rows << " n_tok=" << n_tok
                   << " r=" << r << " t=" << t << (random_bytes ? " random bytes" : " quantized");
@@ -129,6 +146,15 @@ TEST_P(R16GemmTest, MatchesScalarQ4KDot) {
         }
       }
     }
+  }
+}
+
+TEST_P(R16GemmTest, MatchesScalarDot) {
+  const IsaTier tier = GetParam();
+  if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
+  for (GgmlType type : kFileTypes) {
+    SCOPED_TRACE(TypeName(type));
+    CheckAgainstScalarDot(tier, type);
   }
 }
 
@@ -154,10 +180,45 @@ TEST_P(R16GemmTest, ExtremeBlocksDoNotOverflow) {
     // Every quant +-127, 17 tokens: decode (1), and a 16-token tile + 1 (the AMX tier).
     const Acts a = QuantizeActs(std::vector<std::vector<float>>(17, std::vector<float>(n, v)), 0);
     for (int64_t n_tok : {1, 17}) {
-      const std::vector<float> y = RunR16(tier, packed, rows, n, a, n_tok, rows);
+      const std::vector<float> y =
+          RunR16(tier, GgmlType::kQ4_K_R16, packed, rows, n, a, n_tok, rows);
       for (int64_t t = 0; t < n_tok; ++t) {
         for (int64_t r = 0; r < rows; ++r) {
           const Exact e = ExactDot(GgmlType::kQ4_K, w.Row(r), a.Row(t), n);
+          EXPECT_NEAR(y[t * rows + r], e.dot, 1e-5 * e.norm)
+              << cpu::IsaTierName(tier) << " v=" << v << " r=" << r << " t=" << t;
+        }
+      }
+    }
+  }
+}
+
+// Q6_K: every value 63 (ql, qh all ones) or 0, scales +127 or -128 by row, activations all +127
+// or all -127: the largest sums the group kernel forms (|I| up to 16 * 128 * 16 * 32 * 127).
+TEST_P(R16GemmTest, ExtremeQ6KBlocksDoNotOverflow) {
+  const IsaTier tier = GetParam();
+  if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
+  const int64_t n = 2048, rows = 16;
+  Matrix w = NewMatrix(GgmlType::kQ6_K, rows, n, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    auto* blk = reinterpret_cast<quant::BlockQ6_K*>(w.Row(r));
+    for (int64_t b = 0; b < n / 256; ++b) {
+      const uint8_t q = r % 4 < 2 ? 0xFF : 0x00;  // values 63 or 0
+      std::memset(blk[b].ql, q, sizeof(blk[b].ql));
+      std::memset(blk[b].qh, q, sizeof(blk[b].qh));
+      std::memset(blk[b].scales, r % 2 == 0 ? 127 : 0x80, sizeof(blk[b].scales));
+      blk[b].d = Fp32ToFp16(1.0f / 1024);
+    }
+  }
+  const std::vector<uint8_t> packed = Repacked(w);
+  for (float v : {1.0f, -1.0f}) {
+    const Acts a = QuantizeActs(std::vector<std::vector<float>>(2, std::vector<float>(n, v)), 0);
+    for (int64_t n_tok : {1, 2}) {
+      const std::vector<float> y =
+          RunR16(tier, GgmlType::kQ6_K_R16, packed, rows, n, a, n_tok, rows);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const Exact e = ExactDot(GgmlType::kQ6_K, w.Row(r), a.Row(t), n);
           EXPECT_NEAR(y[t * rows + r], e.dot, 1e-5 * e.norm)
               << cpu::IsaTierName(tier) << " v=" << v << " r=" << r << " t=" << t;
         }
@@ -174,7 +235,8 @@ TEST(R16GemmVnniTest, SeveralTokensGiveTheQ4KRowLaneBits) {
   const Matrix w = QuantizedWeights(GgmlType::kQ4_K, rows, n, 0, 11);
   const std::vector<uint8_t> packed = Repacked(w);
   const Acts a = RandomActs(n_tok, n, 0, 12);
-  const std::vector<float> got = RunR16(IsaTier::kAvx512Vnni, packed, rows, n, a, n_tok, rows);
+  const std::vector<float> got =
+      RunR16(IsaTier::kAvx512Vnni, GgmlType::kQ4_K_R16, packed, rows, n, a, n_tok, rows);
   std::vector<float> want(n_tok * rows, kNaN);
   KernelsFor(IsaTier::kAvx512Vnni)
       .For(GgmlType::kQ4_K)
