@@ -77,7 +77,7 @@ class FusedFfn {
   std::array<qmatmul::QuantizedRows, 3> x_rows_;  // x as [n_tok x D] in kF32 / kQ8_K / kQ8_0
   std::array<bool, 3> x_ready_{};                 // x_rows_[i] holds this Run's x
   std::vector<JobPlan> plans_;                    // [jobs]
-  std::vector<UpTask> up_tasks_;                  // phase 1 tasks, biggest first (GuidedTasks)
+  std::vector<UpTask> up_tasks_;                  // phase 1 tasks, biggest first (TaskWork)
   std::vector<int32_t> order_;                    // [jobs] job indices by decreasing work
   std::vector<uint8_t> mid_;          // per job [n x mid_stride] intermediate rows (+ align)
   uint8_t* mid_base_ = nullptr;       // 64-byte aligned start inside mid_
