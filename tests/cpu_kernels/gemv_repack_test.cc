@@ -158,6 +158,29 @@ TEST_P(R16GemmTest, MatchesScalarDot) {
   }
 }
 
+// w (a K-quant matrix of extreme blocks) repacked, times activations whose quants are all +127,
+// then all -127: one token and `many` tokens through tier's gemm, each result within 1e-5 of
+// sum |w a| of the float64 dot (an integer overflow is off by far more).
+void ExpectExactOnExtremeActs(IsaTier tier, const Matrix& w, int64_t many) {
+  const GgmlType r16 = quant::RepackedType(w.type, w.rows);
+  const std::vector<uint8_t> packed = Repacked(w);
+  for (float v : {1.0f, -1.0f}) {
+    const Acts a =
+        QuantizeActs(std::vector<std::vector<float>>(many, std::vector<float>(w.n, v)), 0);
+    for (int64_t n_tok : {int64_t{1}, many}) {
+      const std::vector<float> y = RunR16(tier, r16, packed, w.rows, w.n, a, n_tok, w.rows);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        for (int64_t r = 0; r < w.rows; ++r) {
+          const Exact e = ExactDot(w.type, w.Row(r), a.Row(t), w.n);
+          EXPECT_NEAR(y[t * w.rows + r], e.dot, 1e-5 * e.norm)
+              << cpu::IsaTierName(tier) << " " << TypeName(w.type) << " v=" << v << " r=" << r
+              << " t=" << t;
+        }
+      }
+    }
+  }
+}
+
 // Max nibbles, scales and mins, activations all +127 or all -127: the largest integer sums the
 // decode path forms (|I| ~ 4.9e8; the AMX tiles' per-sub-block sums stay below 32 * 15 * 127);
 // an overflow would be off by 2^32 / 16 of d d_a.
@@ -175,22 +198,8 @@ TEST_P(R16GemmTest, ExtremeBlocksDoNotOverflow) {
       blk[b].dmin = Fp32ToFp16(r % 2 == 0 ? 1.0f / 2048 : 0.0f);
     }
   }
-  const std::vector<uint8_t> packed = Repacked(w);
-  for (float v : {1.0f, -1.0f}) {
-    // Every quant +-127, 17 tokens: decode (1), and a 16-token tile + 1 (the AMX tier).
-    const Acts a = QuantizeActs(std::vector<std::vector<float>>(17, std::vector<float>(n, v)), 0);
-    for (int64_t n_tok : {1, 17}) {
-      const std::vector<float> y =
-          RunR16(tier, GgmlType::kQ4_K_R16, packed, rows, n, a, n_tok, rows);
-      for (int64_t t = 0; t < n_tok; ++t) {
-        for (int64_t r = 0; r < rows; ++r) {
-          const Exact e = ExactDot(GgmlType::kQ4_K, w.Row(r), a.Row(t), n);
-          EXPECT_NEAR(y[t * rows + r], e.dot, 1e-5 * e.norm)
-              << cpu::IsaTierName(tier) << " v=" << v << " r=" << r << " t=" << t;
-        }
-      }
-    }
-  }
+  // 17 tokens: decode (1), and a 16-token tile + 1 (the AMX tier).
+  ExpectExactOnExtremeActs(tier, w, 17);
 }
 
 // Q6_K: every value 63 (ql, qh all ones) or 0, scales +127 or -128 by row, activations all +127
@@ -210,21 +219,8 @@ TEST_P(R16GemmTest, ExtremeQ6KBlocksDoNotOverflow) {
       blk[b].d = Fp32ToFp16(1.0f / 1024);
     }
   }
-  const std::vector<uint8_t> packed = Repacked(w);
-  for (float v : {1.0f, -1.0f}) {
-    const Acts a = QuantizeActs(std::vector<std::vector<float>>(2, std::vector<float>(n, v)), 0);
-    for (int64_t n_tok : {1, 2}) {
-      const std::vector<float> y =
-          RunR16(tier, GgmlType::kQ6_K_R16, packed, rows, n, a, n_tok, rows);
-      for (int64_t t = 0; t < n_tok; ++t) {
-        for (int64_t r = 0; r < rows; ++r) {
-          const Exact e = ExactDot(GgmlType::kQ6_K, w.Row(r), a.Row(t), n);
-          EXPECT_NEAR(y[t * rows + r], e.dot, 1e-5 * e.norm)
-              << cpu::IsaTierName(tier) << " v=" << v << " r=" << r << " t=" << t;
-        }
-      }
-    }
-  }
+  // 2 tokens: decode (the group kernel) and the unpack path.
+  ExpectExactOnExtremeActs(tier, w, 2);
 }
 
 // Several tokens on AVX-512 VNNI: the R16 buffer fill computes the values FillRowLaneBlocks
