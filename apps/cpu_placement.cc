@@ -31,9 +31,10 @@ void AddPlacementFlags(CLI::App* cmd, PlacementFlags* f) {
   // do a half (Q4_K) to a third (Q5_0) of the vector work per byte (bench_gemv *_r16 hot;
   // docs/PERFORMANCE.md).
   cmd->add_flag("--no-repack", f->no_repack,
-                "read the expert tensors in their file layout instead of repacking Q4_K / Q8_0 / "
-                "Q5_0 / Q4_0 experts into 16-row groups at load (repacking needs the AVX-512 VNNI "
-                "kernel tier and replaces the file's pages with the repacked copy)");
+                "read the weights in their file layout instead of repacking Q4_K / Q6_K / Q8_0 / "
+                "Q5_0 / Q4_0 experts and dense matrices (attention projections, dense FFN, output "
+                "head) into 16-row groups at load (repacking needs the AVX-512 VNNI kernel tier "
+                "and replaces the file's pages with the repacked copy)");
   AddDeviceFlags(cmd, &f->device, /*with_device=*/true);
 }
 

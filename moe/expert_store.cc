@@ -1,8 +1,5 @@
 #include "moe/expert_store.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <sstream>
@@ -116,13 +113,8 @@ void PlaceFamily(const FamilyCut& c, uint8_t* base, numa::Executor* copier, Tens
   }
 }
 
-// Drops this process's pages of a file-mapped tensor (whole pages inside it only).
 void ReleaseMapping(const TensorView& t) {
-  if (!Present(t)) return;
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t lo = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
-  const uintptr_t hi = (reinterpret_cast<uintptr_t>(t.data) + t.nbytes) / page * page;
-  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+  if (Present(t)) numa::ReleaseFilePages(t.data, t.nbytes);
 }
 
 Status CheckLayer(const Layer& l, int64_t il) {

@@ -28,7 +28,7 @@ std::string ThpMode() {
   if (!f || !std::getline(f, line)) return "unknown";
   const size_t a = line.find('['), b = line.find(']');
   return (a == std::string::npos || b == std::string::npos) ? "unknown"
-                                                             : line.substr(a + 1, b - a - 1);
+                                                            : line.substr(a + 1, b - a - 1);
 }
 
 Status CheckNodes(const std::vector<int>& nodes) {
@@ -36,8 +36,10 @@ Status CheckNodes(const std::vector<int>& nodes) {
   const int max_node = numa_available() < 0 ? 0 : numa_max_node();
   for (int n : nodes) {
     if (n < 0 || n > max_node || (numa_available() >= 0 && numa_node_size64(n, nullptr) <= 0)) {
-      return InvalidArgumentError("NUMA node ", n, " does not exist or has no memory on this "
-                                  "machine (nodes 0..", max_node, "; see `moesplit topo`)");
+      return InvalidArgumentError("NUMA node ", n,
+                                  " does not exist or has no memory on this "
+                                  "machine (nodes 0..",
+                                  max_node, "; see `moesplit topo`)");
     }
   }
   return Status::Ok();
@@ -47,8 +49,9 @@ Status CheckNodes(const std::vector<int>& nodes) {
 void ApplyPolicy(uint8_t* p, size_t bytes, const std::vector<int>& nodes,
                  std::vector<std::string>* warnings) {
   if (numa_available() < 0) {
-    warnings->push_back("NUMA policy not applied: the kernel reports no NUMA support "
-                        "(container or non-NUMA kernel); pages go where the OS puts them");
+    warnings->push_back(
+        "NUMA policy not applied: the kernel reports no NUMA support "
+        "(container or non-NUMA kernel); pages go where the OS puts them");
     return;
   }
   unsigned long mask[16] = {};  // up to 1024 nodes
@@ -100,8 +103,8 @@ StatusOr<NodeBuffer> AllocateOnNodes(size_t bytes, const NodeAllocOptions& optio
                                   ": ", std::strerror(errno));
   }
   uint8_t* base = static_cast<uint8_t*>(raw);
-  uint8_t* p = reinterpret_cast<uint8_t*>(
-      (reinterpret_cast<uintptr_t>(base) + kHugePage - 1) / kHugePage * kHugePage);
+  uint8_t* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(base) + kHugePage - 1) /
+                                          kHugePage * kHugePage);
   if (p > base) munmap(base, p - base);
   const size_t tail = (base + mapped + kHugePage) - (p + mapped);
   if (tail > 0) munmap(p + mapped, tail);
@@ -162,6 +165,14 @@ int64_t HugeBytes(uintptr_t lo, uintptr_t hi) {
 }
 
 }  // namespace
+
+void ReleaseFilePages(const void* data, size_t bytes) {
+  if (data == nullptr) return;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
 
 StatusOr<PlacementReport> QueryPlacement(const void* data, size_t bytes, int max_samples) {
   PlacementReport r;

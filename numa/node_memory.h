@@ -19,8 +19,8 @@ namespace moesplit::numa {
 class Executor;
 
 struct NodeAllocOptions {
-  std::vector<int> nodes;   // OS node ids: one = bind there, several = interleave over them
-  bool huge_pages = true;   // madvise(MADV_HUGEPAGE) when THP is "madvise" or "always"
+  std::vector<int> nodes;  // OS node ids: one = bind there, several = interleave over them
+  bool huge_pages = true;  // madvise(MADV_HUGEPAGE) when THP is "madvise" or "always"
   // Workers pinned to the node(s) that write the first touch (page-sized stride); nullptr: the
   // calling thread touches everything.
   Executor* toucher = nullptr;
@@ -53,15 +53,20 @@ class NodeBuffer {
 // id the machine does not have. Policy failures are warnings, not errors.
 StatusOr<NodeBuffer> AllocateOnNodes(size_t bytes, const NodeAllocOptions& options);
 
+// Drops this process's pages of [data, data + bytes) of a read-only file mapping (whole pages
+// inside the range only; MADV_DONTNEED): a tensor copied or repacked out of the mapping then
+// costs its copy's memory only. A later read of the range faults the file's pages back in.
+void ReleaseFilePages(const void* data, size_t bytes);
+
 // Where the pages of [data, data + bytes) actually are: move_pages(2) queried on up to
 // `max_samples` pages spread evenly over the range.
 struct PlacementReport {
-  std::vector<int> node_ids;         // OS node ids seen
-  std::vector<int64_t> node_pages;   // sampled pages per entry of node_ids
-  int64_t not_present = 0;           // sampled pages not faulted in yet
+  std::vector<int> node_ids;        // OS node ids seen
+  std::vector<int64_t> node_pages;  // sampled pages per entry of node_ids
+  int64_t not_present = 0;          // sampled pages not faulted in yet
   int64_t sampled = 0;
-  int64_t huge_bytes = 0;            // AnonHugePages of the range (/proc/self/smaps), -1 unknown
-  std::string Summary() const;       // "node 0: 100% (4096 of 4096 sampled pages), THP 98%"
+  int64_t huge_bytes = 0;       // AnonHugePages of the range (/proc/self/smaps), -1 unknown
+  std::string Summary() const;  // "node 0: 100% (4096 of 4096 sampled pages), THP 98%"
 };
 StatusOr<PlacementReport> QueryPlacement(const void* data, size_t bytes, int max_samples = 4096);
 

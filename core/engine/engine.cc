@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/engine/forward.h"
+#include "core/engine/weight_repack.h"
 #include "core/engine/kv_cache.h"
 #include "cpu_kernels/qmatmul/qmatmul.h"
 #include "moe/expert_engine.h"
@@ -105,7 +106,7 @@ StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool
   }
   const auto t_eval = std::chrono::steady_clock::now();
   const ForwardContext ctx{
-      c, model_.weights(), *exec_, *kv_, *experts_, RopeParamsFor(c), *kernels_, *ws_, profile_};
+      c, *weights_, *exec_, *kv_, *experts_, RopeParamsFor(c), *kernels_, *ws_, profile_};
   const int64_t D = c.n_embd;
   float* x = Grow(ws_->x, n_tok * D);      // [T x D] residual stream
   float* h = Grow(ws_->h, n_tok * D);      // [T x D] normalised input of the next block

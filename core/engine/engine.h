@@ -42,6 +42,7 @@ class GroupedExperts;
 namespace moesplit::engine {
 
 struct Workspace;
+struct DenseRepack;
 
 class Model {
  public:
@@ -78,9 +79,10 @@ struct CpuPlacement {
   std::vector<Group> groups;
   bool pin = true;
   bool copy_single = false;  // single: copy the experts into node memory (multi-node machines)
-  // Repack expert tensors at load into the layouts the kernel tier runs fastest
-  // (gemv::LoadLayout: Q4_K / Q6_K / Q8_0 / Q5_0 / Q4_0 -> 16-row groups on AVX-512 VNNI); the copy
-  // replaces the file's pages. false: read them as the file stores them (`--no-repack`).
+  // Repack expert tensors and the dense matrices (weight_repack.h) at load into the layouts the
+  // kernel tier runs fastest (gemv::LoadLayout: Q4_K / Q6_K / Q8_0 / Q5_0 / Q4_0 -> 16-row groups
+  // on AVX-512 VNNI); the copy replaces the file's pages. false: read them as the file stores
+  // them (`--no-repack`).
   bool repack = true;
 };
 
@@ -142,6 +144,10 @@ class Session {
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<moe::ExpertStore> store_;
   std::unique_ptr<moe::GroupedExperts> experts_;
+  // The dense matrices repacked at load (weight_repack.h), when any were; the forward pass reads
+  // weights_: dense_->weights, or the model's file views.
+  std::unique_ptr<DenseRepack> dense_;
+  const ModelWeights* weights_ = nullptr;
   std::unique_ptr<Workspace> ws_;
   std::vector<std::string> report_;
   Profile* profile_ = nullptr;

@@ -4,6 +4,7 @@
 
 #include "core/engine/engine.h"
 #include "core/engine/forward.h"
+#include "core/engine/weight_repack.h"
 #include "moe/expert_store.h"
 #include "moe/grouped_experts.h"
 #include "numa/node_pool.h"
@@ -115,6 +116,24 @@ Status Session::Place(const SessionOptions& options) {
     report_.push_back(StrCat("experts repacked at load: ", store_->repacked_tensors(), " tensors, ",
                              store_->repacked_bytes() >> 20, " MiB as ", types,
                              " (16-row groups; --no-repack reads the file layout)"));
+  }
+  weights_ = &model_.weights();
+  if (p.repack) {
+    // The dense matrices go where the pool that multiplies them (exec_) keeps its memory.
+    const int node = p.groups.empty() ? 0 : p.groups[0].mem_nodes.at(0);
+    MOESPLIT_ASSIGN_OR_RETURN(DenseRepack dense,
+                              RepackDenseWeights(model_.weights(), *kernels_, node, *exec_));
+    if (dense.tensors > 0) {
+      std::string types;
+      for (GgmlType t : dense.types)
+        types += (types.empty() ? "" : ", ") + std::string(TypeName(t));
+      report_.push_back(StrCat("dense weights repacked at load: ", dense.tensors, " tensors, ",
+                               dense.bytes >> 20, " MiB as ", types,
+                               " (attention, dense FFN, output head)"));
+      for (const std::string& w : dense.buffer.warnings()) report_.push_back("warning: " + w);
+      dense_ = std::make_unique<DenseRepack>(std::move(dense));
+      weights_ = &dense_->weights;
+    }
   }
   experts_ = std::make_unique<moe::GroupedExperts>(store_.get(), pools, run_groups, kernels_);
   ws_->workers.resize(static_cast<size_t>(exec_->size()));
