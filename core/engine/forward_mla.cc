@@ -19,6 +19,7 @@
 #include "core/engine/forward.h"
 #include "cpu_kernels/matmul/matmul.h"
 #include "cpu_kernels/quant/quant.h"
+#include "cpu_kernels/quant/repack.h"
 
 namespace moesplit::engine {
 
@@ -171,6 +172,26 @@ void AttendBlock(const ForwardContext& ctx, const LayerWeights& l, const LatentC
 
 // ---- the expanded form (prefill) ---------------------------------------------------------------
 
+// Rows [0, n) of w as f32, row r at out + r * ld: a file layout row by row, a 16-row group
+// layout (split attn_k_b / attn_v_b repacked at load, weight_repack.h) one group at a time,
+// unpacked to its file type first (n is a multiple of 16 there: the repack requires it).
+void DequantizeRows(const matmul::WeightMatrix& w, int64_t n, float* out, int64_t ld) {
+  const int64_t group = RowGroup(w.type);
+  if (group == 1) {
+    for (int64_t r = 0; r < n; ++r) quant::DequantizeRow(w.type, w.Row(r), out + r * ld, w.cols);
+    return;
+  }
+  const GgmlType file = quant::UnpackedType(w.type);
+  const size_t row = static_cast<size_t>(RowBytes(file, w.cols));
+  std::vector<uint8_t> buf(row * static_cast<size_t>(group));  // [16 x row] one group, unpacked
+  for (int64_t g = 0; g < n; g += group) {
+    quant::UnpackRows16(w.type, w.Row(g), w.cols, buf.data(), row);
+    for (int64_t i = 0; i < group; ++i) {
+      quant::DequantizeRow(file, buf.data() + i * row, out + (g + i) * ld, w.cols);
+    }
+  }
+}
+
 // W_kb[h] as [nope x L] and W_vb[h] as [v x L] f32 rows, for both layouts (split attn_k_b is
 // stored [L x nope] per head: transposed here).
 void DequantizeHeadMaps(const ModelConfig& c, const LayerWeights& l, int64_t h, float* wkb,
@@ -178,15 +199,15 @@ void DequantizeHeadMaps(const ModelConfig& c, const LayerWeights& l, int64_t h, 
   const int64_t L = c.kv_lora_rank, nope = c.qk_nope, hv = c.head_dim_v;
   const HeadMaps m = MapsForHead(c, l, h);
   if (m.transposed_k) {  // legacy: rows of W_kb[h] directly
-    for (int64_t i = 0; i < nope; ++i) quant::DequantizeRow(m.k.type, m.k.Row(i), wkb + i * L, L);
+    DequantizeRows(m.k, nope, wkb, L);
   } else {
-    std::vector<float> row(static_cast<size_t>(nope));  // [nope] row l of W_kb^T
+    std::vector<float> kt(static_cast<size_t>(L * nope));  // [L x nope] W_kb[h]^T
+    DequantizeRows(m.k, L, kt.data(), nope);
     for (int64_t li = 0; li < L; ++li) {
-      quant::DequantizeRow(m.k.type, m.k.Row(li), row.data(), nope);
-      for (int64_t i = 0; i < nope; ++i) wkb[i * L + li] = row[static_cast<size_t>(i)];
+      for (int64_t i = 0; i < nope; ++i) wkb[i * L + li] = kt[static_cast<size_t>(li * nope + i)];
     }
   }
-  for (int64_t j = 0; j < hv; ++j) quant::DequantizeRow(m.v.type, m.v.Row(j), wvb + j * L, L);
+  DequantizeRows(m.v, hv, wvb, L);
 }
 
 // Heads per expanded group: their keys and values for n_ctx positions stay within ~64 MB

@@ -1,5 +1,6 @@
 // Load-time repacking of the dense (non-expert) matrices the CPU forward pass multiplies: the
-// attention projections, the dense FFN of the leading layers and the output head. Same layouts
+// attention projections (with the split MLA maps attn_k_b / attn_v_b, per head), the dense FFN
+// of the leading layers and the output head. Same layouts
 // and rule as the experts' (moe/expert_store.h): gemv::LoadLayout picks the 16-row group layout
 // (Q4_K / Q6_K / Q8_0 / Q5_0 / Q4_0 with rows a multiple of 16, on AVX-512 VNNI), the copy lives
 // in node memory on huge pages, and the file's pages of each repacked tensor are released, so
@@ -12,8 +13,8 @@
 // docs/PERFORMANCE.md.
 //
 // Not repacked: token_embd (its rows are looked up one at a time), an output head that is
-// token_embd (tied embeddings), the per-head MLA maps attn_k_b / attn_v_b / attn_kv_b (the
-// expanded prefill form dequantizes their rows one by one), norms and the f32 router.
+// token_embd (tied embeddings), the legacy attn_kv_b (its k part runs the transposed product on
+// the reference path), norms and the f32 router.
 #pragma once
 
 #include <cstdint>

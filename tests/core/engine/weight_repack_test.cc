@@ -1,8 +1,8 @@
 // Load-time repacking of the dense matrices (core/engine/weight_repack.h), at every CPU kernel
 // tier the machine has (the tier is the last part of the test name; missing tiers skip):
 // lossless (every group unpacks to the file's bytes), only where the tier has native group
-// tiles, never token_embd or a tied output head, and a session's logits with the dense
-// matrices repacked match a --no-repack session's.
+// tiles, never token_embd or a tied output head, both MLA forms read the repacked per-head
+// maps, and a session's logits with the dense matrices repacked match a --no-repack session's.
 #include "core/engine/weight_repack.h"
 
 #include <gtest/gtest.h>
@@ -14,9 +14,12 @@
 #include <vector>
 
 #include "core/engine/engine.h"
+#include "core/engine/forward.h"
 #include "core/synth/model_spec.h"
 #include "core/synth/model_writer.h"
 #include "cpu_kernels/quant/repack.h"
+#include "moe/expert_store.h"
+#include "moe/grouped_experts.h"
 #include "numa/thread_pool.h"
 
 namespace moesplit::engine {
@@ -53,6 +56,8 @@ std::vector<std::pair<const TensorView*, const TensorView*>> DenseViews(const Mo
                        {&g.attn_q_b, &f.attn_q_b},
                        {&g.attn_q, &f.attn_q},
                        {&g.attn_kv_a_mqa, &f.attn_kv_a_mqa},
+                       {&g.attn_k_b, &f.attn_k_b},
+                       {&g.attn_v_b, &f.attn_v_b},
                        {&g.attn_output, &f.attn_output},
                        {&g.ffn_gate, &f.ffn_gate},
                        {&g.ffn_up, &f.ffn_up},
@@ -80,7 +85,7 @@ TEST_P(WeightRepackTest, LosslessAndOnlyWhereTheTierHasGroupTiles) {
       continue;
     }
     ++repacked;
-    const int64_t rows = want->ne[1], cols = want->ne[0];
+    const int64_t rows = want->NumRows(), cols = want->ne[0];  // k_b / v_b: all heads' rows
     ASSERT_EQ(got->nbytes, static_cast<uint64_t>(RowBytes(layout, cols) * rows)) << want->name;
     const size_t row = static_cast<size_t>(RowBytes(want->type, cols));
     std::vector<uint8_t> back(row * quant::kR16Rows);  // [16 x row] one group, unpacked
@@ -147,6 +152,39 @@ TEST_P(WeightRepackTest, SessionLogitsMatchTheFileLayout) {
   const bool native =
       gemv::LoadLayout(gemv::KernelsFor(GetParam()), GgmlType::kQ4_K, 16) != GgmlType::kQ4_K;
   EXPECT_EQ(mentions(report_repacked), native);
+}
+
+// Both MLA forms read the repacked per-head maps: the absorbed form multiplies them, the
+// expanded (prefill) form dequantizes them group by group (forward_mla.cc DequantizeRows).
+TEST_P(WeightRepackTest, MlaFormsReadRepackedHeadMaps) {
+  std::unique_ptr<Model> model = *Model::Load(*path_);
+  const ModelConfig& c = model->config();
+  const gemv::GemvKernels& k = gemv::KernelsFor(GetParam());
+  numa::ThreadPool pool(2);
+  StatusOr<DenseRepack> r = RepackDenseWeights(model->weights(), k, 0, pool);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::unique_ptr<moe::ExpertStore> store = *moe::ExpertStore::Build(
+      std::vector<moe::ExpertEngine::Layer>(static_cast<size_t>(c.n_layer)), {.nodes = {0}});
+  moe::GroupedExperts experts(store.get(), {&pool}, {}, &k);
+  constexpr int64_t kTok = 40;
+  std::vector<float> hs(static_cast<size_t>(kTok * c.n_embd));  // [kTok x D]
+  for (size_t i = 0; i < hs.size(); ++i) hs[i] = std::sin(0.37f * static_cast<float>(i));
+  auto attend = [&](const ModelWeights& w, MlaForm form) {
+    KvCache kv(c, kTok);
+    Workspace ws;
+    const ForwardContext ctx{c, w, pool, kv, experts, RopeParamsFor(c), k, ws};
+    std::vector<float> out(hs.size(), NAN);  // [kTok x D]
+    MlaAttention(ctx, 0, hs.data(), kTok, 0, out.data(), form);
+    return out;
+  };
+  for (MlaForm form : {MlaForm::kAbsorbed, MlaForm::kExpanded}) {
+    const std::vector<float> want = attend(model->weights(), form);
+    const std::vector<float> got = attend(r->weights, form);
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_NEAR(got[i], want[i], 1e-3 * (1 + std::fabs(want[i])))
+          << (form == MlaForm::kExpanded ? "expanded" : "absorbed") << " value " << i;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTiers, WeightRepackTest,
