@@ -30,11 +30,12 @@ void AddPlacementFlags(CLI::App* cmd, PlacementFlags* f) {
   // Why: experts in 16-row groups let one load feed 16 rows' accumulators; the decode kernels
   // do a half (Q4_K) to a third (Q5_0) of the vector work per byte (bench_gemv *_r16 hot;
   // docs/PERFORMANCE.md).
-  cmd->add_flag("--no-repack", f->no_repack,
-                "read the weights in their file layout instead of repacking Q4_K / Q6_K / Q8_0 / "
-                "Q5_0 / Q4_0 experts and dense matrices (attention projections, dense FFN, output "
-                "head) into 16-row groups at load (repacking needs the AVX-512 VNNI kernel tier "
-                "and replaces the file's pages with the repacked copy)");
+  cmd->add_flag(
+      "--no-repack", f->no_repack,
+      "read the weights in their file layout instead of repacking Q4_K / Q5_K / Q6_K / Q8_0 / "
+      "Q5_0 / Q4_0 experts and dense matrices (attention projections, dense FFN, output "
+      "head) into 16-row groups at load (repacking needs the AVX-512 VNNI kernel tier "
+      "and replaces the file's pages with the repacked copy)");
   AddDeviceFlags(cmd, &f->device, /*with_device=*/true);
 }
 

@@ -13,8 +13,8 @@
 // GEMM, n_tok = 2, 4, 8, 16, 64, 256 tokens, on 256 x 7168 (one 256-row block of a V3 gate; hot),
 // 256 x 2048 (V2-Lite gate / up) and 256 x 1408 (V2-Lite down): the prefill tile, compute-bound.
 //
-// The repacked layouts (q4_K_r16, q6_K_r16, q8_0_r16, q5_0_r16, q4_0_r16: 16-row groups, built
-// at load by the expert store) run where the tier has its own tiles.
+// The repacked layouts (q4_K_r16, q5_K_r16, q6_K_r16, q8_0_r16, q5_0_r16, q4_0_r16: 16-row groups,
+// built at load by the expert store) run where the tier has its own tiles.
 //
 // Counters: GB/s = weight bytes read / s (1e9), GFLOP/s = 2 * rows * K * n_tok / s, bw_frac =
 // (weight bytes / s) / (1-thread read bandwidth of the probe, measured once at start-up and shown

@@ -45,10 +45,10 @@ struct ExpertStoreOptions {
   bool huge_pages = true;
   bool release_mapping = true;  // MADV_DONTNEED the file pages of every copied tensor
   // When set: every expert tensor whose gemv::LoadLayout for these kernels differs from its
-  // file type (Q4_K / Q6_K / Q8_0 / Q5_0 / Q4_0 -> the *_R16 layouts on AVX-512 VNNI) is repacked
-  // into that layout while it is placed; any repacked tensor makes the store copy (mode single
-  // included), in parallel on the copiers, and releases the file pages (the repacked copy replaces
-  // the mapping).
+  // file type (Q4_K / Q5_K / Q6_K / Q8_0 / Q5_0 / Q4_0 -> the *_R16 layouts on AVX-512 VNNI) is
+  // repacked into that layout while it is placed; any repacked tensor makes the store copy (mode
+  // single included), in parallel on the copiers, and releases the file pages (the repacked copy
+  // replaces the mapping).
   const gemv::GemvKernels* repack_for = nullptr;
   // Called after each layer is placed: (bytes placed so far, total bytes to place).
   std::function<void(uint64_t done, uint64_t total)> progress;

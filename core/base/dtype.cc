@@ -51,7 +51,7 @@ constexpr TypeTraits kTraits[] = {
 constexpr TypeTraits kInternalTraits[] = {
     {T::kQ4_K_R16, "q4_K_r16", 256, 148, true}, {T::kQ8_0_R16, "q8_0_r16", 32, 34, true},
     {T::kQ5_0_R16, "q5_0_r16", 32, 22, true},   {T::kQ4_0_R16, "q4_0_r16", 32, 18, true},
-    {T::kQ6_K_R16, "q6_K_r16", 256, 210, true},
+    {T::kQ6_K_R16, "q6_K_r16", 256, 210, true}, {T::kQ5_K_R16, "q5_K_r16", 256, 180, true},
 };
 
 const TypeTraits* FindInternalTraits(GgmlType t) {

@@ -63,10 +63,13 @@ enum class GgmlType : uint32_t {
   kQ4_0_R16 = 67,
   // Q6_K with 16 rows interleaved (repack.h): 210 bytes per row and block, as the file type.
   kQ6_K_R16 = 68,
+  // Q5_K with 16 rows interleaved (repack.h): 180 bytes per row and block (Q5_K: 176; the
+  // scales are stored unpacked, as kQ4_K_R16).
+  kQ5_K_R16 = 69,
 };
 
 inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
-inline constexpr uint32_t kTypeIdLimit = 69;      // ggml's ids and moesplit's internal layouts
+inline constexpr uint32_t kTypeIdLimit = 70;      // ggml's ids and moesplit's internal layouts
 
 // The rows a layout interleaves: 16 for the *_R16 layouts, 1 for every GGUF type. Matrices of such
 // a type are sliced only at multiples of this many rows.

@@ -23,7 +23,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
     k->by_type[static_cast<size_t>(r16)] = {GgmlType::kQ8_K, nullptr, gemm};
     k->native_layout[static_cast<size_t>(r16)] = native;
   };
-  constexpr GgmlType kQ6R16 = GgmlType::kQ6_K_R16;
+  constexpr GgmlType kQ6R16 = GgmlType::kQ6_K_R16, kQ5R16 = GgmlType::kQ5_K_R16;
   switch (tier) {
     case cpu::IsaTier::kScalar:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Scalar, GemmByDots<DotQ4K_Q8K_Scalar>);
@@ -31,6 +31,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ6_K, DotQ6K_Q8K_Scalar, GemmByDots<DotQ6K_Q8K_Scalar>);
       set_r16(GemmR16ByUnpack<GgmlType::kQ4_K_R16, GemmByDots<DotQ4K_Q8K_Scalar>>, false);
       set_r16(GemmR16ByUnpack<kQ6R16, GemmByDots<DotQ6K_Q8K_Scalar>>, false, kQ6R16);
+      set_r16(GemmR16ByUnpack<kQ5R16, GemmByDots<DotQ5K_Q8K_Scalar>>, false, kQ5R16);
       return;
 #if defined(MOESPLIT_GEMV_X86)
     case cpu::IsaTier::kAvx2:
@@ -39,6 +40,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ6_K, DotQ6K_Q8K_Avx2, GemmQ6K_Q8K_Avx2);
       set_r16(GemmR16ByUnpack<GgmlType::kQ4_K_R16, GemmQ4K_Q8K_Avx2>, false);
       set_r16(GemmR16ByUnpack<kQ6R16, GemmQ6K_Q8K_Avx2>, false, kQ6R16);
+      set_r16(GemmR16ByUnpack<kQ5R16, GemmQ5K_Q8K_Avx2>, false, kQ5R16);
       return;
     case cpu::IsaTier::kAvx512:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512, GemmQ4K_Q8K_Avx512);
@@ -46,17 +48,21 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ6_K, DotQ6K_Q8K_Avx512, GemmQ6K_Q8K_Avx512);
       set_r16(GemmR16ByUnpack<GgmlType::kQ4_K_R16, GemmQ4K_Q8K_Avx512>, false);
       set_r16(GemmR16ByUnpack<kQ6R16, GemmQ6K_Q8K_Avx512>, false, kQ6R16);
+      set_r16(GemmR16ByUnpack<kQ5R16, GemmQ5K_Q8K_Avx512>, false, kQ5R16);
       return;
     case cpu::IsaTier::kAvx512Vnni:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512Vnni, GemmQ4K_Q8K_Avx512Vnni);
       set(GgmlType::kQ5_K, DotQ5K_Q8K_Avx512Vnni, GemmQ5K_Q8K_Avx512Vnni);
       set(GgmlType::kQ6_K, DotQ6K_Q8K_Avx512Vnni, GemmQ6K_Q8K_Avx512Vnni);
       set_r16(GemmQ4KR16_Q8K_Avx512Vnni, true);
-      // Decode on the group kernel; prefill unpacks each 16-row group to Q6_K for the Q6_K
-      // tile (the group layout has no multi-token tile yet).
+      // Decode on the group kernels; prefill unpacks each 16-row group to Q6_K / Q5_K for the
+      // file type's tile (these group layouts have no multi-token tile yet).
       set_r16(
           DecodeOrMulti<GemmQ6KR16_Q8K_Avx512Vnni, GemmR16ByUnpack<kQ6R16, GemmQ6K_Q8K_Avx512Vnni>>,
           true, kQ6R16);
+      set_r16(
+          DecodeOrMulti<GemmQ5KR16_Q8K_Avx512Vnni, GemmR16ByUnpack<kQ5R16, GemmQ5K_Q8K_Avx512Vnni>>,
+          true, kQ5R16);
       return;
 #endif
     default:

@@ -22,6 +22,7 @@ namespace moesplit::gemv::internal {
 // After the row-lane tiles: the repacked kernels reuse their buffer and token loops.
 #include "cpu_kernels/gemv/gemv_kquants_r16_avx512vnni.inc"
 #include "cpu_kernels/gemv/gemv_kquants_q6k_r16_avx512vnni.inc"
+#include "cpu_kernels/gemv/gemv_kquants_q5k_r16_avx512vnni.inc"
 
 using CoreAvx512Vnni = Avx512Core<true>;
 

@@ -13,11 +13,10 @@ using internal::UnpackScaleMinK4;
 namespace {
 
 // {file type, its 16-row layout}.
-constexpr GgmlType kLayouts[][2] = {{GgmlType::kQ4_K, GgmlType::kQ4_K_R16},
-                                    {GgmlType::kQ6_K, GgmlType::kQ6_K_R16},
-                                    {GgmlType::kQ8_0, GgmlType::kQ8_0_R16},
-                                    {GgmlType::kQ5_0, GgmlType::kQ5_0_R16},
-                                    {GgmlType::kQ4_0, GgmlType::kQ4_0_R16}};
+constexpr GgmlType kLayouts[][2] = {
+    {GgmlType::kQ4_K, GgmlType::kQ4_K_R16}, {GgmlType::kQ5_K, GgmlType::kQ5_K_R16},
+    {GgmlType::kQ6_K, GgmlType::kQ6_K_R16}, {GgmlType::kQ8_0, GgmlType::kQ8_0_R16},
+    {GgmlType::kQ5_0, GgmlType::kQ5_0_R16}, {GgmlType::kQ4_0, GgmlType::kQ4_0_R16}};
 
 // The other member of t's pair (side 0: t is a file type; 1: t is a layout), or t itself.
 GgmlType Partner(GgmlType t, int side) {
@@ -35,6 +34,31 @@ GgmlType RepackedType(GgmlType t, int64_t rows) {
 
 GgmlType UnpackedType(GgmlType t) { return Partner(t, 1); }
 
+namespace {
+
+// The unpacked 6-bit scales and mins of row r of a K-quant group block (Q4_K_R16 / Q5_K_R16)
+// from, and back to, the file's 12 packed bytes.
+template <typename Block>
+void SetScales(const uint8_t* packed, int r, Block* o) {
+  for (int j = 0; j < 8; ++j) {
+    int sc = 0, m = 0;
+    UnpackScaleMinK4(j, packed, &sc, &m);
+    o->sc[j][r] = static_cast<uint8_t>(sc);
+    o->mn[j / 2][r][j % 2] = static_cast<uint8_t>(m);
+  }
+}
+template <typename Block>
+void GetScales(const Block& g, int r, uint8_t* packed) {
+  uint8_t ls[8], lm[8];
+  for (int j = 0; j < 8; ++j) {
+    ls[j] = g.sc[j][r];
+    lm[j] = g.mn[j / 2][r][j % 2];
+  }
+  PackScaleMinK4(ls, lm, packed);
+}
+
+}  // namespace
+
 void RepackQ4KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
   MOESPLIT_CHECK(n % kQkK == 0, "Q4_K row of ", n, " values");
   const auto* s = static_cast<const uint8_t*>(src);
@@ -45,12 +69,7 @@ void RepackQ4KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
       BlockQ4_K in;
       std::memcpy(&in, s + r * src_stride + b * sizeof(BlockQ4_K), sizeof(in));
       for (int i = 0; i < 32; ++i) std::memcpy(&o.q[i][r], in.qs + 4 * i, 4);
-      for (int j = 0; j < 8; ++j) {
-        int sc = 0, m = 0;
-        UnpackScaleMinK4(j, in.scales, &sc, &m);
-        o.sc[j][r] = static_cast<uint8_t>(sc);
-        o.mn[j / 2][r][j % 2] = static_cast<uint8_t>(m);
-      }
+      SetScales(in.scales, r, &o);
       o.d[r] = in.d;
       o.dmin[r] = in.dmin;
     }
@@ -66,15 +85,62 @@ void UnpackQ4KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
     for (int r = 0; r < kR16Rows; ++r) {
       BlockQ4_K o;
       for (int i = 0; i < 32; ++i) std::memcpy(o.qs + 4 * i, &g.q[i][r], 4);
-      uint8_t ls[8], lm[8];
-      for (int j = 0; j < 8; ++j) {
-        ls[j] = g.sc[j][r];
-        lm[j] = g.mn[j / 2][r][j % 2];
-      }
-      PackScaleMinK4(ls, lm, o.scales);
+      GetScales(g, r, o.scales);
       o.d = g.d[r];
       o.dmin = g.dmin[r];
       std::memcpy(d + r * dst_stride + b * sizeof(BlockQ4_K), &o, sizeof(o));
+    }
+  }
+}
+
+void RepackQ5KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
+  MOESPLIT_CHECK(n % kQkK == 0, "Q5_K row of ", n, " values");
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* out = static_cast<BlockQ5_K_R16*>(dst);
+  for (int64_t b = 0; b < n / kQkK; ++b) {
+    BlockQ5_K_R16& o = out[b];
+    std::memset(o.h, 0, sizeof(o.h));
+    for (int r = 0; r < kR16Rows; ++r) {
+      BlockQ5_K in;
+      std::memcpy(&in, s + r * src_stride + b * sizeof(BlockQ5_K), sizeof(in));
+      for (int i = 0; i < 32; ++i) {
+        std::memcpy(&o.q[i][r], in.qs + 4 * i, 4);
+        const int c = i / 8;  // 64-value chunk: its 5th bits are bits 2c / 2c + 1 of qh
+        for (int k = 0; k < 4; ++k) {
+          const int qh = in.qh[4 * (i % 8) + k];
+          const uint64_t bit = uint64_t{1} << (4 * r + k);
+          if ((qh >> (2 * c)) & 1) o.h[i][0] |= bit;
+          if ((qh >> (2 * c + 1)) & 1) o.h[i][1] |= bit;
+        }
+      }
+      SetScales(in.scales, r, &o);
+      o.d[r] = in.d;
+      o.dmin[r] = in.dmin;
+    }
+  }
+}
+
+void UnpackQ5KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  MOESPLIT_CHECK(n % kQkK == 0, "Q5_K row of ", n, " values");
+  const auto* in = static_cast<const BlockQ5_K_R16*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < n / kQkK; ++b) {
+    const BlockQ5_K_R16& g = in[b];
+    for (int r = 0; r < kR16Rows; ++r) {
+      BlockQ5_K o;
+      std::memset(o.qh, 0, sizeof(o.qh));
+      for (int i = 0; i < 32; ++i) {
+        std::memcpy(o.qs + 4 * i, &g.q[i][r], 4);
+        const int c = i / 8;
+        for (int k = 0; k < 4; ++k) {
+          const uint64_t lo = (g.h[i][0] >> (4 * r + k)) & 1, hi = (g.h[i][1] >> (4 * r + k)) & 1;
+          o.qh[4 * (i % 8) + k] |= static_cast<uint8_t>(lo << (2 * c) | hi << (2 * c + 1));
+        }
+      }
+      GetScales(g, r, o.scales);
+      o.d = g.d[r];
+      o.dmin = g.dmin[r];
+      std::memcpy(d + r * dst_stride + b * sizeof(BlockQ5_K), &o, sizeof(o));
     }
   }
 }
@@ -201,6 +267,8 @@ void RepackRows(GgmlType from, const void* src, size_t src_stride, int64_t rows,
     const uint8_t* in = s + g * kR16Rows * src_stride;
     if (to == GgmlType::kQ4_K_R16) {
       RepackQ4KRows16(in, src_stride, n, o + g * group_bytes);
+    } else if (to == GgmlType::kQ5_K_R16) {
+      RepackQ5KRows16(in, src_stride, n, o + g * group_bytes);
     } else if (to == GgmlType::kQ6_K_R16) {
       RepackQ6KRows16(in, src_stride, n, o + g * group_bytes);
     } else {
@@ -212,6 +280,8 @@ void RepackRows(GgmlType from, const void* src, size_t src_stride, int64_t rows,
 void UnpackRows16(GgmlType r16, const void* src, int64_t n, void* dst, size_t dst_stride) {
   if (r16 == GgmlType::kQ4_K_R16) {
     UnpackQ4KRows16(src, n, dst, dst_stride);
+  } else if (r16 == GgmlType::kQ5_K_R16) {
+    UnpackQ5KRows16(src, n, dst, dst_stride);
   } else if (r16 == GgmlType::kQ6_K_R16) {
     UnpackQ6KRows16(src, n, dst, dst_stride);
   } else {

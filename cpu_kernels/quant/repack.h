@@ -36,6 +36,14 @@
 // on whole vectors and feed vpdpbusd with the token's matching dword broadcast
 // (gemv_kquants_q6k_r16_avx512vnni.inc).
 //
+// kQ5_K_R16: Q5_K with 16 rows interleaved, one BlockQ5_K_R16 per (16-row group, 256 columns):
+// kQ4_K_R16's fields for the low 4 bits, the scales and the mins (q dword i = row r's qs bytes
+// 4i .. 4i+3), and the 5th bits as AVX-512 byte masks: bit 4r + b of h[i][0] is the 5th bit of
+// the value in the low nibble of row r's qs byte 4i + b, of h[i][1] that of its high nibble (in
+// Q5_K, qs byte l of 64-value chunk c = i / 8 holds values 64c + l % 32 (low nibble) and
+// 64c + 32 + l % 32 (high); their 5th bits are bits 2c and 2c + 1 of qh[l % 32]). A kernel adds
+// 16 to the bytes a mask selects (vpaddb {k}). 16 x 180 bytes per block (Q5_K: 176).
+//
 // A matrix of R rows (R a multiple of 16) and n columns is R / 16 groups back to back, each
 // n / 256 (Q4_K) or n / 32 (legacy) blocks: rows [16 g, 16 g + 16) start at byte
 // g * 16 * RowBytes(type, n), i.e. the usual row * row_bytes addressing holds at multiples of
@@ -69,8 +77,18 @@ struct BlockQ6_K_R16 {
 };
 static_assert(sizeof(BlockQ6_K_R16) == kR16Rows * 210, "16 rows x 210 bytes");
 
+struct BlockQ5_K_R16 {
+  uint32_t q[32][kR16Rows];    // [dword i][row r] row r's qs bytes 4i .. 4i+3, as stored in Q5_K
+  uint64_t h[32][2];           // [dword i][low / high nibbles] 5th-bit byte masks, bit 4r + b
+  uint8_t sc[8][kR16Rows];     // [sub-block j][row] 6-bit scale s_j
+  uint8_t mn[4][kR16Rows][2];  // [pair p][row][k] 6-bit min m_{2p+k}
+  uint16_t d[kR16Rows];        // [row] f16 super-scale of the scales
+  uint16_t dmin[kR16Rows];     // [row] f16 super-scale of the mins
+};
+static_assert(sizeof(BlockQ5_K_R16) == kR16Rows * 180, "16 rows x 180 bytes");
+
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
-// Q6_K, Q8_0, Q5_0 and Q4_0 with rows a multiple of 16 repack).
+// Q5_K, Q6_K, Q8_0, Q5_0 and Q4_0 with rows a multiple of 16 repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
 GgmlType UnpackedType(GgmlType t);
@@ -93,6 +111,10 @@ void UnpackQ4KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 // The same for Q6_K (kQ6_K_R16): n / 256 BlockQ6_K_R16 at dst, and the inverse.
 void RepackQ6KRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackQ6KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
+
+// The same for Q5_K (kQ5_K_R16): n / 256 BlockQ5_K_R16 at dst, and the inverse.
+void RepackQ5KRows16(const void* src, size_t src_stride, int64_t n, void* dst);
+void UnpackQ5KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
 // 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q4_0) at src
 // -> one group of RepackedType(from, 16) at dst; and the inverse (`r16` the repacked type).

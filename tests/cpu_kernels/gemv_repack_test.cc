@@ -1,9 +1,10 @@
 // Load-time repacking (cpu_kernels/quant/repack.h) of the K-quants and the kQ4_K_R16 /
-// kQ6_K_R16 kernels of every ISA tier:
+// kQ5_K_R16 / kQ6_K_R16 kernels of every ISA tier:
 //   - the repack is lossless (random block bytes round-trip exactly) and never a file type;
-//   - every tier's R16 gemm against the scalar Q4_K / Q6_K dot of the original rows (1e-5 of
-//     sum |w a|), for 16..48 rows, 1..33 tokens (Q6_K: one token on the VNNI group kernel,
-//     several through unpack + the Q6_K tile), 1..28 blocks, NaN-poisoned outputs, guard cells;
+//   - every tier's R16 gemm against the scalar Q4_K / Q5_K / Q6_K dot of the original rows
+//     (1e-5 of sum |w a|), for 16..48 rows, 1..48 tokens (Q5_K / Q6_K: one token on the VNNI
+//     group kernel, several through unpack + the file type's tile), 1..28 blocks, NaN-poisoned
+//     outputs, guard cells;
 //   - AVX-512 VNNI: several Q4_K tokens give the Q4_K row-lane GEMM's bits (same buffer values);
 //   - extreme blocks (max quants, scales and mins, activations at +-127) stay exact-ish:
 //     the integer sums must not overflow;
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/base/dtype.h"
@@ -37,7 +39,7 @@ bool TierAvailable(IsaTier tier) {
   return static_cast<int>(tier) <= static_cast<int>(cpu::BestTier(cpu::DetectCpuFeatures()));
 }
 
-constexpr GgmlType kFileTypes[] = {GgmlType::kQ4_K, GgmlType::kQ6_K};
+constexpr GgmlType kFileTypes[] = {GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
 
 // The rows of a K-quant matrix repacked into 16-row groups ([rows x RowBytes(R16, n)] bytes,
 // then 64 guard bytes of 0xEE).
@@ -76,7 +78,7 @@ TEST(RepackKQuant, InternalTypeIsNeverAFileType) {
   EXPECT_EQ(RowGroup(GgmlType::kQ4_K), 1);
   EXPECT_EQ(quant::RepackedType(GgmlType::kQ4_K, 32), GgmlType::kQ4_K_R16);
   EXPECT_EQ(quant::RepackedType(GgmlType::kQ4_K, 24), GgmlType::kQ4_K);  // not whole groups
-  EXPECT_EQ(quant::RepackedType(GgmlType::kQ5_K, 32), GgmlType::kQ5_K);  // no R16 layout
+  EXPECT_EQ(quant::RepackedType(GgmlType::kQ2_K, 32), GgmlType::kQ2_K);  // no R16 layout
   // Q6_K: the same bytes as the file type, rearranged.
   EXPECT_EQ(FindTypeTraits(static_cast<uint32_t>(GgmlType::kQ6_K_R16)), nullptr);
   EXPECT_FALSE(TypeFromName("q6_K_r16").ok());
@@ -85,6 +87,14 @@ TEST(RepackKQuant, InternalTypeIsNeverAFileType) {
   EXPECT_EQ(quant::RepackedType(GgmlType::kQ6_K, 32), GgmlType::kQ6_K_R16);
   EXPECT_EQ(quant::RepackedType(GgmlType::kQ6_K, 40), GgmlType::kQ6_K);
   EXPECT_EQ(quant::UnpackedType(GgmlType::kQ6_K_R16), GgmlType::kQ6_K);
+  // Q5_K: +4 bytes per row and block (the unpacked scales), as Q4_K.
+  EXPECT_EQ(FindTypeTraits(static_cast<uint32_t>(GgmlType::kQ5_K_R16)), nullptr);
+  EXPECT_FALSE(TypeFromName("q5_K_r16").ok());
+  EXPECT_EQ(RowBytes(GgmlType::kQ5_K_R16, 2048), 8 * 180);
+  EXPECT_EQ(RowGroup(GgmlType::kQ5_K_R16), 16);
+  EXPECT_EQ(quant::RepackedType(GgmlType::kQ5_K, 32), GgmlType::kQ5_K_R16);
+  EXPECT_EQ(quant::RepackedType(GgmlType::kQ5_K, 8), GgmlType::kQ5_K);
+  EXPECT_EQ(quant::UnpackedType(GgmlType::kQ5_K_R16), GgmlType::kQ5_K);
 }
 
 TEST(RepackKQuant, LoadLayoutOnlyWhereTheTierHasNativeTiles) {
@@ -100,7 +110,7 @@ TEST(RepackKQuant, LoadLayoutOnlyWhereTheTierHasNativeTiles) {
       EXPECT_EQ(LoadLayout(k, type, 1408), native ? r16 : type) << cpu::IsaTierName(tier);
       EXPECT_EQ(LoadLayout(k, type, 1400), type);
     }
-    EXPECT_EQ(LoadLayout(k, GgmlType::kQ5_K, 2048), GgmlType::kQ5_K);  // no R16 layout
+    EXPECT_EQ(LoadLayout(k, GgmlType::kQ2_K, 2048), GgmlType::kQ2_K);  // no R16 layout
   }
 }
 
@@ -181,25 +191,37 @@ void ExpectExactOnExtremeActs(IsaTier tier, const Matrix& w, int64_t many) {
   }
 }
 
-// Max nibbles, scales and mins, activations all +127 or all -127: the largest integer sums the
-// decode path forms (|I| ~ 4.9e8; the AMX tiles' per-sub-block sums stay below 32 * 15 * 127);
-// an overflow would be off by 2^32 / 16 of d d_a.
-TEST_P(R16GemmTest, ExtremeBlocksDoNotOverflow) {
-  const IsaTier tier = GetParam();
-  if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
-  const int64_t n = 2048, rows = 16;
-  Matrix w = NewMatrix(GgmlType::kQ4_K, rows, n, 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    auto* blk = reinterpret_cast<quant::BlockQ4_K*>(w.Row(r));
-    for (int64_t b = 0; b < n / 256; ++b) {
+// Max quants (Q4_K 15, Q5_K 31), scales and mins, activations all +127 or all -127: the largest
+// integer sums the decode path forms (Q4_K |I| ~ 4.9e8, Q5_K ~ 5.2e7 without the x16 of the
+// high nibbles; the AMX tiles' per-sub-block sums stay below 32 * 15 * 127); an overflow would
+// be off by 2^32 / 16 of d d_a.
+template <typename Block>
+void FillExtremeKBlocks(Matrix* w) {
+  for (int64_t r = 0; r < w->rows; ++r) {
+    auto* blk = reinterpret_cast<Block*>(w->Row(r));
+    for (int64_t b = 0; b < w->n / 256; ++b) {
       std::memset(blk[b].qs, 0xFF, sizeof(blk[b].qs));
+      if constexpr (std::is_same_v<Block, quant::BlockQ5_K>) {
+        std::memset(blk[b].qh, r % 4 < 2 ? 0xFF : 0x55, sizeof(blk[b].qh));  // 31, or 31 / 15
+      }
       std::memset(blk[b].scales, 0xFF, sizeof(blk[b].scales));  // s_j = m_j = 63
       blk[b].d = Fp32ToFp16(1.0f / 1024);
       blk[b].dmin = Fp32ToFp16(r % 2 == 0 ? 1.0f / 2048 : 0.0f);
     }
   }
+}
+
+TEST_P(R16GemmTest, ExtremeBlocksDoNotOverflow) {
+  const IsaTier tier = GetParam();
+  if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
+  const int64_t n = 2048, rows = 16;
+  Matrix q4 = NewMatrix(GgmlType::kQ4_K, rows, n, 0);
+  FillExtremeKBlocks<quant::BlockQ4_K>(&q4);
   // 17 tokens: decode (1), and a 16-token tile + 1 (the AMX tier).
-  ExpectExactOnExtremeActs(tier, w, 17);
+  ExpectExactOnExtremeActs(tier, q4, 17);
+  Matrix q5 = NewMatrix(GgmlType::kQ5_K, rows, n, 0);
+  FillExtremeKBlocks<quant::BlockQ5_K>(&q5);
+  ExpectExactOnExtremeActs(tier, q5, 17);
 }
 
 // Q6_K: every value 63 (ql, qh all ones) or 0, scales +127 or -128 by row, activations all +127
