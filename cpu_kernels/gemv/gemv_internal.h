@@ -145,8 +145,8 @@ MOESPLIT_KQUANT_DECLARE(Q6K, Avx512Vnni)
 // GemmR16ByUnpack with the Q6_K gemm instead.
 void GemmQ6KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
-// Q5_K repacked in 16-row groups (kQ5_K_R16): the same split, one token on the group kernel
-// (gemv_kquants_q5k_r16_avx512vnni.inc), several through GemmR16ByUnpack with the Q5_K gemm.
+// Q5_K repacked in 16-row groups (kQ5_K_R16): one token on the group kernel, several on the
+// Q5_K row-lane tile filled from the groups (gemv_kquants_q5k_r16_avx512vnni.inc).
 void GemmQ5KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #undef MOESPLIT_KQUANT_DECLARE

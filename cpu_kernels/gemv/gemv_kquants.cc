@@ -55,14 +55,12 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ5_K, DotQ5K_Q8K_Avx512Vnni, GemmQ5K_Q8K_Avx512Vnni);
       set(GgmlType::kQ6_K, DotQ6K_Q8K_Avx512Vnni, GemmQ6K_Q8K_Avx512Vnni);
       set_r16(GemmQ4KR16_Q8K_Avx512Vnni, true);
-      // Decode on the group kernels; prefill unpacks each 16-row group to Q6_K / Q5_K for the
-      // file type's tile (these group layouts have no multi-token tile yet).
+      // Q6_K: decode on the group kernel; prefill unpacks each 16-row group to Q6_K for the Q6_K
+      // tile (no multi-token group tile yet). Q5_K: the group kernel and the row-lane tile.
       set_r16(
           DecodeOrMulti<GemmQ6KR16_Q8K_Avx512Vnni, GemmR16ByUnpack<kQ6R16, GemmQ6K_Q8K_Avx512Vnni>>,
           true, kQ6R16);
-      set_r16(
-          DecodeOrMulti<GemmQ5KR16_Q8K_Avx512Vnni, GemmR16ByUnpack<kQ5R16, GemmQ5K_Q8K_Avx512Vnni>>,
-          true, kQ5R16);
+      set_r16(GemmQ5KR16_Q8K_Avx512Vnni, true, kQ5R16);
       return;
 #endif
     default:

@@ -99,20 +99,11 @@ void RepackQ5KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
   auto* out = static_cast<BlockQ5_K_R16*>(dst);
   for (int64_t b = 0; b < n / kQkK; ++b) {
     BlockQ5_K_R16& o = out[b];
-    std::memset(o.h, 0, sizeof(o.h));
     for (int r = 0; r < kR16Rows; ++r) {
       BlockQ5_K in;
       std::memcpy(&in, s + r * src_stride + b * sizeof(BlockQ5_K), sizeof(in));
-      for (int i = 0; i < 32; ++i) {
-        std::memcpy(&o.q[i][r], in.qs + 4 * i, 4);
-        const int c = i / 8;  // 64-value chunk: its 5th bits are bits 2c / 2c + 1 of qh
-        for (int k = 0; k < 4; ++k) {
-          const int qh = in.qh[4 * (i % 8) + k];
-          const uint64_t bit = uint64_t{1} << (4 * r + k);
-          if ((qh >> (2 * c)) & 1) o.h[i][0] |= bit;
-          if ((qh >> (2 * c + 1)) & 1) o.h[i][1] |= bit;
-        }
-      }
+      for (int i = 0; i < 32; ++i) std::memcpy(&o.q[i][r], in.qs + 4 * i, 4);
+      for (int m = 0; m < 8; ++m) std::memcpy(&o.qh[m][r], in.qh + 4 * m, 4);
       SetScales(in.scales, r, &o);
       o.d[r] = in.d;
       o.dmin[r] = in.dmin;
@@ -128,15 +119,8 @@ void UnpackQ5KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
     const BlockQ5_K_R16& g = in[b];
     for (int r = 0; r < kR16Rows; ++r) {
       BlockQ5_K o;
-      std::memset(o.qh, 0, sizeof(o.qh));
-      for (int i = 0; i < 32; ++i) {
-        std::memcpy(o.qs + 4 * i, &g.q[i][r], 4);
-        const int c = i / 8;
-        for (int k = 0; k < 4; ++k) {
-          const uint64_t lo = (g.h[i][0] >> (4 * r + k)) & 1, hi = (g.h[i][1] >> (4 * r + k)) & 1;
-          o.qh[4 * (i % 8) + k] |= static_cast<uint8_t>(lo << (2 * c) | hi << (2 * c + 1));
-        }
-      }
+      for (int i = 0; i < 32; ++i) std::memcpy(o.qs + 4 * i, &g.q[i][r], 4);
+      for (int m = 0; m < 8; ++m) std::memcpy(o.qh + 4 * m, &g.qh[m][r], 4);
       GetScales(g, r, o.scales);
       o.d = g.d[r];
       o.dmin = g.dmin[r];

@@ -38,11 +38,11 @@
 //
 // kQ5_K_R16: Q5_K with 16 rows interleaved, one BlockQ5_K_R16 per (16-row group, 256 columns):
 // kQ4_K_R16's fields for the low 4 bits, the scales and the mins (q dword i = row r's qs bytes
-// 4i .. 4i+3), and the 5th bits as AVX-512 byte masks: bit 4r + b of h[i][0] is the 5th bit of
-// the value in the low nibble of row r's qs byte 4i + b, of h[i][1] that of its high nibble (in
-// Q5_K, qs byte l of 64-value chunk c = i / 8 holds values 64c + l % 32 (low nibble) and
-// 64c + 32 + l % 32 (high); their 5th bits are bits 2c and 2c + 1 of qh[l % 32]). A kernel adds
-// 16 to the bytes a mask selects (vpaddb {k}). 16 x 180 bytes per block (Q5_K: 176).
+// 4i .. 4i+3), and qh dword m (m < 8) = row r's qh bytes 4m .. 4m+3 as stored (in Q5_K, qs byte
+// l of 64-value chunk c = l / 32 holds values 64c + l % 32 (low nibble) and 64c + 32 + l % 32
+// (high); their 5th bits are bits 2c and 2c + 1 of qh[l % 32], so q dword i = 8c + m takes its
+// 5th bits from qh dword m, bits 2c / 2c + 1 of each byte). The kernels move those bits to bit 4
+// with a shift and an and; unpacking is a copy. 16 x 180 bytes per block (Q5_K: 176).
 //
 // A matrix of R rows (R a multiple of 16) and n columns is R / 16 groups back to back, each
 // n / 256 (Q4_K) or n / 32 (legacy) blocks: rows [16 g, 16 g + 16) start at byte
@@ -79,7 +79,7 @@ static_assert(sizeof(BlockQ6_K_R16) == kR16Rows * 210, "16 rows x 210 bytes");
 
 struct BlockQ5_K_R16 {
   uint32_t q[32][kR16Rows];    // [dword i][row r] row r's qs bytes 4i .. 4i+3, as stored in Q5_K
-  uint64_t h[32][2];           // [dword i][low / high nibbles] 5th-bit byte masks, bit 4r + b
+  uint32_t qh[8][kR16Rows];    // [dword m][row r] row r's qh bytes 4m .. 4m+3, as stored
   uint8_t sc[8][kR16Rows];     // [sub-block j][row] 6-bit scale s_j
   uint8_t mn[4][kR16Rows][2];  // [pair p][row][k] 6-bit min m_{2p+k}
   uint16_t d[kR16Rows];        // [row] f16 super-scale of the scales
