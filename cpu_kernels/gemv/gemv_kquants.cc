@@ -4,17 +4,6 @@
 
 namespace moesplit::gemv::internal {
 
-namespace {
-
-// One token on kDecode, several on kMulti (a generic-flags function: it only calls).
-template <GemmFn kDecode, GemmFn kMulti>
-void DecodeOrMulti(const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-                   int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  (n_tok == 1 ? kDecode : kMulti)(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
-}
-
-}  // namespace
-
 void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
   auto set = [&](GgmlType t, DotFn dot, GemmFn gemm) {
     k->by_type[static_cast<size_t>(t)] = {GgmlType::kQ8_K, dot, gemm};
@@ -55,11 +44,9 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ5_K, DotQ5K_Q8K_Avx512Vnni, GemmQ5K_Q8K_Avx512Vnni);
       set(GgmlType::kQ6_K, DotQ6K_Q8K_Avx512Vnni, GemmQ6K_Q8K_Avx512Vnni);
       set_r16(GemmQ4KR16_Q8K_Avx512Vnni, true);
-      // Q6_K: decode on the group kernel; prefill unpacks each 16-row group to Q6_K for the Q6_K
-      // tile (no multi-token group tile yet). Q5_K: the group kernel and the row-lane tile.
-      set_r16(
-          DecodeOrMulti<GemmQ6KR16_Q8K_Avx512Vnni, GemmR16ByUnpack<kQ6R16, GemmQ6K_Q8K_Avx512Vnni>>,
-          true, kQ6R16);
+      // Q6_K / Q5_K: the group kernels for one token; several tokens: the Q6_K tile on groups
+      // unpacked with SIMD transposes / the Q5_K row-lane tile filled from the groups.
+      set_r16(GemmQ6KR16_Q8K_Avx512Vnni, true, kQ6R16);
       set_r16(GemmQ5KR16_Q8K_Avx512Vnni, true, kQ5R16);
       return;
 #endif

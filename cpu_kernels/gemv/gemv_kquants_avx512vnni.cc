@@ -3,9 +3,12 @@
 // KernelsFor(IsaTier::kAvx512Vnni).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/gemv/gemv_isa_common.h"
@@ -20,9 +23,12 @@ namespace moesplit::gemv::internal {
 #include "cpu_kernels/gemv/gemv_kquants_rowlane_avx512vnni.inc"
 
 // After the row-lane tiles: the repacked kernels reuse their buffer and token loops.
+// q4_K_r16's first: the others use its helpers (BsumPairs, FillRowLaneFromR16, ...).
+// clang-format off
 #include "cpu_kernels/gemv/gemv_kquants_r16_avx512vnni.inc"
 #include "cpu_kernels/gemv/gemv_kquants_q6k_r16_avx512vnni.inc"
 #include "cpu_kernels/gemv/gemv_kquants_q5k_r16_avx512vnni.inc"
+// clang-format on
 
 using CoreAvx512Vnni = Avx512Core<true>;
 
