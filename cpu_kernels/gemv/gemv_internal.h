@@ -140,9 +140,8 @@ void GemmQ4KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, c
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 MOESPLIT_KQUANT_DECLARE(Q5K, Avx512Vnni)
 MOESPLIT_KQUANT_DECLARE(Q6K, Avx512Vnni)
-// Q6_K repacked in 16-row groups (kQ6_K_R16): one token at a time on the AVX-512 VNNI group
-// kernel (gemv_kquants_q6k_r16_avx512vnni.inc); gemv_kquants.cc routes several tokens to
-// GemmR16ByUnpack with the Q6_K gemm instead.
+// Q6_K repacked in 16-row groups (kQ6_K_R16): the AVX-512 VNNI group tile, 1, 2 or 4 tokens per
+// pass over a group (gemv_kquants_q6k_r16_avx512vnni.inc).
 void GemmQ6KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 // Q5_K repacked in 16-row groups (kQ5_K_R16): one token on the group kernel, several on the

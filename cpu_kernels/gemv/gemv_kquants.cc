@@ -44,8 +44,8 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ5_K, DotQ5K_Q8K_Avx512Vnni, GemmQ5K_Q8K_Avx512Vnni);
       set(GgmlType::kQ6_K, DotQ6K_Q8K_Avx512Vnni, GemmQ6K_Q8K_Avx512Vnni);
       set_r16(GemmQ4KR16_Q8K_Avx512Vnni, true);
-      // Q6_K / Q5_K: the group kernels for one token; several tokens: the Q6_K tile on groups
-      // unpacked with SIMD transposes / the Q5_K row-lane tile filled from the groups.
+      // Q6_K: the group tile for any number of tokens; Q5_K: the group kernel for one or two
+      // tokens, the row-lane tile filled from the groups for more.
       set_r16(GemmQ6KR16_Q8K_Avx512Vnni, true, kQ6R16);
       set_r16(GemmQ5KR16_Q8K_Avx512Vnni, true, kQ5R16);
       return;
