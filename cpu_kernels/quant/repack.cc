@@ -1,6 +1,7 @@
 #include "cpu_kernels/quant/repack.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "core/base/status.h"
 #include "cpu_kernels/quant/quant_math.h"
@@ -57,76 +58,66 @@ void GetScales(const Block& g, int r, uint8_t* packed) {
   PackScaleMinK4(ls, lm, packed);
 }
 
+// Q4_K / Q5_K rows <-> their 16-row groups (Block, Group: BlockQ4_K / BlockQ4_K_R16 or
+// BlockQ5_K / BlockQ5_K_R16; Q5_K's qh dwords move like the qs dwords).
+template <class Block, class Group>
+void RepackK4K5(const void* src, size_t src_stride, int64_t n, void* dst) {
+  MOESPLIT_CHECK(n % kQkK == 0, "K-quant row of ", n, " values");
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* out = static_cast<Group*>(dst);
+  for (int64_t b = 0; b < n / kQkK; ++b) {
+    Group& o = out[b];
+    for (int r = 0; r < kR16Rows; ++r) {
+      Block in;
+      std::memcpy(&in, s + r * src_stride + b * sizeof(Block), sizeof(in));
+      for (int i = 0; i < 32; ++i) std::memcpy(&o.q[i][r], in.qs + 4 * i, 4);
+      if constexpr (std::is_same_v<Block, BlockQ5_K>) {
+        for (int m = 0; m < 8; ++m) std::memcpy(&o.qh[m][r], in.qh + 4 * m, 4);
+      }
+      SetScales(in.scales, r, &o);
+      o.d[r] = in.d;
+      o.dmin[r] = in.dmin;
+    }
+  }
+}
+
+template <class Block, class Group>
+void UnpackK4K5(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  MOESPLIT_CHECK(n % kQkK == 0, "K-quant row of ", n, " values");
+  const auto* in = static_cast<const Group*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < n / kQkK; ++b) {
+    const Group& g = in[b];
+    for (int r = 0; r < kR16Rows; ++r) {
+      Block o;
+      for (int i = 0; i < 32; ++i) std::memcpy(o.qs + 4 * i, &g.q[i][r], 4);
+      if constexpr (std::is_same_v<Block, BlockQ5_K>) {
+        for (int m = 0; m < 8; ++m) std::memcpy(o.qh + 4 * m, &g.qh[m][r], 4);
+      }
+      GetScales(g, r, o.scales);
+      o.d = g.d[r];
+      o.dmin = g.dmin[r];
+      std::memcpy(d + r * dst_stride + b * sizeof(Block), &o, sizeof(o));
+    }
+  }
+}
+
 }  // namespace
 
 void RepackQ4KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
-  MOESPLIT_CHECK(n % kQkK == 0, "Q4_K row of ", n, " values");
-  const auto* s = static_cast<const uint8_t*>(src);
-  auto* out = static_cast<BlockQ4_K_R16*>(dst);
-  for (int64_t b = 0; b < n / kQkK; ++b) {
-    BlockQ4_K_R16& o = out[b];
-    for (int r = 0; r < kR16Rows; ++r) {
-      BlockQ4_K in;
-      std::memcpy(&in, s + r * src_stride + b * sizeof(BlockQ4_K), sizeof(in));
-      for (int i = 0; i < 32; ++i) std::memcpy(&o.q[i][r], in.qs + 4 * i, 4);
-      SetScales(in.scales, r, &o);
-      o.d[r] = in.d;
-      o.dmin[r] = in.dmin;
-    }
-  }
+  RepackK4K5<BlockQ4_K, BlockQ4_K_R16>(src, src_stride, n, dst);
 }
 
 void UnpackQ4KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
-  MOESPLIT_CHECK(n % kQkK == 0, "Q4_K row of ", n, " values");
-  const auto* in = static_cast<const BlockQ4_K_R16*>(src);
-  auto* d = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < n / kQkK; ++b) {
-    const BlockQ4_K_R16& g = in[b];
-    for (int r = 0; r < kR16Rows; ++r) {
-      BlockQ4_K o;
-      for (int i = 0; i < 32; ++i) std::memcpy(o.qs + 4 * i, &g.q[i][r], 4);
-      GetScales(g, r, o.scales);
-      o.d = g.d[r];
-      o.dmin = g.dmin[r];
-      std::memcpy(d + r * dst_stride + b * sizeof(BlockQ4_K), &o, sizeof(o));
-    }
-  }
+  UnpackK4K5<BlockQ4_K, BlockQ4_K_R16>(src, n, dst, dst_stride);
 }
 
 void RepackQ5KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
-  MOESPLIT_CHECK(n % kQkK == 0, "Q5_K row of ", n, " values");
-  const auto* s = static_cast<const uint8_t*>(src);
-  auto* out = static_cast<BlockQ5_K_R16*>(dst);
-  for (int64_t b = 0; b < n / kQkK; ++b) {
-    BlockQ5_K_R16& o = out[b];
-    for (int r = 0; r < kR16Rows; ++r) {
-      BlockQ5_K in;
-      std::memcpy(&in, s + r * src_stride + b * sizeof(BlockQ5_K), sizeof(in));
-      for (int i = 0; i < 32; ++i) std::memcpy(&o.q[i][r], in.qs + 4 * i, 4);
-      for (int m = 0; m < 8; ++m) std::memcpy(&o.qh[m][r], in.qh + 4 * m, 4);
-      SetScales(in.scales, r, &o);
-      o.d[r] = in.d;
-      o.dmin[r] = in.dmin;
-    }
-  }
+  RepackK4K5<BlockQ5_K, BlockQ5_K_R16>(src, src_stride, n, dst);
 }
 
 void UnpackQ5KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
-  MOESPLIT_CHECK(n % kQkK == 0, "Q5_K row of ", n, " values");
-  const auto* in = static_cast<const BlockQ5_K_R16*>(src);
-  auto* d = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < n / kQkK; ++b) {
-    const BlockQ5_K_R16& g = in[b];
-    for (int r = 0; r < kR16Rows; ++r) {
-      BlockQ5_K o;
-      for (int i = 0; i < 32; ++i) std::memcpy(o.qs + 4 * i, &g.q[i][r], 4);
-      for (int m = 0; m < 8; ++m) std::memcpy(o.qh + 4 * m, &g.qh[m][r], 4);
-      GetScales(g, r, o.scales);
-      o.d = g.d[r];
-      o.dmin = g.dmin[r];
-      std::memcpy(d + r * dst_stride + b * sizeof(BlockQ5_K), &o, sizeof(o));
-    }
-  }
+  UnpackK4K5<BlockQ5_K, BlockQ5_K_R16>(src, n, dst, dst_stride);
 }
 
 void RepackQ6KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
