@@ -5,8 +5,8 @@
 #include <thread>
 
 #include "core/engine/forward.h"
-#include "core/engine/weight_repack.h"
 #include "core/engine/kv_cache.h"
+#include "core/engine/weight_repack.h"
 #include "cpu_kernels/qmatmul/qmatmul.h"
 #include "moe/expert_engine.h"
 #include "moe/expert_store.h"
@@ -105,8 +105,8 @@ StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool
                            " (use a larger --ctx-size or start a new session)");
   }
   const auto t_eval = std::chrono::steady_clock::now();
-  const ForwardContext ctx{
-      c, *weights_, *exec_, *kv_, *experts_, RopeParamsFor(c), *kernels_, *ws_, profile_};
+  const ForwardContext ctx{c,         *weights_, *exec_,  *kv_, *experts_, RopeParamsFor(c),
+                           *kernels_, *ws_,      profile_};
   const int64_t D = c.n_embd;
   float* x = Grow(ws_->x, n_tok * D);      // [T x D] residual stream
   float* h = Grow(ws_->h, n_tok * D);      // [T x D] normalised input of the next block

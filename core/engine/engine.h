@@ -134,6 +134,8 @@ class Session {
   struct Tag {};
   Session(const Model& model, const SessionOptions& options, Tag);
   Status Place(const SessionOptions& options);
+  // After Place's pools: the dense matrices repacked (weight_repack.h) when p.repack, weights_.
+  Status PlaceDenseWeights(const CpuPlacement& p);
 
   const Model& model_;
   const gemv::GemvKernels* kernels_;

@@ -38,6 +38,13 @@ class GroupExecutor : public numa::Executor {
   int group_;
 };
 
+// "q4_K_r16, q6_K_r16": the layouts a repack used.
+std::string TypeList(const std::vector<GgmlType>& types) {
+  std::string s;
+  for (GgmlType t : types) s += (s.empty() ? "" : ", ") + std::string(TypeName(t));
+  return s;
+}
+
 std::string PoolLine(const numa::NodePool& p, const char* what) {
   std::ostringstream s;
   s << what << " node " << p.node() << ": " << p.size() << " workers on cpus ";
@@ -109,34 +116,31 @@ Status Session::Place(const SessionOptions& options) {
   }
   for (const std::string& w : store_->warnings()) report_.push_back("warning: " + w);
   if (store_->repacked_tensors() > 0) {
-    std::string types;
-    for (GgmlType t : store_->repacked_types()) {
-      types += (types.empty() ? "" : ", ") + std::string(TypeName(t));
-    }
     report_.push_back(StrCat("experts repacked at load: ", store_->repacked_tensors(), " tensors, ",
-                             store_->repacked_bytes() >> 20, " MiB as ", types,
+                             store_->repacked_bytes() >> 20, " MiB as ",
+                             TypeList(store_->repacked_types()),
                              " (16-row groups; --no-repack reads the file layout)"));
   }
-  weights_ = &model_.weights();
-  if (p.repack) {
-    // The dense matrices go where the pool that multiplies them (exec_) keeps its memory.
-    const int node = p.groups.empty() ? 0 : p.groups[0].mem_nodes.at(0);
-    MOESPLIT_ASSIGN_OR_RETURN(DenseRepack dense,
-                              RepackDenseWeights(model_.weights(), *kernels_, node, *exec_));
-    if (dense.tensors > 0) {
-      std::string types;
-      for (GgmlType t : dense.types)
-        types += (types.empty() ? "" : ", ") + std::string(TypeName(t));
-      report_.push_back(StrCat("dense weights repacked at load: ", dense.tensors, " tensors, ",
-                               dense.bytes >> 20, " MiB as ", types,
-                               " (attention, dense FFN, output head)"));
-      for (const std::string& w : dense.buffer.warnings()) report_.push_back("warning: " + w);
-      dense_ = std::make_unique<DenseRepack>(std::move(dense));
-      weights_ = &dense_->weights;
-    }
-  }
+  MOESPLIT_RETURN_IF_ERROR(PlaceDenseWeights(p));
   experts_ = std::make_unique<moe::GroupedExperts>(store_.get(), pools, run_groups, kernels_);
   ws_->workers.resize(static_cast<size_t>(exec_->size()));
+  return Status::Ok();
+}
+
+Status Session::PlaceDenseWeights(const CpuPlacement& p) {
+  weights_ = &model_.weights();
+  if (!p.repack) return Status::Ok();
+  // The dense matrices go where the pool that multiplies them (exec_) keeps its memory.
+  const int node = p.groups.empty() ? 0 : p.groups[0].mem_nodes.at(0);
+  MOESPLIT_ASSIGN_OR_RETURN(DenseRepack dense,
+                            RepackDenseWeights(model_.weights(), *kernels_, node, *exec_));
+  if (dense.tensors == 0) return Status::Ok();
+  report_.push_back(StrCat("dense weights repacked at load: ", dense.tensors, " tensors, ",
+                           dense.bytes >> 20, " MiB as ", TypeList(dense.types),
+                           " (attention, dense FFN, output head)"));
+  for (const std::string& w : dense.buffer.warnings()) report_.push_back("warning: " + w);
+  dense_ = std::make_unique<DenseRepack>(std::move(dense));
+  weights_ = &dense_->weights;
   return Status::Ok();
 }
 

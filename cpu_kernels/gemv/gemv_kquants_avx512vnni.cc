@@ -3,12 +3,9 @@
 // KernelsFor(IsaTier::kAvx512Vnni).
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
-#include <vector>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/gemv/gemv_isa_common.h"
