@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/engine/forward.h"
+#include "core/engine/hybrid_forward.h"
 #include "core/engine/kv_cache.h"
 #include "core/engine/weight_repack.h"
 #include "cpu_kernels/qmatmul/qmatmul.h"
@@ -41,14 +42,18 @@ const gemv::GemvKernels* ResolveKernels(std::optional<cpu::IsaTier> tier) {
 Session::Session(const Model& model, const SessionOptions& options, Tag)
     : model_(model),
       kernels_(ResolveKernels(options.isa_tier)),
-      kv_(std::make_unique<KvCache>(model.config(), ResolveCtx(model.config(), options.ctx_size),
-                                    options.kv_type)),
-      ws_(std::make_unique<Workspace>()) {}
+      ws_(std::make_unique<Workspace>()),
+      ctx_(ResolveCtx(model.config(), options.ctx_size)) {
+  // A hybrid session keeps its latent cache on the device (HybridForward).
+  if (options.backend == nullptr) {
+    kv_ = std::make_unique<KvCache>(model.config(), ctx_, options.kv_type);
+  }
+}
 
 Session::Session(const Model& model, const SessionOptions& options)
     : Session(model, options, Tag{}) {
-  MOESPLIT_CHECK(options.placement.groups.empty(),
-                 "a session with a CPU placement is made with Session::Create");
+  MOESPLIT_CHECK(options.placement.groups.empty() && options.backend == nullptr,
+                 "a session with a CPU placement or a device is made with Session::Create");
   const Status s = Place(options);  // the default placement only maps: it cannot fail
   MOESPLIT_CHECK(s.ok(), s.ToString());
 }
@@ -64,8 +69,10 @@ Session::~Session() = default;
 
 numa::NumaMode Session::numa_mode() const { return store_->mode(); }
 
-int64_t Session::ctx_size() const { return kv_->ctx_size(); }
-uint64_t Session::kv_cache_bytes() const { return kv_->bytes(); }
+int64_t Session::ctx_size() const { return ctx_; }
+uint64_t Session::kv_cache_bytes() const {
+  return hybrid_ != nullptr ? hybrid_->kv_cache_bytes() : kv_->bytes();
+}
 int Session::n_threads() const {
   if (fanout_ == nullptr) return exec_->size();
   int n = 0;
@@ -105,6 +112,18 @@ StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool
                            " (use a larger --ctx-size or start a new session)");
   }
   const auto t_eval = std::chrono::steady_clock::now();
+  const int64_t n_out = all_logits ? n_tok : 1;
+  if (hybrid_ != nullptr) {
+    std::vector<float> logits(static_cast<size_t>(n_out * c.n_vocab));  // [n_out x V]
+    MOESPLIT_RETURN_IF_ERROR(hybrid_->Eval(tokens, position_, n_out, logits.data(), profile_));
+    position_ += n_tok;
+    if (profile_ != nullptr) {
+      profile_->eval_ns += NsSince(t_eval);
+      profile_->tokens += n_tok;
+      profile_->evals += 1;
+    }
+    return logits;
+  }
   const ForwardContext ctx{c,         *weights_, *exec_,  *kv_, *experts_, RopeParamsFor(c),
                            *kernels_, *ws_,      profile_};
   const int64_t D = c.n_embd;
@@ -146,7 +165,6 @@ StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool
       if (!last) ops::RmsNorm(xt, next_norm, D, c.rms_eps, h + t * D);
     });
   }
-  const int64_t n_out = all_logits ? n_tok : 1;
   std::vector<float> logits(static_cast<size_t>(n_out * c.n_vocab));  // [n_out x V]
   Logits(ctx, x, n_tok, n_out, logits.data());
   position_ += n_tok;

@@ -43,6 +43,8 @@ namespace moesplit::engine {
 
 struct Workspace;
 struct DenseRepack;
+class DenseBackend;
+class HybridForward;
 
 class Model {
  public:
@@ -96,6 +98,13 @@ struct SessionOptions {
   CpuPlacement placement;
   // Called while the experts are copied to their nodes: (bytes done, bytes total).
   std::function<void(uint64_t done, uint64_t total)> progress;
+  // The hybrid CPU/GPU pass (hybrid_forward.h): everything but the routed experts runs on this
+  // backend (not owned; it must outlive the session; Session::Create only). nullptr: all on
+  // the CPU.
+  DenseBackend* backend = nullptr;
+  // Hybrid: longer batches run as chunks of this many tokens (device activations are sized
+  // for it; llama.cpp's -ub).
+  int64_t ubatch = 512;
 };
 
 class Session {
@@ -124,6 +133,8 @@ class Session {
   // Start-up lines: pools (node, workers, cpus), pinning not honoured, where the experts are.
   const std::vector<std::string>& placement_report() const { return report_; }
   numa::NumaMode numa_mode() const;
+  // True when the forward pass runs on options.backend (the hybrid split).
+  bool hybrid() const { return hybrid_ != nullptr; }
   // Adds time and bytes per forward-pass phase of every later Eval to *profile (not owned; it
   // must outlive its use); nullptr stops measuring.
   void set_profile(Profile* profile) { profile_ = profile; }
@@ -143,7 +154,7 @@ class Session {
   std::unique_ptr<numa::NodePool> node_pool_;  // single / interleave placement
   std::unique_ptr<numa::NodeFanout> fanout_;   // replicate / shard: one pool per group
   numa::Executor* exec_ = nullptr;             // attention, dense layers, head: one of the above
-  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<KvCache> kv_;                // the CPU pass's cache (null in hybrid sessions)
   std::unique_ptr<moe::ExpertStore> store_;
   std::unique_ptr<moe::GroupedExperts> experts_;
   // The dense matrices repacked at load (weight_repack.h), when any were; the forward pass reads
@@ -151,6 +162,8 @@ class Session {
   std::unique_ptr<DenseRepack> dense_;
   const ModelWeights* weights_ = nullptr;
   std::unique_ptr<Workspace> ws_;
+  std::unique_ptr<HybridForward> hybrid_;  // with options.backend: the forward pass
+  int64_t ctx_ = 0;                        // KV cache positions
   std::vector<std::string> report_;
   Profile* profile_ = nullptr;
   int64_t position_ = 0;

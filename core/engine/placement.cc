@@ -4,6 +4,7 @@
 
 #include "core/engine/engine.h"
 #include "core/engine/forward.h"
+#include "core/engine/hybrid_forward.h"
 #include "core/engine/weight_repack.h"
 #include "moe/expert_store.h"
 #include "moe/grouped_experts.h"
@@ -60,8 +61,13 @@ Status Session::Place(const SessionOptions& options) {
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& l = model_.weights().layers[static_cast<size_t>(il)];
     if (!c.IsMoeLayer(il)) continue;
-    layers[il] = {l.ffn_gate_exps,  l.ffn_up_exps,  l.ffn_down_exps,
-                  l.ffn_gate_shexp, l.ffn_up_shexp, l.ffn_down_shexp};
+    layers[il] = {l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps};
+    // The hybrid pass runs the shared expert on the device, overlapping these.
+    if (options.backend == nullptr) {
+      layers[il].gate_shexp = l.ffn_gate_shexp;
+      layers[il].up_shexp = l.ffn_up_shexp;
+      layers[il].down_shexp = l.ffn_down_shexp;
+    }
   }
   const CpuPlacement& p = options.placement;
   using numa::NumaMode;
@@ -121,9 +127,17 @@ Status Session::Place(const SessionOptions& options) {
                              TypeList(store_->repacked_types()),
                              " (16-row groups; --no-repack reads the file layout)"));
   }
-  MOESPLIT_RETURN_IF_ERROR(PlaceDenseWeights(p));
+  if (options.backend != nullptr) {
+    weights_ = &model_.weights();  // the device gets the file's layout; the CPU repacks nothing
+  } else {
+    MOESPLIT_RETURN_IF_ERROR(PlaceDenseWeights(p));
+  }
   experts_ = std::make_unique<moe::GroupedExperts>(store_.get(), pools, run_groups, kernels_);
   ws_->workers.resize(static_cast<size_t>(exec_->size()));
+  if (options.backend == nullptr) return Status::Ok();
+  MOESPLIT_ASSIGN_OR_RETURN(hybrid_, HybridForward::Create(c, model_.weights(), options.backend,
+                                                           experts_.get(), ctx_, options.ubatch));
+  for (const std::string& line : hybrid_->Report()) report_.push_back(line);
   return Status::Ok();
 }
 

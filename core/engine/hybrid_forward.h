@@ -1,0 +1,107 @@
+// HybridForward: the CPU/GPU split of a DeepSeek (MLA) forward pass. Everything but the routed
+// experts runs on a DenseBackend (the GPU); the routed experts run on the CPU pools
+// (moe::GroupedExperts, the fused path of the CPU engine). One MoE layer, T tokens:
+//
+//   device main lane   x += attn(attn_norm x); h = ffn_norm x; logits = router h; top-k
+//                      h, ids, weights -> host staging         (T*D*4 + T*k*8 bytes)
+//                      HostCall: CPU experts(h, ids, weights) -> out staging   (the device
+//                                main lane waits here; the side lane keeps going)
+//                      out staging -> device                   (T*D*4 bytes); x += out
+//   device side lane   (forked after h) shared expert(h) -> sh; joined: x += sh
+//
+// so the bus carries only the hidden state, the top-k and the experts' output per MoE layer, and
+// the CPU work is ordered on the device's queue (no host round trip per layer: the host only
+// waits once, for the logits). Dense layers, attention, norms and the head never leave the
+// device; the weights are uploaded once, in their GGUF types and layout. The latent KV cache
+// [n_layer x ctx x (L+R)] lives on the device in f16.
+//
+// Supported: deepseek2 with the split attn_k_b / attn_v_b tensors (llama.cpp's converter since
+// 2025). Not built: GQA architectures (qwen3moe, llama: Unimplemented), the legacy attn_kv_b
+// layout (Unimplemented: re-convert the model), routed experts in device memory, PCIe streaming
+// of experts for long prompts, CUDA graph capture of the decode step, sampling on the device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/engine/dense_backend.h"
+#include "core/engine/profile.h"
+#include "core/model/model_config.h"
+#include "core/model/model_weights.h"
+#include "moe/grouped_experts.h"
+
+namespace moesplit::engine {
+
+// Bytes that crossed the bus in the Eval calls so far (tests check the split's traffic).
+struct HybridTraffic {
+  uint64_t to_host = 0;    // hidden states, top-k ids and weights, logits
+  uint64_t from_host = 0;  // token ids, positions, expert outputs
+  int64_t host_calls = 0;  // CPU expert runs (one per MoE layer and batch chunk)
+};
+
+class HybridForward {
+ public:
+  // Batches longer than this run as consecutive chunks (activations are sized for it).
+  static constexpr int64_t kDefaultMaxBatch = 512;
+
+  // Uploads every non-expert tensor of `w` (the file's views: never a CPU repacked layout) to
+  // `backend`, allocates the latent cache for ctx_size positions and the activations of
+  // max_batch tokens. `experts` runs the routed experts only (built without the shared
+  // experts, which run on the device). backend and experts must outlive this object.
+  // Errors: an architecture or layout this pass does not handle (Unimplemented, saying what
+  // runs instead), device memory too small (ResourceExhausted naming the tensor and the sizes).
+  static StatusOr<std::unique_ptr<HybridForward>> Create(
+      const ModelConfig& cfg, const ModelWeights& w, DenseBackend* backend,
+      moe::GroupedExperts* experts, int64_t ctx_size, int64_t max_batch = kDefaultMaxBatch);
+  ~HybridForward();
+  HybridForward(const HybridForward&) = delete;
+  HybridForward& operator=(const HybridForward&) = delete;
+
+  // Evaluates tokens at positions pos0 .. pos0 + n - 1 (the caller checked ids and the
+  // context) and writes logits [n_out x n_vocab] of the last n_out tokens. prof (may be null)
+  // gets the CPU expert time (Phase::kExperts, measured inside the host calls) and the device
+  // time not hidden behind it (Phase::kDevice).
+  Status Eval(std::span<const int32_t> tokens, int64_t pos0, int64_t n_out, float* logits,
+              Profile* prof);
+
+  uint64_t device_weight_bytes() const { return weight_bytes_; }
+  uint64_t kv_cache_bytes() const { return kv_bytes_; }
+  const HybridTraffic& traffic() const { return traffic_; }
+  // Start-up lines: the device, what was uploaded, what stays on the CPU.
+  const std::vector<std::string>& Report() const { return report_; }
+
+ private:
+  struct Layer;
+  struct Buffers;
+  HybridForward(const ModelConfig& cfg, DenseBackend* backend, moe::GroupedExperts* experts);
+  Status Upload(const ModelWeights& w, int64_t ctx_size);
+  Status AllocBuffers(int64_t max_batch);
+  StatusOr<DevMatrix> UploadMatrix(const TensorView& t, int64_t rows, int64_t cols);
+  StatusOr<const float*> UploadVector(const TensorView& t);
+  // One chunk of <= max_batch tokens.
+  Status EvalChunk(std::span<const int32_t> tokens, int64_t pos0, int64_t n_out, float* logits,
+                   Profile* prof);
+  Status Attention(const Layer& l, int64_t n_tok, int64_t pos0);
+  Status DenseFfn(const Layer& l, int64_t n_tok);
+  Status MoeFfn(const Layer& l, int64_t il, int64_t n_tok, Profile* prof);
+
+  const ModelConfig& cfg_;
+  const ModelWeights* cpu_weights_ = nullptr;  // the file's views: expert bytes for the profile
+  DenseBackend* backend_;
+  moe::GroupedExperts* experts_;
+  ops::RopeParams rope_;
+  std::vector<Layer> layers_;      // [n_layer]
+  DevMatrix token_embd_, output_;  // [V x D]
+  const float* output_norm_ = nullptr;
+  std::unique_ptr<Buffers> buf_;
+  int64_t max_batch_ = 0;
+  uint64_t weight_bytes_ = 0, kv_bytes_ = 0;
+  HybridTraffic traffic_;
+  std::vector<std::string> report_;
+};
+
+}  // namespace moesplit::engine

@@ -1,0 +1,216 @@
+// The hybrid CPU/GPU split (core/engine/hybrid_forward.h) on the host-emulated backend
+// (host_backend.h: the device ops in reference arithmetic, their execution deferred and
+// reordered as a GPU may): against llama.cpp's logits for shared/testdata's tiny DeepSeek model
+// by the engine oracle's rule, against the CPU pass on make-model files, the bus traffic of a
+// decode step, chunked batches, both lane schedules, and the errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/engine/engine.h"
+#include "core/synth/model_spec.h"
+#include "core/synth/model_writer.h"
+#include "tests/core/engine/host_backend.h"
+#include "tests/core/engine/logits_util.h"
+#include "tests/testdata.h"
+
+namespace moesplit::engine {
+namespace {
+
+using moesplit::testing::HostBackend;
+using moesplit::testing::Pearson;
+using moesplit::testing::ReadF32;
+
+std::string TinyPath() { return testing::TestDataPath("models/ds-tiny-Q4_K_M.gguf"); }
+
+std::vector<int32_t> SeqA() {
+  return {0, 79, 113, 71, 277, 432, 118, 60, 34, 54, 52, 262, 923, 431, 822, 35};
+}
+std::vector<int32_t> SeqB() {
+  std::vector<int32_t> t;
+  for (int k = 0; k < 64; ++k) t.push_back((613 * k + 101) % 1022 + 2);
+  return t;
+}
+
+std::unique_ptr<Session> HybridSession(const Model& model, DenseBackend* be, int64_t ubatch = 512) {
+  SessionOptions o{.ctx_size = 128, .n_threads = 2};
+  o.backend = be;
+  o.ubatch = ubatch;
+  StatusOr<std::unique_ptr<Session>> s = Session::Create(model, o);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+// All logits of `tokens`, as one batch or token by token.
+std::vector<float> RunTokens(Session& s, const std::vector<int32_t>& tokens, bool decode) {
+  if (!decode) return s.Eval(tokens, true).value();
+  std::vector<float> all;
+  for (int32_t t : tokens) {
+    std::vector<float> row = s.Eval(std::span<const int32_t>(&t, 1), false).value();
+    all.insert(all.end(), row.begin(), row.end());
+  }
+  return all;
+}
+
+void CheckOracle(const char* name, const std::vector<int32_t>& tokens, bool decode,
+                 HostBackend::Schedule schedule) {
+  const std::string base = testing::TestDataPath("models/ds-tiny-Q4_K_M");
+  std::unique_ptr<Model> model = Model::Load(base + ".gguf").value();
+  HostBackend be(schedule);
+  std::unique_ptr<Session> s = HybridSession(*model, &be);
+  ASSERT_NE(s, nullptr);
+  ASSERT_TRUE(s->hybrid());
+  const std::vector<float> ours = RunTokens(*s, tokens, decode);
+  const std::vector<float> batch = ReadF32(base + "." + name + ".batch.f32");
+  const std::vector<float> seq = ReadF32(base + "." + name + ".seq.f32");
+  const int64_t n = static_cast<int64_t>(tokens.size()), V = model->config().n_vocab;
+  ASSERT_EQ(ours.size(), batch.size());
+  int agree = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    agree += testing::RowAgrees(&ours[i * V], &batch[i * V], V) ||
+             testing::RowAgrees(&ours[i * V], &seq[i * V], V);
+  }
+  std::printf("hybrid %s %s: %d/%lld positions agree with llama.cpp\n", name,
+              decode ? "decode" : "batch", agree, static_cast<long long>(n));
+  EXPECT_GE(agree * 4, n * 3);
+}
+
+TEST(HybridOracle, SeqABatch) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  CheckOracle("seqA", SeqA(), false, HostBackend::Schedule::kMainFirst);
+}
+TEST(HybridOracle, SeqADecode) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  CheckOracle("seqA", SeqA(), true, HostBackend::Schedule::kSideFirst);
+}
+TEST(HybridOracle, SeqBBatch) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  CheckOracle("seqB", SeqB(), false, HostBackend::Schedule::kSideFirst);
+}
+TEST(HybridOracle, SeqBDecode) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  CheckOracle("seqB", SeqB(), true, HostBackend::Schedule::kMainFirst);
+}
+
+// The lane order must not matter (every dependency is declared), nor the chunking of a batch.
+TEST(HybridForward, SchedulesAndChunksAgreeExactly) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  std::unique_ptr<Model> model = Model::Load(TinyPath()).value();
+  HostBackend main_first(HostBackend::Schedule::kMainFirst);
+  HostBackend side_first(HostBackend::Schedule::kSideFirst);
+  HostBackend chunked(HostBackend::Schedule::kSideFirst);
+  const std::vector<int32_t> tokens = SeqA();
+  const std::vector<float> a = RunTokens(*HybridSession(*model, &main_first), tokens, false);
+  const std::vector<float> b = RunTokens(*HybridSession(*model, &side_first), tokens, false);
+  // 16 tokens in chunks of 5 + 5 + 5 + 1: the same products, row by row.
+  const std::vector<float> c = RunTokens(*HybridSession(*model, &chunked, 5), tokens, false);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a, c);
+}
+
+// One decode step moves, per MoE layer, the hidden state and the top-k ids and weights to the
+// host and the experts' output back; plus the token and its position in, the logits out.
+TEST(HybridForward, DecodeTrafficIsHiddenStateAndTopK) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  std::unique_ptr<Model> model = Model::Load(TinyPath()).value();
+  const ModelConfig& c = model->config();
+  HostBackend be;
+  std::unique_ptr<Session> s = HybridSession(*model, &be);
+  ASSERT_NE(s, nullptr);
+  const int32_t tok = 5;
+  const uint64_t to0 = be.bytes_to_host(), from0 = be.bytes_from_host();
+  ASSERT_TRUE(s->Eval(std::span<const int32_t>(&tok, 1), false).ok());
+  int64_t moe_layers = 0;
+  for (int64_t il = 0; il < c.n_layer; ++il) moe_layers += c.IsMoeLayer(il);
+  ASSERT_GT(moe_layers, 0);
+  const uint64_t D = static_cast<uint64_t>(c.n_embd), k = static_cast<uint64_t>(c.n_expert_used);
+  EXPECT_EQ(be.bytes_to_host() - to0, moe_layers * (D * 4 + k * 8) + c.n_vocab * 4);
+  EXPECT_EQ(be.bytes_from_host() - from0, moe_layers * D * 4 + 2 * 4);
+}
+
+// The hybrid pass computes what the CPU pass computes (reference vs quantized arithmetic, f16
+// vs f32 cache: close, not equal).
+TEST(HybridForward, AgreesWithTheCpuPass) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  std::unique_ptr<Model> model = Model::Load(TinyPath()).value();
+  HostBackend be;
+  const std::vector<int32_t> tokens = SeqB();
+  const std::vector<float> hy = RunTokens(*HybridSession(*model, &be), tokens, false);
+  Session cpu(*model, {.ctx_size = 128, .n_threads = 2});
+  const std::vector<float> ref = RunTokens(cpu, tokens, false);
+  const int64_t V = model->config().n_vocab, n = static_cast<int64_t>(tokens.size());
+  int close = 0;
+  for (int64_t i = 0; i < n; ++i) close += Pearson(&hy[i * V], &ref[i * V], V) > 0.999;
+  EXPECT_GE(close * 4, n * 3) << close << "/" << n;
+}
+
+std::string WriteTiny(const char* preset, synth::MlaLayout mla) {
+  synth::BuildOptions o;
+  o.preset = preset;
+  o.quant = synth::QuantMix::kF16;
+  o.mla = mla;
+  const synth::ModelSpec spec = synth::BuildModelSpec(o).value();
+  synth::WriteOptions wo;
+  wo.path = testing::ScratchDir() + "/hybrid-" + preset + "-" +
+            std::to_string(static_cast<int>(mla)) + "." + std::to_string(::getpid()) + ".gguf";
+  wo.seed = 7;
+  wo.threads = 2;
+  wo.show_progress = false;
+  EXPECT_TRUE(synth::WriteModel(spec, wo).ok());
+  return wo.path;
+}
+
+// V2-Lite's structure (no q_lora: attn_q; softmax routing; 2 shared experts; 27 layers) with
+// F16 weights, against the CPU pass, decode after a prompt.
+TEST(HybridForward, V2LiteStructureAgreesWithTheCpuPass) {
+  const std::string path = WriteTiny("ds-v2-lite-tiny", synth::MlaLayout::kSplit);
+  std::unique_ptr<Model> model = Model::Load(path).value();
+  HostBackend be(HostBackend::Schedule::kSideFirst);
+  std::unique_ptr<Session> hy = HybridSession(*model, &be);
+  ASSERT_NE(hy, nullptr);
+  Session cpu(*model, {.ctx_size = 128, .n_threads = 2});
+  const std::vector<int32_t> prompt = {3, 17, 99, 250, 7, 600, 12, 41};
+  const std::vector<float> a = RunTokens(*hy, prompt, false), b = RunTokens(cpu, prompt, false);
+  const std::vector<int32_t> next = {77, 5, 901};
+  const std::vector<float> a2 = RunTokens(*hy, next, true), b2 = RunTokens(cpu, next, true);
+  const int64_t V = model->config().n_vocab;
+  for (int64_t i = 0; i < 8; ++i) EXPECT_GT(Pearson(&a[i * V], &b[i * V], V), 0.999) << i;
+  for (int64_t i = 0; i < 3; ++i) EXPECT_GT(Pearson(&a2[i * V], &b2[i * V], V), 0.999) << i;
+  std::remove(path.c_str());
+}
+
+TEST(HybridForward, UnsupportedModelsAreClearErrors) {
+  for (const auto& [preset, mla, what] :
+       {std::tuple{"qwen3moe-tiny", synth::MlaLayout::kSplit, "deepseek2"},
+        std::tuple{"ds-tiny", synth::MlaLayout::kLegacy, "attn_kv_b"}}) {
+    const std::string path = WriteTiny(preset, mla);
+    std::unique_ptr<Model> model = Model::Load(path).value();
+    HostBackend be;
+    SessionOptions o{.ctx_size = 64, .n_threads = 1};
+    o.backend = &be;
+    StatusOr<std::unique_ptr<Session>> s = Session::Create(*model, o);
+    ASSERT_FALSE(s.ok()) << preset;
+    EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented);
+    EXPECT_NE(s.status().message().find(what), std::string::npos) << s.status().message();
+    EXPECT_NE(s.status().message().find("--device cpu"), std::string::npos);
+    std::remove(path.c_str());
+  }
+}
+
+TEST(HybridForward, TooLittleDeviceMemoryNamesTheTensor) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  std::unique_ptr<Model> model = Model::Load(TinyPath()).value();
+  HostBackend be(HostBackend::Schedule::kMainFirst, /*device_limit=*/200'000);
+  SessionOptions o{.ctx_size = 64, .n_threads = 1};
+  o.backend = &be;
+  StatusOr<std::unique_ptr<Session>> s = Session::Create(*model, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(s.status().message().find(".weight"), std::string::npos) << s.status().message();
+}
+
+}  // namespace
+}  // namespace moesplit::engine
