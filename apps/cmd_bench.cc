@@ -229,18 +229,23 @@ Status MeasureTest(engine::Session& s, int64_t n_vocab, const BenchArgs& a, Benc
 // loads (and repacks) a model once for all its tests; the tests differ only in their context.
 // With --verbose, appends one profile table per test to *profiles.
 Status MeasureConfig(const engine::Model& model, const BenchArgs& a, cpu::IsaTier tier,
-                     const engine::CpuPlacement& placement, std::vector<BenchTest>& tests,
-                     std::optional<double> probe_gbps, std::string* profiles, std::ostream& err) {
+                     const DeviceChoice& device, const engine::CpuPlacement& placement,
+                     std::vector<BenchTest>& tests, std::optional<double> probe_gbps,
+                     std::string* profiles, std::ostream& err) {
   if (tests.empty()) return Status::Ok();
   int64_t ctx = 16;
   for (const BenchTest& t : tests) ctx = std::max<int64_t>(ctx, t.n_depth + t.n_prompt + t.n_gen);
+  // A backend per session: its device memory is freed with it.
+  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::DenseBackend> backend,
+                            OpenDenseBackend(device));
   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> s,
                             MakeSession(model,
                                         {.ctx_size = ctx,
                                          .n_threads = tests.front().n_threads,
                                          .isa_tier = tier,
                                          .placement = placement,
-                                         .progress = CopyProgress(err)},
+                                         .progress = CopyProgress(err),
+                                         .backend = backend.get()},
                                         err));
   for (BenchTest& t : tests) {
     engine::Profile profile;
@@ -258,13 +263,20 @@ Status MeasureConfig(const engine::Model& model, const BenchArgs& a, cpu::IsaTie
 // The table users publish for long prompts: one run per prompt size, prefill then n_gen tokens.
 StatusOr<std::vector<PromptSizeRow>> MeasurePromptSizes(const engine::Model& model,
                                                         const BenchArgs& a, cpu::IsaTier tier,
-                                                        int n_threads, std::ostream& err) {
+                                                        const DeviceChoice& device, int n_threads,
+                                                        std::ostream& err) {
   const int n_gen = a.n_gen.empty() ? 0 : a.n_gen.front();
   std::vector<PromptSizeRow> rows;
   // One session for all sizes (the experts placed once), sized for the largest.
   const int max_size = *std::max_element(a.prompt_sizes.begin(), a.prompt_sizes.end());
-  engine::Session s(model,
-                    {.ctx_size = max_size + n_gen + 1, .n_threads = n_threads, .isa_tier = tier});
+  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::DenseBackend> backend,
+                            OpenDenseBackend(device));
+  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> owned,
+                            engine::Session::Create(model, {.ctx_size = max_size + n_gen + 1,
+                                                            .n_threads = n_threads,
+                                                            .isa_tier = tier,
+                                                            .backend = backend.get()}));
+  engine::Session& s = *owned;
   for (int size : a.prompt_sizes) {
     err << "bench: prompt size " << size << " + " << n_gen << " generated, " << n_threads
         << " threads\n";
@@ -330,9 +342,11 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
   // The device and rule checks of run, once; a rule file's numa / nodes apply to every config
   // (its threads do not: bench takes -t lists).
   BenchArgs args_with_rules = args;
-  MOESPLIT_RETURN_IF_ERROR(ApplyDeviceFlags(
-      args.placement.device, TensorEntriesOf(model->file().tensors()), err, /*threads=*/nullptr,
-      &args_with_rules.placement.numa, &args_with_rules.placement.nodes));
+  MOESPLIT_ASSIGN_OR_RETURN(
+      DeviceChoice device,
+      ApplyDeviceFlags(args.placement.device, TensorEntriesOf(model->file().tensors()), err,
+                       /*threads=*/nullptr, &args_with_rules.placement.numa,
+                       &args_with_rules.placement.nodes));
   std::vector<int> threads = args.threads;
   if (threads.empty())
     threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
@@ -353,7 +367,7 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
     const std::optional<double> probe =
         args.verbose ? ProbeBandwidth(placement, c.threads, err) : std::nullopt;
     MOESPLIT_RETURN_IF_ERROR(
-        MeasureConfig(*model, args, tier, placement, tests, probe, &profiles, err));
+        MeasureConfig(*model, args, tier, device, placement, tests, probe, &profiles, err));
     for (BenchTest& t : tests) done.push_back(std::move(t));
   }
   const BenchFormat format = args.output == "json"  ? BenchFormat::kJson
@@ -372,7 +386,7 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
   }
   if (!args.prompt_sizes.empty()) {
     MOESPLIT_ASSIGN_OR_RETURN(std::vector<PromptSizeRow> rows,
-                              MeasurePromptSizes(*model, args, tier, threads.back(), err));
+                              MeasurePromptSizes(*model, args, tier, device, threads.back(), err));
     out << "\n"
         << info.model_type << ", " << threads.back() << " threads:\n"
         << FormatPromptSizeTable(rows);

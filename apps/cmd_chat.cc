@@ -69,19 +69,22 @@ Status RunChat(const ChatArgs& args, std::istream& in, std::ostream& out, std::o
   MOESPLIT_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::Create(args.sampling));
   PlacementFlags flags = args.placement;
   int threads = args.threads;
-  MOESPLIT_RETURN_IF_ERROR(ApplyDeviceFlags(flags.device, TensorEntriesOf(model->file().tensors()),
-                                            err, &threads, &flags.numa, &flags.nodes));
+  MOESPLIT_ASSIGN_OR_RETURN(DeviceChoice device,
+                            ApplyDeviceFlags(flags.device, TensorEntriesOf(model->file().tensors()),
+                                             err, &threads, &flags.numa, &flags.nodes));
+  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::DenseBackend> backend,
+                            OpenDenseBackend(device));
   MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement,
                             ResolvePlacement(flags, threads, args.model, &err));
-  MOESPLIT_ASSIGN_OR_RETURN(
-      std::unique_ptr<engine::Session> owned,
-      MakeSession(*model,
-                  {.ctx_size = args.ctx_size,
-                   .n_threads = threads,
-                   .isa_tier = tier,
-                   .placement = placement,
-                   .progress = CopyProgress(err)},
-                  err));
+  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> owned,
+                            MakeSession(*model,
+                                        {.ctx_size = args.ctx_size,
+                                         .n_threads = threads,
+                                         .isa_tier = tier,
+                                         .placement = placement,
+                                         .progress = CopyProgress(err),
+                                         .backend = backend.get()},
+                                        err));
   engine::Session& session = *owned;
   err << "chat: " << args.model << ", template " << chat::ChatFormatName(tmpl.format) << ", "
       << session.ctx_size() << " positions of context, " << session.n_threads() << " threads\n"

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "apps/cpu_tier.h"
+#include "apps/gpu_placement.h"
 #include "apps/model_summary.h"
 #include "core/engine/engine.h"
 
@@ -63,7 +64,17 @@ Status RunEval(const EvalArgs& args, std::ostream& out) {
   if (n > opts.ctx_size) {
     return InvalidArgumentError(n, " tokens do not fit in --ctx-size ", opts.ctx_size);
   }
-  engine::Session session(*model, opts);
+  DeviceFlags flags;
+  flags.device = args.device;
+  MOESPLIT_ASSIGN_OR_RETURN(DeviceChoice device,
+                            ApplyDeviceFlags(flags, TensorEntriesOf(model->file().tensors()), out,
+                                             nullptr, nullptr, nullptr));
+  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::DenseBackend> backend,
+                            OpenDenseBackend(device));
+  opts.backend = backend.get();
+  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> owned,
+                            engine::Session::Create(*model, opts));
+  engine::Session& session = *owned;
   out << c.Summary() << "\n"
       << "KV cache: " << session.ctx_size() << " positions, " << session.kv_cache_bytes()
       << " bytes (" << HumanBytes(session.kv_cache_bytes()) << ", " << args.kv_type << "), "
@@ -104,6 +115,9 @@ void RegisterEval(CLI::App& app, std::function<int()>* action) {
   cmd->add_flag("--decode", args->decode, "evaluate one token at a time through the KV cache");
   cmd->add_option("-t,--threads", args->threads, "threads (0 = all hardware threads)");
   cmd->add_option("--ctx-size", args->ctx_size, "KV cache positions (0 = max(4096, n_tokens))");
+  cmd->add_option("--device", args->device,
+                  "cpu | cuda | auto: the hybrid pass on a CUDA device (auto: when one is "
+                  "visible)");
   cmd->add_option("--kv-type", args->kv_type, "KV cache element type: f32 | f16")
       ->capture_default_str();
   cmd->callback([args, action] {

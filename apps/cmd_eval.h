@@ -25,7 +25,8 @@ struct EvalArgs {
   bool decode = false;          // --decode: one token at a time
   int threads = 0;              // -t; 0 = all hardware threads
   int64_t ctx_size = 0;         // --ctx-size; 0 = max(4096, n_tokens)
-  std::string kv_type = "f32";  // --kv-type f32 | f16
+  std::string kv_type = "f32";  // --kv-type f32 | f16 (CPU pass; the hybrid cache is f16)
+  std::string device = "auto";  // --device cpu | cuda | auto
 };
 
 // "1, 2,3" -> {1, 2, 3}; InvalidArgument naming the bad item.

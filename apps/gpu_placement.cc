@@ -5,6 +5,7 @@
 #include <set>
 
 #ifdef MOESPLIT_HAVE_CUDA
+#include "core/engine/cuda_backend.h"
 #include "gpu_kernels/device_info.h"
 #endif
 
@@ -149,8 +150,8 @@ StatusOr<DeviceSettings> ResolveDeviceSettings(const DeviceFlags& flags) {
 void DeviceSettings::FillUnset(int* threads, std::string* numa, std::string* nodes) const {
   if (!file) return;
   if (threads != nullptr && *threads == 0 && file->threads) *threads = *file->threads;
-  if (numa->empty()) *numa = file->numa;
-  if (nodes->empty()) *nodes = file->nodes;
+  if (numa != nullptr && numa->empty()) *numa = file->numa;
+  if (nodes != nullptr && nodes->empty()) *nodes = file->nodes;
 }
 
 std::string NoGpuReason(std::string* name) {
@@ -176,37 +177,88 @@ std::vector<TensorEntry> TensorEntriesOf(const std::vector<gguf::TensorInfo>& te
   return out;
 }
 
-Status ApplyDeviceFlags(const DeviceFlags& flags, const std::vector<TensorEntry>& tensors,
-                        std::ostream& err, int* threads, std::string* numa, std::string* nodes) {
+namespace {
+
+// The split the hybrid pass runs: every routed expert on the CPU, every other tensor on the GPU.
+Device HybridDeviceOf(const std::string& name) {
+  return std::string(PlanClassOf(name)) == "routed_experts" ? Device::kCpu : Device::kGpu;
+}
+
+}  // namespace
+
+Status CheckHybridSplit(const DeviceSettings& s, const std::vector<TensorEntry>& tensors,
+                        std::ostream& err) {
+  MOESPLIT_ASSIGN_OR_RETURN(
+      DeviceMap map, AssignDevices(tensors, {.rules = s.rules,
+                                             .gpu = true,
+                                             .gpu_classes = {"attention", "norms", "router",
+                                                             "other", "shared_experts", "dense_ffn",
+                                                             "output", "embeddings"},
+                                             .gpu_moe_layers = 0,
+                                             .n_gpu_layers = s.n_gpu_layers}));
+  int64_t differ = 0;
+  size_t first = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (map.device[i] == HybridDeviceOf(tensors[i].name)) continue;
+    if (differ++ == 0) first = i;
+  }
+  if (differ > 0) {
+    return UnimplementedError(
+        "--device cuda: ", tensors[first].name, " would be on the ", DeviceName(map.device[first]),
+        " (", map.origin[first], "; ", differ,
+        " tensors in all), but this version's hybrid pass runs exactly the routed experts on the "
+        "CPU and everything else on the GPU (routed experts in VRAM and partial offload are not "
+        "built yet); drop that rule / -ngl, or run --device cpu");
+  }
+  err << "placement (GPU: everything but the routed experts):\n" << DescribeDeviceMap(tensors, map);
+  for (const std::string& w : map.warnings) err << "warning: " << w << "\n";
+  return Status::Ok();
+}
+
+StatusOr<DeviceChoice> ApplyDeviceFlags(const DeviceFlags& flags,
+                                        const std::vector<TensorEntry>& tensors, std::ostream& err,
+                                        int* threads, std::string* numa, std::string* nodes) {
   if (flags.device != "cpu" && flags.device != "cuda" && flags.device != "auto") {
     return InvalidArgumentError("--device '", flags.device, "' (expected cpu | cuda | auto)");
   }
   MOESPLIT_ASSIGN_OR_RETURN(DeviceSettings s, ResolveDeviceSettings(flags));
   std::string gpu_name;
   const std::string no_gpu = flags.device == "cpu" ? "--device cpu" : NoGpuReason(&gpu_name);
-  if (flags.device == "cuda") {
-    if (!no_gpu.empty()) return FailedPreconditionError("--device cuda: ", no_gpu);
-    return UnimplementedError("--device cuda: found ", gpu_name,
-                              ", but this version's forward pass runs on the CPU only (the "
-                              "hybrid CPU/GPU path is not built yet); use --device cpu or auto");
+  if (flags.device == "cuda" && !no_gpu.empty()) {
+    return FailedPreconditionError("--device cuda: ", no_gpu);
   }
-  std::string why = no_gpu;
-  if (why.empty()) {
-    why =
-        "CUDA device " + gpu_name + " found, but this version's forward pass runs on the CPU only";
+  DeviceChoice choice;
+  if (no_gpu.empty()) {  // cuda, or auto with a device: the hybrid pass
+    err << "device: cuda (" << gpu_name << "); routed experts on the CPU\n";
+    MOESPLIT_RETURN_IF_ERROR(CheckHybridSplit(s, tensors, err));
+    s.FillUnset(threads, numa, nodes);
+    choice.gpu = true;
+    choice.gpu_name = gpu_name;
+    return choice;
   }
-  err << "device: cpu (" << why << ")\n";
-  MOESPLIT_ASSIGN_OR_RETURN(
-      DeviceMap map,
-      AssignDevices(
-          tensors,
-          {.rules = s.rules, .gpu = false, .no_gpu_reason = why, .n_gpu_layers = s.n_gpu_layers}));
+  err << "device: cpu (" << no_gpu << ")\n";
+  MOESPLIT_ASSIGN_OR_RETURN(DeviceMap map,
+                            AssignDevices(tensors, {.rules = s.rules,
+                                                    .gpu = false,
+                                                    .no_gpu_reason = no_gpu,
+                                                    .n_gpu_layers = s.n_gpu_layers}));
   err << "placement: all " << tensors.size() << " tensors on the CPU";
   if (s.file) err << " (rules: " << s.file->path << ")";
   err << "\n";
   s.FillUnset(threads, numa, nodes);
   for (const std::string& w : map.warnings) err << "warning: " << w << "\n";
-  return Status::Ok();
+  return choice;
+}
+
+StatusOr<std::unique_ptr<engine::DenseBackend>> OpenDenseBackend(const DeviceChoice& choice) {
+  if (!choice.gpu) return std::unique_ptr<engine::DenseBackend>();
+#ifdef MOESPLIT_HAVE_CUDA
+  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::CudaBackend> gpu,
+                            engine::CudaBackend::Create(0));
+  return std::unique_ptr<engine::DenseBackend>(std::move(gpu));
+#else
+  return FailedPreconditionError("this moesplit was built without CUDA");
+#endif
 }
 
 }  // namespace moesplit::app

@@ -19,19 +19,22 @@
 //   numa: single                    # --numa
 //   nodes: "0"                      # --nodes
 //
-// This version's forward pass runs on the CPU only: the CUDA kernels exist (gpu_kernels/) but
-// the hybrid CPU/GPU forward pass is not built yet. So --device auto runs the CPU path (and says
-// why), --device cuda is an error, and rules that put tensors on the GPU are errors for run /
-// bench / chat; `moesplit plan --gpu-mem N` plans and prints the GPU placement for any machine.
+// With a CUDA device (--device cuda, or auto when one is visible) run / bench / chat / eval use
+// the hybrid pass (core/engine/hybrid_forward.h): every routed expert on the CPU, everything
+// else on the GPU. Other splits (experts in VRAM, -ngl below the layer count) are not built yet
+// and are errors that say so; without a device every tensor is on the CPU and a GPU rule is an
+// error. `moesplit plan --gpu-mem N` plans and prints any GPU placement for any machine.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "core/base/status.h"
+#include "core/engine/dense_backend.h"
 #include "core/gguf/gguf_file.h"
 #include "core/model/device_map.h"
 
@@ -79,12 +82,30 @@ struct DeviceSettings {
 };
 StatusOr<DeviceSettings> ResolveDeviceSettings(const DeviceFlags& flags);
 
-// For run / chat / bench: resolves --device against this build and machine, checks the rules
-// against the model's tensors (a GPU rule is an error while the forward pass is CPU-only; rules
-// that match nothing warn), prints the device and placement lines to `err`, and fills the rule
-// file's threads / numa / nodes in with DeviceSettings::FillUnset (threads may be null).
-Status ApplyDeviceFlags(const DeviceFlags& flags, const std::vector<TensorEntry>& tensors,
-                        std::ostream& err, int* threads, std::string* numa, std::string* nodes);
+// With a GPU: the device map of the hybrid pass (the plan puts every non-expert class on the GPU;
+// the user's rules come first), printed to err. Unimplemented, naming the first tensor and the
+// rule that moved it, when the rules or -ngl ask for another split than the one it runs.
+Status CheckHybridSplit(const DeviceSettings& s, const std::vector<TensorEntry>& tensors,
+                        std::ostream& err);
+
+// What ApplyDeviceFlags decided.
+struct DeviceChoice {
+  bool gpu = false;      // the hybrid pass on CUDA device 0
+  std::string gpu_name;  // "NVIDIA H100 80GB HBM3 (81559 MiB)"
+};
+
+// For run / chat / bench / eval: resolves --device against this build and machine, checks the
+// rules against the model's tensors (without a GPU a GPU rule is an error; with one, a split
+// other than the hybrid pass's is; rules that match nothing warn), prints the device and the
+// placement to `err`, and fills the rule file's threads / numa / nodes in with
+// DeviceSettings::FillUnset (threads may be null).
+StatusOr<DeviceChoice> ApplyDeviceFlags(const DeviceFlags& flags,
+                                        const std::vector<TensorEntry>& tensors, std::ostream& err,
+                                        int* threads, std::string* numa, std::string* nodes);
+
+// The backend of the choice: nullptr for the CPU, the CUDA device otherwise (errors: no device,
+// the runtime failed). It must outlive the sessions that use it.
+StatusOr<std::unique_ptr<engine::DenseBackend>> OpenDenseBackend(const DeviceChoice& choice);
 
 // Every tensor of a GGUF file as (name, bytes).
 std::vector<TensorEntry> TensorEntriesOf(const std::vector<gguf::TensorInfo>& tensors);

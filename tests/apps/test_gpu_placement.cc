@@ -1,6 +1,7 @@
 // The GPU placement flags and rule files (apps/gpu_placement.h) as a user meets them: `plan`
-// prints the per-tensor device map for -ot / --n-cpu-moe / --cpu-moe / rule files; `run` on this
-// CPU-only forward pass refuses --device cuda and rules that ask for the GPU, and accepts the rest.
+// prints the per-tensor device map for -ot / --n-cpu-moe / --cpu-moe / rule files; `run` without
+// a GPU refuses --device cuda and rules that ask for the GPU, and accepts the rest; with one, the
+// hybrid pass's split is checked (CheckHybridSplit, tested here on the tiny model's tensors).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -192,6 +193,33 @@ TEST(RunDevice, CpuOnlyForwardPassRefusesGpuRequests) {
   EXPECT_NE(s.message().find("attn_kv"), std::string::npos) << s.message();
 }
 
+TEST(HybridSplit, DefaultIsExpertsOnTheCpuAndOtherSplitsAreRefused) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  auto file = gguf::GgufFile::Open(TinyRun().model).value();
+  const std::vector<TensorEntry> tensors = TensorEntriesOf(file->tensors());
+  std::ostringstream err;
+  DeviceSettings s;
+  ASSERT_TRUE(CheckHybridSplit(s, tensors, err).ok()) << err.str();
+  EXPECT_NE(err.str().find("routed_experts"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("GPU  attention"), std::string::npos) << err.str();
+  // --cpu-moe and exps=CPU say what the default does: accepted.
+  s.rules = {CpuMoeRule(), ParseOverrideTensor("exps=CPU").value()[0]};
+  EXPECT_TRUE(CheckHybridSplit(s, tensors, err).ok());
+  // Experts in VRAM, attention on the CPU, partial -ngl: not built, and said so.
+  for (const char* ot : {"ffn_up_exps=CUDA0", "attn_kv_a=CPU"}) {
+    s.rules = ParseOverrideTensor(ot).value();
+    const Status st = CheckHybridSplit(s, tensors, err);
+    ASSERT_FALSE(st.ok()) << ot;
+    EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
+    EXPECT_NE(st.message().find("--device cpu"), std::string::npos) << st.message();
+  }
+  s.rules.clear();
+  s.n_gpu_layers = 1;
+  const Status st = CheckHybridSplit(s, tensors, err);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("-ngl"), std::string::npos) << st.message();
+}
+
 TEST(RunDevice, CpuRulesAndIgnoredNglRun) {
   std::ostringstream out, err;
   RunArgs a = TinyRun();
@@ -206,9 +234,9 @@ TEST(RunDevice, CpuRulesAndIgnoredNglRun) {
 }
 
 TEST(RunDevice, RuleFileThreadsAndNumaApplyWhereTheFlagsAreUnset) {
-  const std::string rules =
-      WriteTemp("run_rules.yaml", "rules:\n  - {match: exps, device: CPU}\nnuma: single\n"
-                                  "nodes: \"0\"\nthreads: 1\n");
+  const std::string rules = WriteTemp("run_rules.yaml",
+                                      "rules:\n  - {match: exps, device: CPU}\nnuma: single\n"
+                                      "nodes: \"0\"\nthreads: 1\n");
   RunArgs a = TinyRun();
   a.threads = 0;
   a.placement.device.rules = rules;
