@@ -245,7 +245,8 @@ Status MeasureConfig(const engine::Model& model, const BenchArgs& a, cpu::IsaTie
                                          .isa_tier = tier,
                                          .placement = placement,
                                          .progress = CopyProgress(err),
-                                         .backend = backend.get()},
+                                         .backend = backend.get(),
+                                         .expert_homes = device.expert_homes},
                                         err));
   for (BenchTest& t : tests) {
     engine::Profile profile;
@@ -275,7 +276,8 @@ StatusOr<std::vector<PromptSizeRow>> MeasurePromptSizes(const engine::Model& mod
                             engine::Session::Create(model, {.ctx_size = max_size + n_gen + 1,
                                                             .n_threads = n_threads,
                                                             .isa_tier = tier,
-                                                            .backend = backend.get()}));
+                                                            .backend = backend.get(),
+                                                            .expert_homes = device.expert_homes}));
   engine::Session& s = *owned;
   for (int size : a.prompt_sizes) {
     err << "bench: prompt size " << size << " + " << n_gen << " generated, " << n_threads
@@ -375,6 +377,7 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
                                                     : BenchFormat::kMarkdown;
   BenchModelInfo info = ModelInfo(*model, args.model);
   info.isa = std::string(cpu::IsaTierName(tier));
+  if (device.gpu) info.backend = "CUDA,CPU";  // llama-bench's name for a CUDA + CPU split
   if (!done.empty()) out << FormatBenchReport(info, done, format);
   // The profiles are markdown: after the table on stdout, on stderr beside CSV / JSON output.
   if (!profiles.empty()) (format == BenchFormat::kMarkdown ? out : err) << profiles;

@@ -4,8 +4,6 @@
 // "/reset" starts a new conversation.
 #pragma once
 
-#include "apps/cpu_placement.h"
-
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <functional>
@@ -13,6 +11,7 @@
 #include <ostream>
 #include <string>
 
+#include "apps/cpu_placement.h"
 #include "core/base/status.h"
 #include "core/sampling/sampler.h"
 

@@ -72,6 +72,7 @@ Status RunEval(const EvalArgs& args, std::ostream& out) {
   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::DenseBackend> backend,
                             OpenDenseBackend(device));
   opts.backend = backend.get();
+  opts.expert_homes = device.expert_homes;
   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> owned,
                             engine::Session::Create(*model, opts));
   engine::Session& session = *owned;

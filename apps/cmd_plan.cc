@@ -63,8 +63,9 @@ StatusOr<std::string> DeviceMapText(const numa::Plan& plan, const numa::PlanRequ
   MOESPLIT_ASSIGN_OR_RETURN(DeviceMap map, AssignDevices(tensors, dm));
   std::string text = DescribeDeviceMap(tensors, map);
   if (!s.rules.empty() || s.n_gpu_layers >= 0) {
-    text += "  (the prediction above is the planner's class-level layout; -ot / -ngl / rule-file "
-            "moves are applied here, per tensor, after it)\n";
+    text +=
+        "  (the prediction above is the planner's class-level layout; -ot / -ngl / rule-file "
+        "moves are applied here, per tensor, after it)\n";
   }
   return text;
 }
@@ -115,9 +116,8 @@ StatusOr<uint64_t> ParseSize(const std::string& text) {
     unit = unit.substr(0, 1) + (binary ? "" : "D");          // "G" binary, "GD" decimal
   }
   const std::pair<const char*, double> units[] = {
-      {"", 1},        {"B", 1},      {"K", 1024.0},   {"M", 1048576.0},
-      {"G", 0x1p30},  {"T", 0x1p40}, {"KD", 1e3},     {"MD", 1e6},
-      {"GD", 1e9},    {"TD", 1e12}};
+      {"", 1},       {"B", 1},    {"K", 1024.0}, {"M", 1048576.0}, {"G", 0x1p30},
+      {"T", 0x1p40}, {"KD", 1e3}, {"MD", 1e6},   {"GD", 1e9},      {"TD", 1e12}};
   for (const auto& [name, scale] : units) {
     if (end > 0 && unit == name && value >= 0 && std::isfinite(value)) {
       return static_cast<uint64_t>(std::llround(value * scale));
@@ -153,8 +153,8 @@ Status RunPlan(const PlanArgs& args, std::ostream& out) {
   } else if (args.format == "yaml") {
     out << numa::PlanToYaml(plan);
   } else {
-    out << "topology: " << topo.source << (topo.cpu_model.empty() ? "" : " (" + topo.cpu_model + ")")
-        << "\n"
+    out << "topology: " << topo.source
+        << (topo.cpu_model.empty() ? "" : " (" + topo.cpu_model + ")") << "\n"
         << numa::PlanToText(plan);
     out << "\n" << map;
   }
@@ -164,8 +164,9 @@ Status RunPlan(const PlanArgs& args, std::ostream& out) {
 void RegisterPlan(CLI::App& app, std::function<int()>* action) {
   auto a = std::make_shared<PlanArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "plan", "Plan where a model's tensors go (GPU / CPU nodes, NUMA mode, threads) and predict "
-              "its prefill and decode tokens/s on this or any machine");
+      "plan",
+      "Plan where a model's tensors go (GPU / CPU nodes, NUMA mode, threads) and predict "
+      "its prefill and decode tokens/s on this or any machine");
   cmd->add_option("-m,--model", a->model, "GGUF model file");
   cmd->add_option("--preset", a->preset,
                   "plan a make-model preset at full size instead (ds-v3 = DeepSeek-V3/R1)");
@@ -181,8 +182,7 @@ void RegisterPlan(CLI::App& app, std::function<int()>* action) {
       ->capture_default_str();
   cmd->add_option("--gpu-bw", a->gpu_bw, "GPU memory bandwidth in GB/s (default: assumed)");
   cmd->add_option("-c,--ctx-size", a->ctx_size, "KV cache positions")->capture_default_str();
-  cmd->add_option("-b,--batch", a->batch, "prompt tokens per prefill batch")
-      ->capture_default_str();
+  cmd->add_option("-b,--batch", a->batch, "prompt tokens per prefill batch")->capture_default_str();
   cmd->add_option("--depth", a->depth, "tokens in the cache when decode is predicted")
       ->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "f16 | f32")->capture_default_str();

@@ -23,24 +23,24 @@
 namespace moesplit::app {
 
 struct PlanArgs {
-  std::string model;            // -m GGUF file
-  std::string preset;           // --preset (make-model presets)
+  std::string model;             // -m GGUF file
+  std::string preset;            // --preset (make-model presets)
   std::string quant = "Q4_K_M";  // --quant, with --preset
-  int64_t layers = 0;           // --layers, with --preset (0 = the preset's full depth)
-  std::string topology;         // --topology FILE.xml | "synthetic" ("" = this machine)
-  std::string profile;          // --profile FILE.yaml ("" = next to the topology, or assumed)
-  std::string gpu_mem = "0";    // --gpu-mem: VRAM, e.g. 24G / 24GiB / 512M (0 = CPU only)
-  double gpu_bw = 0;            // --gpu-bw: GPU memory GB/s (0 = assumed)
-  int64_t ctx_size = 4096;      // --ctx-size: KV cache positions
-  int batch = 512;              // --batch: prompt tokens per prefill batch
-  int64_t depth = 0;            // --depth: tokens already in the cache when decoding
-  std::string kv_type = "f16";  // --kv-type f16 | f32
-  int threads = 0;              // --threads: total workers (0 = every physical core)
-  std::string numa;             // --numa single | interleave | replicate | shard ("" = auto)
-  std::string nodes;            // --nodes: OS node ids, e.g. "0,1" or "0-3"
-  std::string format = "text";  // --format text | json | yaml
-  std::string output;           // -o: also save the plan as YAML (for run/bench --plan)
-  DeviceFlags device;           // -ngl, -ot, --cpu-moe, --n-cpu-moe, --rules (no --device)
+  int64_t layers = 0;            // --layers, with --preset (0 = the preset's full depth)
+  std::string topology;          // --topology FILE.xml | "synthetic" ("" = this machine)
+  std::string profile;           // --profile FILE.yaml ("" = next to the topology, or assumed)
+  std::string gpu_mem = "0";     // --gpu-mem: VRAM, e.g. 24G / 24GiB / 512M (0 = CPU only)
+  double gpu_bw = 0;             // --gpu-bw: GPU memory GB/s (0 = assumed)
+  int64_t ctx_size = 4096;       // --ctx-size: KV cache positions
+  int batch = 512;               // --batch: prompt tokens per prefill batch
+  int64_t depth = 0;             // --depth: tokens already in the cache when decoding
+  std::string kv_type = "f16";   // --kv-type f16 | f32
+  int threads = 0;               // --threads: total workers (0 = every physical core)
+  std::string numa;              // --numa single | interleave | replicate | shard ("" = auto)
+  std::string nodes;             // --nodes: OS node ids, e.g. "0,1" or "0-3"
+  std::string format = "text";   // --format text | json | yaml
+  std::string output;            // -o: also save the plan as YAML (for run/bench --plan)
+  DeviceFlags device;            // -ngl, -ot, --cpu-moe, --n-cpu-moe, --rules (no --device)
 };
 
 // "24G", "24GiB", "512M", "1.5T", "4096" (bytes): K/M/G/T and KiB..TiB are powers of 1024,

@@ -3,13 +3,12 @@
 // time, prefill and decode tokens/s to stderr.
 #pragma once
 
-#include "apps/cpu_placement.h"
-
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <ostream>
 #include <string>
 
+#include "apps/cpu_placement.h"
 #include "core/base/status.h"
 #include "core/sampling/sampler.h"
 

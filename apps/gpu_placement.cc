@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #ifdef MOESPLIT_HAVE_CUDA
@@ -186,8 +188,19 @@ Device HybridDeviceOf(const std::string& name) {
 
 }  // namespace
 
-Status CheckHybridSplit(const DeviceSettings& s, const std::vector<TensorEntry>& tensors,
-                        std::ostream& err) {
+namespace {
+
+// N of "blk.N.", or -1.
+int BlockOf(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  return std::atoi(name.c_str() + 4);
+}
+
+}  // namespace
+
+StatusOr<std::vector<engine::ExpertHome>> CheckHybridSplit(const DeviceSettings& s,
+                                                           const std::vector<TensorEntry>& tensors,
+                                                           std::ostream& err) {
   MOESPLIT_ASSIGN_OR_RETURN(
       DeviceMap map, AssignDevices(tensors, {.rules = s.rules,
                                              .gpu = true,
@@ -196,23 +209,47 @@ Status CheckHybridSplit(const DeviceSettings& s, const std::vector<TensorEntry>&
                                                              "output", "embeddings"},
                                              .gpu_moe_layers = 0,
                                              .n_gpu_layers = s.n_gpu_layers}));
+  int n_layer = 0;
+  for (const TensorEntry& t : tensors) n_layer = std::max(n_layer, BlockOf(t.name) + 1);
+  std::vector<engine::ExpertHome> homes(static_cast<size_t>(n_layer), engine::ExpertHome::kAuto);
+  std::vector<int> decided(static_cast<size_t>(n_layer), -1);  // tensor index that set homes[b]
   int64_t differ = 0;
   size_t first = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    if (map.device[i] == HybridDeviceOf(tensors[i].name)) continue;
+    const int blk = BlockOf(tensors[i].name);
+    if (HybridDeviceOf(tensors[i].name) == Device::kCpu && blk >= 0) {
+      // A routed expert tensor: the plan leaves it to the session (spare VRAM), a rule decides.
+      const engine::ExpertHome h = map.origin[i] == "plan"         ? engine::ExpertHome::kAuto
+                                   : map.device[i] == Device::kGpu ? engine::ExpertHome::kDevice
+                                                                   : engine::ExpertHome::kCpu;
+      const size_t b = static_cast<size_t>(blk);
+      if (decided[b] >= 0 && homes[b] != h) {
+        return UnimplementedError("--device cuda: the routed experts of blk ", blk,
+                                  " would be split between devices (", tensors[decided[b]].name,
+                                  " vs ", tensors[i].name, " by ", map.origin[i],
+                                  "); a layer's experts live on one device: match all three "
+                                  "(e.g. -ot 'blk\\.",
+                                  blk, "\\.ffn_.*_exps=CUDA0')");
+      }
+      homes[b] = h;
+      decided[b] = static_cast<int>(i);
+      continue;
+    }
+    if (map.device[i] == Device::kGpu) continue;
     if (differ++ == 0) first = i;
   }
   if (differ > 0) {
     return UnimplementedError(
-        "--device cuda: ", tensors[first].name, " would be on the ", DeviceName(map.device[first]),
-        " (", map.origin[first], "; ", differ,
-        " tensors in all), but this version's hybrid pass runs exactly the routed experts on the "
-        "CPU and everything else on the GPU (routed experts in VRAM and partial offload are not "
-        "built yet); drop that rule / -ngl, or run --device cpu");
+        "--device cuda: ", tensors[first].name, " would be on the CPU (", map.origin[first], "; ",
+        differ,
+        " tensors in all), but this version's hybrid pass runs everything but the routed experts "
+        "on the GPU (partial offload is not built); drop that rule / -ngl, or run --device cpu");
   }
-  err << "placement (GPU: everything but the routed experts):\n" << DescribeDeviceMap(tensors, map);
+  err << "placement (GPU: everything but the routed experts; routed experts without a rule go "
+         "to spare VRAM, whole layers, the last first):\n"
+      << DescribeDeviceMap(tensors, map);
   for (const std::string& w : map.warnings) err << "warning: " << w << "\n";
-  return Status::Ok();
+  return homes;
 }
 
 StatusOr<DeviceChoice> ApplyDeviceFlags(const DeviceFlags& flags,
@@ -230,7 +267,7 @@ StatusOr<DeviceChoice> ApplyDeviceFlags(const DeviceFlags& flags,
   DeviceChoice choice;
   if (no_gpu.empty()) {  // cuda, or auto with a device: the hybrid pass
     err << "device: cuda (" << gpu_name << "); routed experts on the CPU\n";
-    MOESPLIT_RETURN_IF_ERROR(CheckHybridSplit(s, tensors, err));
+    MOESPLIT_ASSIGN_OR_RETURN(choice.expert_homes, CheckHybridSplit(s, tensors, err));
     s.FillUnset(threads, numa, nodes);
     choice.gpu = true;
     choice.gpu_name = gpu_name;

@@ -20,10 +20,12 @@
 //   nodes: "0"                      # --nodes
 //
 // With a CUDA device (--device cuda, or auto when one is visible) run / bench / chat / eval use
-// the hybrid pass (core/engine/hybrid_forward.h): every routed expert on the CPU, everything
-// else on the GPU. Other splits (experts in VRAM, -ngl below the layer count) are not built yet
-// and are errors that say so; without a device every tensor is on the CPU and a GPU rule is an
-// error. `moesplit plan --gpu-mem N` plans and prints any GPU placement for any machine.
+// the hybrid pass (core/engine/hybrid_forward.h): everything but the routed experts on the GPU;
+// routed experts on the CPU, or in VRAM by whole layers (rules: -ot, --n-cpu-moe, --cpu-moe;
+// without a rule spare VRAM takes the last layers). Partial offload (-ngl below the layer
+// count, non-expert tensors on the CPU) is not built yet and is an error that says so; without a
+// device every tensor is on the CPU and a GPU rule is an error. `moesplit plan --gpu-mem N` plans
+// and prints any GPU placement for any machine.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -35,6 +37,7 @@
 
 #include "core/base/status.h"
 #include "core/engine/dense_backend.h"
+#include "core/engine/engine.h"
 #include "core/gguf/gguf_file.h"
 #include "core/model/device_map.h"
 
@@ -83,15 +86,19 @@ struct DeviceSettings {
 StatusOr<DeviceSettings> ResolveDeviceSettings(const DeviceFlags& flags);
 
 // With a GPU: the device map of the hybrid pass (the plan puts every non-expert class on the GPU;
-// the user's rules come first), printed to err. Unimplemented, naming the first tensor and the
-// rule that moved it, when the rules or -ngl ask for another split than the one it runs.
-Status CheckHybridSplit(const DeviceSettings& s, const std::vector<TensorEntry>& tensors,
-                        std::ostream& err);
+// the user's rules come first), printed to err, and where each layer's routed experts live
+// ([n_layer]: a rule's device, else kAuto: spare VRAM). Unimplemented, naming the first tensor
+// and the rule that moved it, when the rules or -ngl put a non-expert tensor on the CPU or split
+// a layer's experts between devices.
+StatusOr<std::vector<engine::ExpertHome>> CheckHybridSplit(const DeviceSettings& s,
+                                                           const std::vector<TensorEntry>& tensors,
+                                                           std::ostream& err);
 
 // What ApplyDeviceFlags decided.
 struct DeviceChoice {
-  bool gpu = false;      // the hybrid pass on CUDA device 0
-  std::string gpu_name;  // "NVIDIA H100 80GB HBM3 (81559 MiB)"
+  bool gpu = false;                              // the hybrid pass on CUDA device 0
+  std::string gpu_name;                          // "NVIDIA H100 80GB HBM3 (81559 MiB)"
+  std::vector<engine::ExpertHome> expert_homes;  // GPU: SessionOptions::expert_homes
 };
 
 // For run / chat / bench / eval: resolves --device against this build and machine, checks the

@@ -36,8 +36,8 @@ int main(int argc, char** argv) {
   moesplit::app::RegisterTokenize(app, &action);
   moesplit::app::RegisterTopo(app, &action);
   moesplit::app::RegisterVersion(app, &action);
-  // llama.cpp's multi-letter single-dash flags (llama-bench -pg, llama-cli -sys, -ngl, -ot) mean their
-  // double-dash forms.
+  // llama.cpp's multi-letter single-dash flags (llama-bench -pg, llama-cli -sys, -ngl, -ot) mean
+  // their double-dash forms.
   std::vector<std::string> args(argv + 1, argv + argc);
   for (std::string& a : args) {
     if (a == "-pg") a = "--pg";

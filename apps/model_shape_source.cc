@@ -19,8 +19,8 @@ struct Dims {
   std::string arch;
   int64_t n_layers = 0, n_embd = 0, n_vocab = 0, n_head = 0;
   int64_t n_expert = 0, n_expert_used = 0, n_expert_shared = 0;
-  bool mla = false;                   // deepseek2: latent cache
-  int64_t kv_lora = 0, qk_rope = 0;   // MLA widths
+  bool mla = false;                                       // deepseek2: latent cache
+  int64_t kv_lora = 0, qk_rope = 0;                       // MLA widths
   int64_t n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;  // GQA widths
 };
 
@@ -34,15 +34,33 @@ struct TensorRow {
 
 void Add(TensorRole role, uint64_t v, numa::TensorClassSizes* s) {
   switch (role) {
-    case TensorRole::kRoutedExperts: s->routed_experts += v; break;
-    case TensorRole::kSharedExperts: s->shared_experts += v; break;
-    case TensorRole::kDenseFfn: s->dense_ffn += v; break;
-    case TensorRole::kRouter: s->router += v; break;
-    case TensorRole::kAttention: s->attention += v; break;
-    case TensorRole::kEmbeddings: s->embeddings += v; break;
-    case TensorRole::kOutput: s->output += v; break;
-    case TensorRole::kNorms: s->norms += v; break;
-    case TensorRole::kOther: s->other += v; break;
+    case TensorRole::kRoutedExperts:
+      s->routed_experts += v;
+      break;
+    case TensorRole::kSharedExperts:
+      s->shared_experts += v;
+      break;
+    case TensorRole::kDenseFfn:
+      s->dense_ffn += v;
+      break;
+    case TensorRole::kRouter:
+      s->router += v;
+      break;
+    case TensorRole::kAttention:
+      s->attention += v;
+      break;
+    case TensorRole::kEmbeddings:
+      s->embeddings += v;
+      break;
+    case TensorRole::kOutput:
+      s->output += v;
+      break;
+    case TensorRole::kNorms:
+      s->norms += v;
+      break;
+    case TensorRole::kOther:
+      s->other += v;
+      break;
   }
 }
 
@@ -89,8 +107,8 @@ numa::ModelShape BuildShape(const Dims& d, const std::vector<TensorRow>& tensors
   }
   // Values per token per layer in moesplit's cache and attention MACs per cached position
   // (numa/model_shape.h). V3: (512 + 64) + 512 = 1088 values x 61 layers x 2 B = 132.7 KB/token.
-  const int64_t values = d.mla ? (d.kv_lora + d.qk_rope) + d.kv_lora
-                               : d.n_head_kv * (d.head_dim_k + d.head_dim_v);
+  const int64_t values =
+      d.mla ? (d.kv_lora + d.qk_rope) + d.kv_lora : d.n_head_kv * (d.head_dim_k + d.head_dim_v);
   const int64_t macs = d.mla ? d.n_head * ((d.kv_lora + d.qk_rope) + d.kv_lora)
                              : d.n_head * (d.head_dim_k + d.head_dim_v);
   s.kv_bytes_per_token_f16 = static_cast<uint64_t>(values * d.n_layers * 2);
@@ -101,9 +119,12 @@ numa::ModelShape BuildShape(const Dims& d, const std::vector<TensorRow>& tensors
 
 const char* SynthArchName(synth::Arch a) {
   switch (a) {
-    case synth::Arch::kDeepseek2: return "deepseek2";
-    case synth::Arch::kQwen3Moe: return "qwen3moe";
-    case synth::Arch::kLlama: return "llama";
+    case synth::Arch::kDeepseek2:
+      return "deepseek2";
+    case synth::Arch::kQwen3Moe:
+      return "qwen3moe";
+    case synth::Arch::kLlama:
+      return "llama";
   }
   return "?";
 }
@@ -125,8 +146,11 @@ StatusOr<numa::ModelShape> ModelShapeFromGguf(const std::string& path,
   std::vector<TensorRow> rows;
   rows.reserve(file->tensors().size());
   for (const gguf::TensorInfo& t : file->tensors()) {
-    rows.push_back({t.name, {t.ne[0], t.ne[1], t.ne[2]}, t.nbytes,
-                    static_cast<uint64_t>(t.NumElements()), t.type});
+    rows.push_back({t.name,
+                    {t.ne[0], t.ne[1], t.ne[2]},
+                    t.nbytes,
+                    static_cast<uint64_t>(t.NumElements()),
+                    t.type});
   }
   numa::ModelShape s = BuildShape(d, rows);
   if (tensors != nullptr) {

@@ -11,8 +11,9 @@
 //   prefill  512 tokens, top-6 with Zipf(1) expert popularity (48 tokens per expert on average),
 //            one pinned thread: 512 x 6 x 3 x 2048 x 1408 = 26.6 G multiply-adds per layer ->
 //            GMAC/s per core; also at 171 and 64 tokens (16 and 6 per expert: fewer tokens per
-//            expert reuse each weight row less, and V3's 256 experts see 16 at 512 tokens). On this repository's Zen 4/5 development box that is ~105, half
-//            the bare Q4_K x Q8_K GEMM's ~208: the planner predicts prefill from this one.
+//            expert reuse each weight row less, and V3's 256 experts see 16 at 512 tokens). On this
+//            repository's Zen 4/5 development box that is ~105, half the bare Q4_K x Q8_K GEMM's
+//            ~208: the planner predicts prefill from this one.
 #pragma once
 
 #include <cstdint>
@@ -47,9 +48,10 @@ StatusOr<double> MeasureMoePrefillGmacs(const numa::NumaNode& node, int64_t toke
                                         std::vector<std::string>* warnings);
 
 // A dense projection through qmatmul::MatMul (activation quantization included): 512 tokens x
-// a 2816 x 2048 matrix of `type` (q4_K, q6_K, q8_0, ...; 2048 is a multiple of every block), one thread on the node's first core, 1e9 multiply-adds / s. The
-// rate of attention projections, shared experts and dense FFNs in prefill (every token through
-// one matrix: better reuse than an expert's few dozen tokens). --quick: 256 rows, 64 tokens.
+// a 2816 x 2048 matrix of `type` (q4_K, q6_K, q8_0, ...; 2048 is a multiple of every block), one
+// thread on the node's first core, 1e9 multiply-adds / s. The rate of attention projections, shared
+// experts and dense FFNs in prefill (every token through one matrix: better reuse than an expert's
+// few dozen tokens). --quick: 256 rows, 64 tokens.
 StatusOr<double> MeasureDenseGmacs(const numa::NumaNode& node, GgmlType type,
                                    const MeasureOptions& options,
                                    std::vector<std::string>* warnings);

@@ -9,7 +9,7 @@ namespace moesplit::app {
 
 namespace {
 
-constexpr int kW = 760, kH = 440;                           // canvas, px
+constexpr int kW = 760, kH = 440;                                 // canvas, px
 constexpr int kLeft = 70, kRight = 220, kTop = 40, kBottom = 50;  // plot margins (legend right)
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                    "#9467bd", "#8c564b", "#e377c2", "#17becf"};
@@ -17,11 +17,16 @@ constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
 std::string Escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }
@@ -60,9 +65,10 @@ std::string SweepChartSvg(const std::vector<BenchTest>& tests, const std::string
   const int x_min = 1, x_max = std::max(2, max_threads);
   auto px = [&](double threads) { return kLeft + pw * (threads - x_min) / (x_max - x_min); };
   auto py = [&](double ts) { return kTop + ph * (1 - ts / y_max); };
-  std::string s = F("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" "
-                    "font-family=\"sans-serif\" font-size=\"12\">\n",
-                    kW, kH);
+  std::string s =
+      F("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" "
+        "font-family=\"sans-serif\" font-size=\"12\">\n",
+        kW, kH);
   s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   s += F("<text x=\"%g\" y=\"22\" font-size=\"14\">", kLeft) + Escape(title) + "</text>\n";
   for (double v = 0; v <= y_max + 1e-9; v += y_step) {  // y grid and labels
@@ -72,18 +78,18 @@ std::string SweepChartSvg(const std::vector<BenchTest>& tests, const std::string
   }
   const int x_step = std::max(1, (x_max - x_min) / 10);
   for (int x = x_min; x <= x_max; x += x_step) {  // x ticks
-    s += F("<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%g</text>\n", px(x), kTop + ph + 18,
-           x);
+    s += F("<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%g</text>\n", px(x), kTop + ph + 18, x);
   }
   s += F("<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n", kLeft, kTop + ph,
          kLeft + pw, kTop + ph);
   s += F("<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n", kLeft, kTop, kLeft,
          kTop + ph);
-  s += F("<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">threads</text>\n", kLeft + pw / 2,
-         kH - 12);
-  s += F("<text transform=\"translate(16 %g) rotate(-90)\" text-anchor=\"middle\">tokens/s"
-         "</text>\n",
-         kTop + ph / 2);
+  s +=
+      F("<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">threads</text>\n", kLeft + pw / 2, kH - 12);
+  s +=
+      F("<text transform=\"translate(16 %g) rotate(-90)\" text-anchor=\"middle\">tokens/s"
+        "</text>\n",
+        kTop + ph / 2);
   int i = 0;
   for (auto& [name, pts] : series) {
     std::sort(pts.begin(), pts.end());

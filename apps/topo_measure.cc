@@ -9,11 +9,11 @@
 #include <sstream>
 #include <thread>
 
+#include "apps/moe_calibration.h"
 #include "core/base/dtype.h"
 #include "core/base/random_values.h"
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/quant/quant.h"
-#include "apps/moe_calibration.h"
 #include "numa/affinity.h"
 #include "numa/bandwidth_probe.h"
 #include "numa/node_memory.h"
@@ -303,7 +303,7 @@ Status MeasureCross(Context& ctx, const std::vector<const numa::NumaNode*>& cpu_
 // DeepSeek's tensors.
 constexpr GgmlType kDenseTypes[] = {GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
                                     GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0,
-                                    GgmlType::kBF16, GgmlType::kF16, GgmlType::kF32};
+                                    GgmlType::kBF16, GgmlType::kF16,  GgmlType::kF32};
 
 int DenseTypeCount(cpu::IsaTier tier) {
   const gemv::GemvKernels& table = gemv::KernelsFor(tier);

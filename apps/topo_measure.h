@@ -38,7 +38,8 @@ struct MeasureOptions {
 // [1, cores] (empty: the powers of two below cores), always ending with `cores`; ascending.
 std::vector<int> ThreadCounts(const std::vector<int>& requested, int cores);
 
-// The bare Q4_K x Q8_K GEMM kernel (the peak the MoE path is compared with), 256 tokens, one thread pinned to `cpu`: 1e9 multiply-adds / s.
+// The bare Q4_K x Q8_K GEMM kernel (the peak the MoE path is compared with), 256 tokens, one thread
+// pinned to `cpu`: 1e9 multiply-adds / s.
 StatusOr<double> MeasureGemmGmacs(int cpu, const MeasureOptions& options,
                                   std::vector<std::string>* warnings);
 

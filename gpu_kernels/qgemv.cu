@@ -1,4 +1,5 @@
-// Quantized GEMV (decode): one warp per weight row, 4 rows per 128-thread block.
+// Quantized GEMV (decode): one warp per weight row, 4 rows per 128-thread block; grid.y is the
+// batch (QuantGemvBatched: matrix b, its strided x and y rows; QuantGemv: one batch).
 //
 // The warp walks its row in chunks of 32 units (a unit = 32 values, see quant_blocks_hd.h): a
 // chunk is 32 legacy blocks (Q8_0: 32 x 34 = 1088 B), 4 K-quant super-blocks (Q4_K: 4 x 144 =
@@ -18,6 +19,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "gpu_kernels/cuda_check.h"
 #include "gpu_kernels/qgemv.h"
@@ -61,14 +63,15 @@ __device__ __forceinline__ int StageChunk(const uint8_t* src, int n, uint8_t* ds
   return head;
 }
 
-// acc[t] += sum_i v[i] * x[t * cols + i], i < 32, for t < n_tok. xc is 16-byte aligned.
+// acc[t] += sum_i v[i] * x[t * x_tok + i], i < 32, for t < n_tok. xc and x_tok * 4 bytes are
+// multiples of 16 bytes (checked on the host), so every token's 32 values load as 8 float4.
 template <int kMaxTok>
-__device__ __forceinline__ void DotUnit(const float* v, const float* xc, int64_t cols, int n_tok,
+__device__ __forceinline__ void DotUnit(const float* v, const float* xc, int64_t x_tok, int n_tok,
                                         float* acc) {
 #pragma unroll
   for (int t = 0; t < kMaxTok; ++t) {
     if (t < n_tok) {
-      const float4* xp = reinterpret_cast<const float4*>(xc + t * cols);
+      const float4* xp = reinterpret_cast<const float4*>(xc + t * x_tok);
       float s = 0.0f;
 #pragma unroll
       for (int i = 0; i < kUnitValues / 4; ++i) {
@@ -83,17 +86,24 @@ __device__ __forceinline__ void DotUnit(const float* v, const float* xc, int64_t
   }
 }
 
+// Batch b = blockIdx.y: weights w + b * rows * row_bytes ([rows] rows of row_bytes), x rows
+// x + b * x_batch + t * x_tok ([cols] floats each), y rows y + b * y_batch + t * y_tok ([rows]
+// floats each), t < n_tok; strides in floats.
 template <GgmlType kT, int kMaxTok>
 __global__ void __launch_bounds__(kThreads)
     QGemvKernel(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, int64_t row_bytes,
-                const float* __restrict__ x, int n_tok, float* __restrict__ y) {
+                const float* __restrict__ x, int64_t x_tok, int64_t x_batch, int n_tok,
+                float* __restrict__ y, int64_t y_tok, int64_t y_batch) {
   using G = Geometry<kT>;
   __shared__ __align__(16) uint8_t stage[kRowsPerCta][G::kStageBytes];
   const int warp = static_cast<int>(threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerCta + warp;
   if (row >= rows) return;  // the whole warp leaves together: no block-wide barrier below
-  const uint8_t* wrow = w + row * row_bytes;
+  const int64_t batch = blockIdx.y;
+  const uint8_t* wrow = w + (batch * rows + row) * row_bytes;
+  const float* xb = x + batch * x_batch;
+  float* yb = y + batch * y_batch;
   const int64_t nblocks = cols / G::kBlockValues;
   float acc[kMaxTok];
 #pragma unroll
@@ -108,7 +118,7 @@ __global__ void __launch_bounds__(kThreads)
       float v[kUnitValues];
       HdDecodeUnit<kT>(stage[warp] + head + (lane / G::kUnitsPerBlock) * G::kBlockBytes,
                        lane % G::kUnitsPerBlock, v);
-      DotUnit<kMaxTok>(v, x + b0 * G::kBlockValues + lane * kUnitValues, cols, n_tok, acc);
+      DotUnit<kMaxTok>(v, xb + b0 * G::kBlockValues + lane * kUnitValues, x_tok, n_tok, acc);
     }
     __syncwarp();  // the next chunk overwrites the stage
   }
@@ -119,33 +129,129 @@ __global__ void __launch_bounds__(kThreads)
       float s = acc[t];
 #pragma unroll
       for (int off = kWarp / 2; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
-      if (lane == 0) y[t * rows + row] = s;
+      if (lane == 0) yb[t * y_tok + row] = s;
     }
   }
 }
 
+// One (batched) product, already checked; strides in floats.
+struct GemvJob {
+  const void* w;
+  int64_t rows, cols, n_batch;
+  const float* x;
+  int64_t x_tok, x_batch;
+  int n_tok;
+  float* y;
+  int64_t y_tok, y_batch;
+  Stream stream;
+};
+
 template <GgmlType kT, int kMaxTok>
-void Launch(const void* w, int64_t rows, int64_t cols, const float* x, int n_tok, float* y,
-            Stream stream) {
-  const int64_t grid = (rows + kRowsPerCta - 1) / kRowsPerCta;
-  QGemvKernel<kT, kMaxTok><<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(
-      static_cast<const uint8_t*>(w), rows, cols, RowBytes(kT, cols), x, n_tok, y);
+void Launch(const GemvJob& j) {
+  const dim3 grid(static_cast<unsigned>((j.rows + kRowsPerCta - 1) / kRowsPerCta),
+                  static_cast<unsigned>(j.n_batch));
+  QGemvKernel<kT, kMaxTok><<<grid, kThreads, 0, j.stream>>>(
+      static_cast<const uint8_t*>(j.w), j.rows, j.cols, RowBytes(kT, j.cols), j.x, j.x_tok,
+      j.x_batch, j.n_tok, j.y, j.y_tok, j.y_batch);
   CUDA_CHECK_LAUNCH();
 }
 
 // Token counts are rounded up to 1, 2, 4 or 8 accumulators (4 instantiations per type, not 8).
 template <GgmlType kT>
-void LaunchType(const void* w, int64_t rows, int64_t cols, const float* x, int n_tok, float* y,
-                Stream stream) {
-  if (n_tok <= 1) {
-    Launch<kT, 1>(w, rows, cols, x, n_tok, y, stream);
-  } else if (n_tok <= 2) {
-    Launch<kT, 2>(w, rows, cols, x, n_tok, y, stream);
-  } else if (n_tok <= 4) {
-    Launch<kT, 4>(w, rows, cols, x, n_tok, y, stream);
+void LaunchType(const GemvJob& j) {
+  if (j.n_tok <= 1) {
+    Launch<kT, 1>(j);
+  } else if (j.n_tok <= 2) {
+    Launch<kT, 2>(j);
+  } else if (j.n_tok <= 4) {
+    Launch<kT, 4>(j);
   } else {
-    Launch<kT, 8>(w, rows, cols, x, n_tok, y, stream);
+    Launch<kT, 8>(j);
   }
+}
+
+void Dispatch(GgmlType type, const GemvJob& j) {
+  switch (type) {
+    case GgmlType::kQ4_0:
+      LaunchType<GgmlType::kQ4_0>(j);
+      break;
+    case GgmlType::kQ5_0:
+      LaunchType<GgmlType::kQ5_0>(j);
+      break;
+    case GgmlType::kQ8_0:
+      LaunchType<GgmlType::kQ8_0>(j);
+      break;
+    case GgmlType::kQ4_K:
+      LaunchType<GgmlType::kQ4_K>(j);
+      break;
+    case GgmlType::kQ5_K:
+      LaunchType<GgmlType::kQ5_K>(j);
+      break;
+    case GgmlType::kQ6_K:
+      LaunchType<GgmlType::kQ6_K>(j);
+      break;
+    case GgmlType::kF32:
+      LaunchType<GgmlType::kF32>(j);
+      break;
+    case GgmlType::kF16:
+      LaunchType<GgmlType::kF16>(j);
+      break;
+    case GgmlType::kBF16:
+      LaunchType<GgmlType::kBF16>(j);
+      break;
+    default:
+      MOESPLIT_CHECK(false, "unreachable: ", TypeName(type));
+  }
+}
+
+// CheckQuantGemvArgs' rules, with `fn` ("QuantGemv" / "QuantGemvBatched") in the messages.
+Status CheckCommon(const char* fn, GgmlType type, int64_t rows, int64_t cols, const float* x,
+                   int n_tok) {
+  if (!QuantGemvSupports(type)) {
+    return InvalidArgumentError(fn, ": weight type ", TypeName(type),
+                                " is not supported (q4_0, q5_0, q8_0, q4_K, q5_K, q6_K, f32, "
+                                "f16, bf16 are)");
+  }
+  const int bv = HdBlockValues(type);
+  if (cols < 1 || cols % bv != 0) {
+    return InvalidArgumentError(fn, ": cols = ", cols, " must be a positive multiple of ", bv,
+                                " for ", TypeName(type));
+  }
+  if (rows < 1 || rows > kMaxRows) {
+    return InvalidArgumentError(fn, ": rows = ", rows, " must be in [1, ", kMaxRows, "]");
+  }
+  if (n_tok < 1 || n_tok > kQGemvMaxTokens) {
+    return InvalidArgumentError(fn, ": n_tok = ", n_tok, " must be in [1, ", kQGemvMaxTokens, "]");
+  }
+  if (reinterpret_cast<uintptr_t>(x) % 16 != 0) {
+    return InvalidArgumentError(fn, ": x must be 16-byte aligned (float4 loads)");
+  }
+  return Status::Ok();
+}
+
+// The y rows [rows floats at t * y_tok + b * y_batch] are pairwise disjoint: the dimensions that
+// repeat (count > 1), innermost (smaller stride) first, each step past the previous one's extent.
+Status CheckOutputRowsDisjoint(int64_t rows, int n_tok, int64_t y_tok, int64_t n_batch,
+                               int64_t y_batch) {
+  struct Dim {
+    int64_t stride, count;
+  };
+  Dim dims[2];
+  int n = 0;
+  if (n_tok > 1) dims[n++] = {y_tok, n_tok};
+  if (n_batch > 1) dims[n++] = {y_batch, n_batch};
+  if (n == 2 && dims[1].stride < dims[0].stride) std::swap(dims[0], dims[1]);
+  int64_t extent = rows;  // floats spanned by the dimensions handled so far
+  for (int i = 0; i < n; ++i) {
+    if (dims[i].stride < extent) {
+      return InvalidArgumentError(
+          "QuantGemvBatched: output rows overlap: y_tok = ", y_tok, " (n_tok = ", n_tok,
+          "), y_batch = ", y_batch, " (n_batch = ", n_batch, ") for rows = ", rows,
+          " (each repeated dimension's stride must be >= the extent of the ones inside it)");
+    }
+    extent = dims[i].stride * (dims[i].count - 1) + extent;
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -153,63 +259,50 @@ void LaunchType(const void* w, int64_t rows, int64_t cols, const float* x, int n
 bool QuantGemvSupports(GgmlType type) { return HdCanDecode(type); }
 
 Status CheckQuantGemvArgs(GgmlType type, int64_t rows, int64_t cols, const float* x, int n_tok) {
-  if (!QuantGemvSupports(type)) {
-    return InvalidArgumentError("QuantGemv: weight type ", TypeName(type),
-                                " is not supported (q4_0, q5_0, q8_0, q4_K, q5_K, q6_K, f32, "
-                                "f16, bf16 are)");
+  return CheckCommon("QuantGemv", type, rows, cols, x, n_tok);
+}
+
+Status CheckQuantGemvBatchedArgs(GgmlType type, int64_t rows, int64_t cols, int64_t n_batch,
+                                 const float* x, int64_t x_tok, int64_t x_batch, int n_tok,
+                                 int64_t y_tok, int64_t y_batch) {
+  MOESPLIT_RETURN_IF_ERROR(CheckCommon("QuantGemvBatched", type, rows, cols, x, n_tok));
+  if (n_batch < 1 || n_batch > kQGemvMaxBatch) {
+    return InvalidArgumentError("QuantGemvBatched: n_batch = ", n_batch, " must be in [1, ",
+                                kQGemvMaxBatch, "]");
   }
-  const int bv = HdBlockValues(type);
-  if (cols < 1 || cols % bv != 0) {
-    return InvalidArgumentError("QuantGemv: cols = ", cols, " must be a positive multiple of ", bv,
-                                " for ", TypeName(type));
+  const struct {
+    const char* name;
+    int64_t value;
+  } strides[] = {{"x_tok", x_tok}, {"x_batch", x_batch}, {"y_tok", y_tok}, {"y_batch", y_batch}};
+  for (const auto& s : strides) {
+    if (s.value < 0 || s.value > kQGemvMaxStride) {
+      return InvalidArgumentError("QuantGemvBatched: ", s.name, " = ", s.value, " must be in [0, ",
+                                  kQGemvMaxStride, "] floats");
+    }
   }
-  if (rows < 1 || rows > kMaxRows) {
-    return InvalidArgumentError("QuantGemv: rows = ", rows, " must be in [1, ", kMaxRows, "]");
+  if ((n_tok > 1 && x_tok % 4 != 0) || (n_batch > 1 && x_batch % 4 != 0)) {
+    return InvalidArgumentError("QuantGemvBatched: x_tok = ", x_tok, " / x_batch = ", x_batch,
+                                " must be multiples of 4 floats (every row of x starts 16-byte "
+                                "aligned: float4 loads)");
   }
-  if (n_tok < 1 || n_tok > kQGemvMaxTokens) {
-    return InvalidArgumentError("QuantGemv: n_tok = ", n_tok, " must be in [1, ", kQGemvMaxTokens,
-                                "]");
-  }
-  if (reinterpret_cast<uintptr_t>(x) % 16 != 0) {
-    return InvalidArgumentError("QuantGemv: x must be 16-byte aligned (float4 loads)");
-  }
-  return Status::Ok();
+  return CheckOutputRowsDisjoint(rows, n_tok, y_tok, n_batch, y_batch);
 }
 
 Status QuantGemv(GgmlType type, const void* w, int64_t rows, int64_t cols, const float* x,
                  int n_tok, float* y, Stream stream) {
   MOESPLIT_RETURN_IF_ERROR(CheckQuantGemvArgs(type, rows, cols, x, n_tok));
-  switch (type) {
-    case GgmlType::kQ4_0:
-      LaunchType<GgmlType::kQ4_0>(w, rows, cols, x, n_tok, y, stream);
-      break;
-    case GgmlType::kQ5_0:
-      LaunchType<GgmlType::kQ5_0>(w, rows, cols, x, n_tok, y, stream);
-      break;
-    case GgmlType::kQ8_0:
-      LaunchType<GgmlType::kQ8_0>(w, rows, cols, x, n_tok, y, stream);
-      break;
-    case GgmlType::kQ4_K:
-      LaunchType<GgmlType::kQ4_K>(w, rows, cols, x, n_tok, y, stream);
-      break;
-    case GgmlType::kQ5_K:
-      LaunchType<GgmlType::kQ5_K>(w, rows, cols, x, n_tok, y, stream);
-      break;
-    case GgmlType::kQ6_K:
-      LaunchType<GgmlType::kQ6_K>(w, rows, cols, x, n_tok, y, stream);
-      break;
-    case GgmlType::kF32:
-      LaunchType<GgmlType::kF32>(w, rows, cols, x, n_tok, y, stream);
-      break;
-    case GgmlType::kF16:
-      LaunchType<GgmlType::kF16>(w, rows, cols, x, n_tok, y, stream);
-      break;
-    case GgmlType::kBF16:
-      LaunchType<GgmlType::kBF16>(w, rows, cols, x, n_tok, y, stream);
-      break;
-    default:
-      MOESPLIT_CHECK(false, "unreachable: ", TypeName(type));
-  }
+  // One batch; x_tok = cols and y_tok = rows: contiguous n_tok x cols and n_tok x rows.
+  Dispatch(type, GemvJob{w, rows, cols, 1, x, cols, 0, n_tok, y, rows, 0, stream});
+  return Status::Ok();
+}
+
+Status QuantGemvBatched(GgmlType type, const void* w, int64_t rows, int64_t cols, int64_t n_batch,
+                        const float* x, int64_t x_tok, int64_t x_batch, int n_tok, float* y,
+                        int64_t y_tok, int64_t y_batch, Stream stream) {
+  MOESPLIT_RETURN_IF_ERROR(CheckQuantGemvBatchedArgs(type, rows, cols, n_batch, x, x_tok, x_batch,
+                                                     n_tok, y_tok, y_batch));
+  Dispatch(type,
+           GemvJob{w, rows, cols, n_batch, x, x_tok, x_batch, n_tok, y, y_tok, y_batch, stream});
   return Status::Ok();
 }
 

@@ -4,8 +4,10 @@
 //
 // W is `rows` GGUF rows of `cols` values of `type`, back to back (row stride RowBytes(type,
 // cols)); x is n_tok x cols f32 and y n_tok x rows f32, both row-major and contiguous. Every
-// weight row is read once for all n_tok tokens. Accumulation is in f32 in an order different
-// from the CPU's, so results agree with a double-precision reference to ~1e-4 * sum |w * x|.
+// weight row is read once for all n_tok tokens. QuantGemvBatched does n_batch such products at
+// once over strided activations (MLA's per-head maps W_kb / W_vb). Accumulation is in f32 in an
+// order different from the CPU's, so results agree with a double-precision reference to ~1e-4 * sum
+// |w * x|.
 #pragma once
 
 #include <cstdint>
@@ -32,5 +34,35 @@ Status CheckQuantGemvArgs(GgmlType type, int64_t rows, int64_t cols, const float
 // alignment). Returns CheckQuantGemvArgs' error, if any, before any CUDA call.
 Status QuantGemv(GgmlType type, const void* w, int64_t rows, int64_t cols, const float* x,
                  int n_tok, float* y, Stream stream);
+
+// n_batch products with their own weights, strided activations (strides in floats):
+//
+//   y[t*y_tok + b*y_batch + r] = sum_c W_b[r][c] * x[t*x_tok + b*x_batch + c]
+//   W_b = w + b * rows * RowBytes(type, cols)       (the batch's matrices back to back)
+//
+// for t < n_tok (1..8), b < n_batch, r < rows, c < cols. QuantGemv is the case n_batch = 1,
+// x_tok = cols, y_tok = rows. Nothing of y outside those n_tok x n_batch rows of `rows` floats is
+// written (gaps between them stay as they are).
+inline constexpr int64_t kQGemvMaxBatch = 65535;              // grid.y
+inline constexpr int64_t kQGemvMaxStride = int64_t{1} << 40;  // floats; keeps offsets < 2^63
+
+// Checks the arguments of QuantGemvBatched without touching the GPU: CheckQuantGemvArgs' rules
+// (type, cols, rows, n_tok, x 16-byte aligned), and InvalidArgument, naming the value, for
+// n_batch outside [1, kQGemvMaxBatch], a stride outside [0, kQGemvMaxStride], x_tok (n_tok > 1)
+// or x_batch (n_batch > 1) not a multiple of 4 floats (every (t, b) row of x must start 16-byte
+// aligned like x: float4 loads), or output rows that could overlap (two warps writing one float):
+// the strides of the y dimensions of count > 1, sorted, must satisfy inner >= rows and outer >=
+// inner * (inner count
+// - 1) + rows. x strides may be 0 (one x for every batch) and y has no alignment requirement.
+Status CheckQuantGemvBatchedArgs(GgmlType type, int64_t rows, int64_t cols, int64_t n_batch,
+                                 const float* x, int64_t x_tok, int64_t x_batch, int n_tok,
+                                 int64_t y_tok, int64_t y_batch);
+
+// Enqueues the n_batch products on `stream` (asynchronous; w, x, y are device pointers; w needs
+// no alignment; y must not overlap x). Returns CheckQuantGemvBatchedArgs' error, if any, before
+// any CUDA call.
+Status QuantGemvBatched(GgmlType type, const void* w, int64_t rows, int64_t cols, int64_t n_batch,
+                        const float* x, int64_t x_tok, int64_t x_batch, int n_tok, float* y,
+                        int64_t y_tok, int64_t y_batch, Stream stream);
 
 }  // namespace moesplit::gpu

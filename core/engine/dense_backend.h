@@ -131,6 +131,24 @@ class DenseBackend {
   // [n_tok x k].
   virtual Status Route(Lane lane, const moe::RouterConfig& config, const float* logits,
                        const float* bias, int64_t n_tok, int32_t* ids, float* weights) = 0;
+
+  // ---- routed experts in device memory (a backend without them: Unimplemented) ----
+  // Products of n_pairs (token, expert) pairs: for p < n_pairs,
+  //   y[p*w.rows + r] = sum_c W_{ids[p]}[r][c] x[(p / x_div)*w.cols + c]
+  // where W_e (w.rows x w.cols) starts e * w.rows rows after w.data (a [cols, rows, n_expert]
+  // tensor) and ids[p] < n_expert (ids: [n_pairs] int32, device memory). x_div = k reads one
+  // hidden row per token for its k pairs (gate / up); x_div = 1 one row per pair (down).
+  virtual Status ExpertMatMul(Lane lane, const DevMatrix& w, int64_t n_expert, const int32_t* ids,
+                              int64_t n_pairs, const float* x, int64_t x_div, float* y) {
+    (void)lane, (void)w, (void)n_expert, (void)ids, (void)n_pairs, (void)x, (void)x_div, (void)y;
+    return UnimplementedError(Name(), ": routed experts in device memory are not supported");
+  }
+  // out[t*n + i] = sum_j weights[t*k + j] * y[(t*k + j)*n + i]   (t < n_tok, j < k, i < n)
+  virtual Status WeightedSum(Lane lane, const float* y, const float* weights, int64_t n_tok,
+                             int64_t k, int64_t n, float* out) {
+    (void)lane, (void)y, (void)weights, (void)n_tok, (void)k, (void)n, (void)out;
+    return UnimplementedError(Name(), ": routed experts in device memory are not supported");
+  }
 };
 
 }  // namespace moesplit::engine

@@ -88,6 +88,13 @@ struct CpuPlacement {
   bool repack = true;
 };
 
+// Hybrid sessions: where one MoE layer's routed experts live.
+enum class ExpertHome : uint8_t {
+  kAuto,    // the device when whole layers fit in what is left there (last layers first)
+  kCpu,     // the CPU pools (--cpu-moe, --n-cpu-moe, -ot exps=CPU)
+  kDevice,  // the device, or an error when it does not fit (-ot exps=CUDA0)
+};
+
 struct SessionOptions {
   int64_t ctx_size = 4096;  // KV cache positions; <= 0: the model's context_length (max 32768)
   int n_threads = 0;        // <= 0: all hardware threads
@@ -105,6 +112,10 @@ struct SessionOptions {
   // Hybrid: longer batches run as chunks of this many tokens (device activations are sized
   // for it; llama.cpp's -ub).
   int64_t ubatch = 512;
+  // Hybrid: [n_layer] where each MoE layer's routed experts live (empty: all kAuto). kAuto
+  // layers take the device memory left after everything else and a margin (max(512 MiB, 5% of
+  // what is free)), whole layers, the last ones first.
+  std::vector<ExpertHome> expert_homes;
 };
 
 class Session {
@@ -145,6 +156,9 @@ class Session {
   struct Tag {};
   Session(const Model& model, const SessionOptions& options, Tag);
   Status Place(const SessionOptions& options);
+  // Hybrid: [n_layer] true where a MoE layer's routed experts go to the device (expert_homes
+  // against the device memory left). ResourceExhausted when kDevice layers do not fit.
+  StatusOr<std::vector<bool>> DeviceExpertLayers(const SessionOptions& options) const;
   // After Place's pools: the dense matrices repacked (weight_repack.h) when p.repack, weights_.
   Status PlaceDenseWeights(const CpuPlacement& p);
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "core/engine/forward.h"
@@ -19,7 +20,8 @@ HybridForward::~HybridForward() = default;
 
 StatusOr<std::unique_ptr<HybridForward>> HybridForward::Create(
     const ModelConfig& cfg, const ModelWeights& w, DenseBackend* backend,
-    moe::GroupedExperts* experts, int64_t ctx_size, int64_t max_batch) {
+    moe::GroupedExperts* experts, int64_t ctx_size, int64_t max_batch,
+    const std::vector<bool>& device_experts) {
   if (cfg.arch != ModelArch::kDeepseek2) {
     return UnimplementedError(
         "the hybrid CPU/GPU pass runs deepseek2 (MLA) models; this model's "
@@ -35,14 +37,30 @@ StatusOr<std::unique_ptr<HybridForward>> HybridForward::Create(
   std::unique_ptr<HybridForward> f(new HybridForward(cfg, backend, experts));
   f->max_batch_ = std::max<int64_t>(1, max_batch);
   f->cpu_weights_ = &w;
+  MOESPLIT_CHECK(
+      device_experts.empty() || device_experts.size() == static_cast<size_t>(cfg.n_layer),
+      "HybridForward: device_experts has ", device_experts.size(), " entries");
   MOESPLIT_RETURN_IF_ERROR(f->Upload(w, ctx_size));
-  MOESPLIT_RETURN_IF_ERROR(f->AllocBuffers(f->max_batch_));
+  std::string vram_layers;
+  for (size_t il = 0; il < device_experts.size(); ++il) {
+    if (!device_experts[il] || !cfg.IsMoeLayer(static_cast<int64_t>(il))) continue;
+    MOESPLIT_RETURN_IF_ERROR(f->UploadExperts(w.layers[il], f->layers_[il]));
+    vram_layers += (vram_layers.empty() ? "" : ",") + std::to_string(il);
+    ++f->device_expert_layers_;
+  }
+  MOESPLIT_RETURN_IF_ERROR(f->AllocBuffers(f->max_batch_, f->device_expert_layers_ > 0));
   f->report_.push_back(StrCat("device: ", backend->Name()));
   f->report_.push_back(
       StrCat("on the device: attention, norms, router, shared experts, dense "
              "FFN, embeddings, output head (",
-             f->weight_bytes_ >> 20, " MiB) + latent KV cache (", f->kv_bytes_ >> 20,
-             " MiB f16); routed experts on the CPU"));
+             f->weight_bytes_ >> 20, " MiB) + latent KV cache (", f->kv_bytes_ >> 20, " MiB f16)"));
+  if (f->device_expert_layers_ > 0) {
+    f->report_.push_back(StrCat("routed experts in device memory: ", f->device_expert_layers_,
+                                " layers (blk ", vram_layers, "), ", f->expert_bytes_ >> 20,
+                                " MiB; the other MoE layers' experts on the CPU"));
+  } else {
+    f->report_.push_back("routed experts: all on the CPU");
+  }
   return f;
 }
 
@@ -54,6 +72,20 @@ StatusOr<DevMatrix> HybridForward::UploadMatrix(const TensorView& t, int64_t row
   MOESPLIT_RETURN_IF_ERROR(backend_->Upload(d, t.data, t.nbytes));
   weight_bytes_ += t.nbytes;
   return DevMatrix{t.type, d, rows, cols};
+}
+
+Status HybridForward::UploadExperts(const LayerWeights& t, HybridLayer& l) {
+  const ModelConfig& c = cfg_;
+  const int64_t D = c.n_embd, Fe = c.n_ff_exp, E = c.n_expert;
+  const uint64_t before = weight_bytes_;
+  MOESPLIT_ASSIGN_OR_RETURN(l.ex_gate, UploadMatrix(t.ffn_gate_exps, E * Fe, D));
+  MOESPLIT_ASSIGN_OR_RETURN(l.ex_up, UploadMatrix(t.ffn_up_exps, E * Fe, D));
+  MOESPLIT_ASSIGN_OR_RETURN(l.ex_down, UploadMatrix(t.ffn_down_exps, E * D, Fe));
+  l.ex_gate.rows = l.ex_up.rows = Fe;  // per expert (ExpertMatMul)
+  l.ex_down.rows = D;
+  expert_bytes_ += weight_bytes_ - before;
+  weight_bytes_ = before;
+  return Status::Ok();
 }
 
 StatusOr<const float*> HybridForward::UploadVector(const TensorView& t) {
@@ -78,7 +110,7 @@ Status HybridForward::Upload(const ModelWeights& w, int64_t ctx_size) {
   layers_.resize(static_cast<size_t>(c.n_layer));
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& t = w.layers[static_cast<size_t>(il)];
-    Layer& l = layers_[static_cast<size_t>(il)];
+    HybridLayer& l = layers_[static_cast<size_t>(il)];
     MOESPLIT_ASSIGN_OR_RETURN(l.attn_norm, UploadVector(t.attn_norm));
     MOESPLIT_ASSIGN_OR_RETURN(l.ffn_norm, UploadVector(t.ffn_norm));
     MOESPLIT_ASSIGN_OR_RETURN(l.q_a_norm, UploadVector(t.attn_q_a_norm));
@@ -115,54 +147,107 @@ Status HybridForward::Upload(const ModelWeights& w, int64_t ctx_size) {
   return Status::Ok();
 }
 
-Status HybridForward::AllocBuffers(int64_t B) {
-  const ModelConfig& c = cfg_;
+namespace {
+
+// One activation buffer: `floats` 4-byte values (f32 or int32), device or host staging memory.
+struct BufferSpec {
+  int64_t floats;
+  const char* what;
+  bool host;
+  std::function<void(void*)> set;  // stores the allocation in its Buffers field
+};
+
+template <typename T>
+std::function<void(void*)> Into(T** field) {
+  return [field](void* p) { *field = static_cast<T*>(p); };
+}
+
+// Every buffer of a chunk of B tokens (hybrid_internal.h gives the shapes); the routed expert
+// scratch only when some layer's experts are in device memory.
+std::vector<BufferSpec> BufferSpecs(const ModelConfig& c, int64_t B, bool device_experts,
+                                    HybridBuffers& b) {
   const int64_t D = c.n_embd, H = c.n_head, L = c.kv_lora_rank, R = c.qk_rope;
   const int64_t k = std::max<int64_t>(c.n_expert_used, 1), E = std::max<int64_t>(c.n_expert, 1);
-  const int64_t F = std::max({c.n_ff, c.n_ff_shexp, int64_t{1}});
-  buf_ = std::make_unique<Buffers>();
-  Buffers& b = *buf_;
-  auto dev = [&](auto** p, int64_t n, const char* what) -> Status {
-    MOESPLIT_ASSIGN_OR_RETURN(void* d, backend_->AllocDevice(static_cast<size_t>(n) * 4,
-                                                             StrCat("activations (", what, ")")));
-    *p = static_cast<std::remove_pointer_t<decltype(p)>>(d);
-    return Status::Ok();
+  const int64_t F = std::max({c.n_ff, c.n_ff_shexp, int64_t{1}}), V = c.n_vocab;
+  std::vector<BufferSpec> v = {
+      {B, "tokens", false, Into(&b.tokens)},
+      {B, "positions", false, Into(&b.pos)},
+      {B * D, "x", false, Into(&b.x)},
+      {B * D, "h", false, Into(&b.h)},
+      {B * D, "out", false, Into(&b.out)},
+      {B * std::max<int64_t>(c.q_lora_rank, 1), "q_a", false, Into(&b.qa)},
+      {B * H * c.head_dim_k, "q", false, Into(&b.q)},
+      {B * (L + R), "kv", false, Into(&b.kv)},
+      {B * H * (L + R), "absorbed q", false, Into(&b.qf)},
+      {B * H * L, "latent output", false, Into(&b.o_lat)},
+      {B * H * c.head_dim_v, "attention output", false, Into(&b.o)},
+      {B * F, "ffn gate", false, Into(&b.ff_a)},
+      {B * F, "ffn up", false, Into(&b.ff_b)},
+      {B * F, "shared gate", false, Into(&b.sh_a)},
+      {B * F, "shared up", false, Into(&b.sh_b)},
+      {B * D, "shared out", false, Into(&b.sh_out)},
+      {B * E, "router", false, Into(&b.router)},
+      {B * k, "ids", false, Into(&b.ids)},
+      {B * k, "weights", false, Into(&b.weights)},
+      {B * V, "logits", false, Into(&b.logits)},
+      {B, "tokens", true, Into(&b.host_tokens)},
+      {B, "positions", true, Into(&b.host_pos)},
+      {B * D, "expert input", true, Into(&b.host_h)},
+      {B * k, "ids", true, Into(&b.host_ids)},
+      {B * k, "weights", true, Into(&b.host_weights)},
+      {B * D, "expert output", true, Into(&b.host_out)},
+      {B * V, "logits", true, Into(&b.host_logits)},
   };
-  auto host = [&](auto** p, int64_t n, const char* what) -> Status {
-    MOESPLIT_ASSIGN_OR_RETURN(void* d, backend_->AllocHost(static_cast<size_t>(n) * 4,
-                                                           StrCat("host staging (", what, ")")));
-    *p = static_cast<std::remove_pointer_t<decltype(p)>>(d);
-    return Status::Ok();
-  };
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.tokens, B, "tokens"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.pos, B, "positions"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.x, B * D, "x"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.h, B * D, "h"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.out, B * D, "out"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.qa, B * std::max<int64_t>(c.q_lora_rank, 1), "q_a"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.q, B * H * c.head_dim_k, "q"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.kv, B * (L + R), "kv"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.qf, B * H * (L + R), "absorbed q"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.o_lat, B * H * L, "latent output"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.o, B * H * c.head_dim_v, "attention output"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.ff_a, B * F, "ffn gate"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.ff_b, B * F, "ffn up"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.sh_a, B * F, "shared gate"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.sh_b, B * F, "shared up"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.sh_out, B * D, "shared out"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.router, B * E, "router"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.ids, B * k, "ids"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.weights, B * k, "weights"));
-  MOESPLIT_RETURN_IF_ERROR(dev(&b.logits, B * c.n_vocab, "logits"));
-  MOESPLIT_RETURN_IF_ERROR(host(&b.host_tokens, B, "tokens"));
-  MOESPLIT_RETURN_IF_ERROR(host(&b.host_pos, B, "positions"));
-  MOESPLIT_RETURN_IF_ERROR(host(&b.host_h, B * D, "expert input"));
-  MOESPLIT_RETURN_IF_ERROR(host(&b.host_ids, B * k, "ids"));
-  MOESPLIT_RETURN_IF_ERROR(host(&b.host_weights, B * k, "weights"));
-  MOESPLIT_RETURN_IF_ERROR(host(&b.host_out, B * D, "expert output"));
-  MOESPLIT_RETURN_IF_ERROR(host(&b.host_logits, B * c.n_vocab, "logits"));
-  b.expert_ns.assign(static_cast<size_t>(c.n_layer), 0);
-  b.expert_bytes.assign(static_cast<size_t>(c.n_layer), 0);
+  if (device_experts) {
+    const int64_t Fe = std::max<int64_t>(c.n_ff_exp, 1);
+    v.push_back({B * k * Fe, "expert gate", false, Into(&b.ex_a)});
+    v.push_back({B * k * Fe, "expert up", false, Into(&b.ex_b)});
+    v.push_back({B * k * D, "expert out", false, Into(&b.ex_y)});
+  }
+  return v;
+}
+
+}  // namespace
+
+uint64_t HybridForward::DeviceBytesNeeded(const ModelConfig& c, const ModelWeights& w,
+                                          int64_t ctx_size, int64_t max_batch,
+                                          bool device_experts) {
+  uint64_t bytes = BytesOf(w.token_embd) + BytesOf(w.output_norm);
+  if (w.output.data != w.token_embd.data) bytes += BytesOf(w.output);
+  for (const LayerWeights& l : w.layers) {
+    for (const TensorView* t :
+         {&l.attn_norm, &l.ffn_norm, &l.attn_q_a_norm, &l.attn_kv_a_norm, &l.exp_probs_b,
+          &l.attn_q_a, &l.attn_q_b, &l.attn_q, &l.attn_kv_a_mqa, &l.attn_k_b, &l.attn_v_b,
+          &l.attn_output, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ffn_gate_inp, &l.ffn_gate_shexp,
+          &l.ffn_up_shexp, &l.ffn_down_shexp}) {
+      bytes += BytesOf(*t);
+    }
+  }
+  bytes += static_cast<uint64_t>(c.n_layer * ctx_size * (c.kv_lora_rank + c.qk_rope) * 2);
+  HybridBuffers dummy;
+  for (const BufferSpec& s :
+       BufferSpecs(c, std::max<int64_t>(max_batch, 1), device_experts, dummy)) {
+    if (!s.host) bytes += static_cast<uint64_t>(s.floats) * 4;
+  }
+  return bytes;
+}
+
+uint64_t HybridForward::ExpertBytes(const ModelWeights& w, int64_t il) {
+  const LayerWeights& l = w.layers[static_cast<size_t>(il)];
+  return BytesOf(l.ffn_gate_exps) + BytesOf(l.ffn_up_exps) + BytesOf(l.ffn_down_exps);
+}
+
+Status HybridForward::AllocBuffers(int64_t B, bool device_experts) {
+  buf_ = std::make_unique<HybridBuffers>();
+  for (const BufferSpec& s : BufferSpecs(cfg_, B, device_experts, *buf_)) {
+    const size_t bytes = static_cast<size_t>(s.floats) * 4;
+    MOESPLIT_ASSIGN_OR_RETURN(
+        void* p, s.host ? backend_->AllocHost(bytes, StrCat("host staging (", s.what, ")"))
+                        : backend_->AllocDevice(bytes, StrCat("activations (", s.what, ")")));
+    s.set(p);
+  }
+  buf_->expert_ns.assign(static_cast<size_t>(cfg_.n_layer), 0);
+  buf_->expert_bytes.assign(static_cast<size_t>(cfg_.n_layer), 0);
   return Status::Ok();
 }
 

@@ -15,10 +15,14 @@
 // device; the weights are uploaded once, in their GGUF types and layout. The latent KV cache
 // [n_layer x ctx x (L+R)] lives on the device in f16.
 //
+// Layers whose routed experts were placed in device memory (spare VRAM; Create's
+// device_experts) run them there too (ExpertMatMul over the T*k (token, expert) pairs, then the
+// routing-weighted sum) and send nothing over the bus.
+//
 // Supported: deepseek2 with the split attn_k_b / attn_v_b tensors (llama.cpp's converter since
 // 2025). Not built: GQA architectures (qwen3moe, llama: Unimplemented), the legacy attn_kv_b
-// layout (Unimplemented: re-convert the model), routed experts in device memory, PCIe streaming
-// of experts for long prompts, CUDA graph capture of the decode step, sampling on the device.
+// layout (Unimplemented: re-convert the model), PCIe streaming of experts for long prompts, CUDA
+// graph capture of the decode step, sampling on the device.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +39,9 @@
 #include "moe/grouped_experts.h"
 
 namespace moesplit::engine {
+
+struct HybridLayer;    // hybrid_internal.h
+struct HybridBuffers;  // hybrid_internal.h
 
 // Bytes that crossed the bus in the Eval calls so far (tests check the split's traffic).
 struct HybridTraffic {
@@ -54,9 +61,19 @@ class HybridForward {
   // experts, which run on the device). backend and experts must outlive this object.
   // Errors: an architecture or layout this pass does not handle (Unimplemented, saying what
   // runs instead), device memory too small (ResourceExhausted naming the tensor and the sizes).
+  // device_experts: [n_layer] (or empty: none) the MoE layers whose routed experts are
+  // uploaded too and run on the device (no bus traffic for them); `experts` runs the others.
   static StatusOr<std::unique_ptr<HybridForward>> Create(
       const ModelConfig& cfg, const ModelWeights& w, DenseBackend* backend,
-      moe::GroupedExperts* experts, int64_t ctx_size, int64_t max_batch = kDefaultMaxBatch);
+      moe::GroupedExperts* experts, int64_t ctx_size, int64_t max_batch = kDefaultMaxBatch,
+      const std::vector<bool>& device_experts = {});
+
+  // Device bytes Create needs without any routed experts: the non-expert weights, the latent
+  // cache and the activations (+ the routed-expert scratch when device_experts).
+  static uint64_t DeviceBytesNeeded(const ModelConfig& cfg, const ModelWeights& w, int64_t ctx_size,
+                                    int64_t max_batch, bool device_experts);
+  // Bytes of layer il's routed experts (gate + up + down).
+  static uint64_t ExpertBytes(const ModelWeights& w, int64_t il);
   ~HybridForward();
   HybridForward(const HybridForward&) = delete;
   HybridForward& operator=(const HybridForward&) = delete;
@@ -69,37 +86,40 @@ class HybridForward {
               Profile* prof);
 
   uint64_t device_weight_bytes() const { return weight_bytes_; }
+  uint64_t device_expert_bytes() const { return expert_bytes_; }
   uint64_t kv_cache_bytes() const { return kv_bytes_; }
   const HybridTraffic& traffic() const { return traffic_; }
   // Start-up lines: the device, what was uploaded, what stays on the CPU.
   const std::vector<std::string>& Report() const { return report_; }
 
  private:
-  struct Layer;
-  struct Buffers;
   HybridForward(const ModelConfig& cfg, DenseBackend* backend, moe::GroupedExperts* experts);
   Status Upload(const ModelWeights& w, int64_t ctx_size);
-  Status AllocBuffers(int64_t max_batch);
+  Status AllocBuffers(int64_t max_batch, bool device_experts);
+  Status UploadExperts(const LayerWeights& t, HybridLayer& l);
   StatusOr<DevMatrix> UploadMatrix(const TensorView& t, int64_t rows, int64_t cols);
   StatusOr<const float*> UploadVector(const TensorView& t);
   // One chunk of <= max_batch tokens.
   Status EvalChunk(std::span<const int32_t> tokens, int64_t pos0, int64_t n_out, float* logits,
                    Profile* prof);
-  Status Attention(const Layer& l, int64_t n_tok, int64_t pos0);
-  Status DenseFfn(const Layer& l, int64_t n_tok);
-  Status MoeFfn(const Layer& l, int64_t il, int64_t n_tok, Profile* prof);
+  Status Attention(const HybridLayer& l, int64_t n_tok, int64_t pos0);
+  Status DenseFfn(const HybridLayer& l, int64_t n_tok);
+  Status MoeFfn(const HybridLayer& l, int64_t il, int64_t n_tok, Profile* prof);
+  Status DeviceExperts(const HybridLayer& l, int64_t n_tok);
+  Status SharedExpert(const HybridLayer& l, int64_t n_tok);
 
   const ModelConfig& cfg_;
   const ModelWeights* cpu_weights_ = nullptr;  // the file's views: expert bytes for the profile
   DenseBackend* backend_;
   moe::GroupedExperts* experts_;
   ops::RopeParams rope_;
-  std::vector<Layer> layers_;      // [n_layer]
-  DevMatrix token_embd_, output_;  // [V x D]
+  std::vector<HybridLayer> layers_;  // [n_layer]
+  DevMatrix token_embd_, output_;    // [V x D]
   const float* output_norm_ = nullptr;
-  std::unique_ptr<Buffers> buf_;
+  std::unique_ptr<HybridBuffers> buf_;
   int64_t max_batch_ = 0;
-  uint64_t weight_bytes_ = 0, kv_bytes_ = 0;
+  uint64_t weight_bytes_ = 0, kv_bytes_ = 0, expert_bytes_ = 0;  // expert: routed, in VRAM
+  int64_t device_expert_layers_ = 0;
   HybridTraffic traffic_;
   std::vector<std::string> report_;
 };

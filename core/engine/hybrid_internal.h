@@ -11,7 +11,7 @@ namespace moesplit::engine {
 
 // A layer's tensors in device memory (absent ones: data == nullptr). Matrices are [rows x cols]
 // as the products see them (ggml's [K, M] tensor is M rows of K).
-struct HybridForward::Layer {
+struct HybridLayer {
   const float* attn_norm = nullptr;   // [D]
   const float* ffn_norm = nullptr;    // [D]
   const float* q_a_norm = nullptr;    // [Q]
@@ -27,10 +27,13 @@ struct HybridForward::Layer {
   DevMatrix sh_gate, sh_up, sh_down;  // shared expert [Fs x D], [Fs x D], [D x Fs]
   DevLatentCache cache;               // [ctx x (L+R)] f16
   bool moe = false;
+  // Routed experts in device memory (device_experts layers): per expert [Fe x D], [Fe x D],
+  // [D x Fe], E of each back to back; data == nullptr: they run on the CPU.
+  DevMatrix ex_gate, ex_up, ex_down;
 };
 
 // Activations of one chunk of B <= max_batch tokens (device unless "host").
-struct HybridForward::Buffers {
+struct HybridBuffers {
   int32_t* tokens = nullptr;  // [B]
   int32_t* pos = nullptr;     // [B] positions (RoPE)
   float* x = nullptr;         // [B x D] residual stream
@@ -51,6 +54,9 @@ struct HybridForward::Buffers {
   int32_t* ids = nullptr;     // [B x k]
   float* weights = nullptr;   // [B x k]
   float* logits = nullptr;    // [B x V]
+  float* ex_a = nullptr;      // [B*k x Fe] routed experts in VRAM: gate per (token, expert)
+  float* ex_b = nullptr;      // [B*k x Fe] up
+  float* ex_y = nullptr;      // [B*k x D] down, before the weighted sum
   // Host staging (pinned for CUDA).
   int32_t* host_tokens = nullptr;      // [B]
   int32_t* host_pos = nullptr;         // [B]

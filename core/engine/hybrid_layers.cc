@@ -66,7 +66,7 @@ Status HybridForward::EvalChunk(std::span<const int32_t> tokens, int64_t pos0, i
                                 float* logits, Profile* prof) {
   const ModelConfig& c = cfg_;
   DenseBackend& be = *backend_;
-  Buffers& b = *buf_;
+  HybridBuffers& b = *buf_;
   const int64_t T = static_cast<int64_t>(tokens.size()), D = c.n_embd, V = c.n_vocab;
   const auto t0 = std::chrono::steady_clock::now();
   std::fill(b.expert_ns.begin(), b.expert_ns.end(), 0);
@@ -81,7 +81,7 @@ Status HybridForward::EvalChunk(std::span<const int32_t> tokens, int64_t pos0, i
   traffic_.from_host += 2 * ids_bytes;
   MOESPLIT_RETURN_IF_ERROR(be.GetRows(Lane::kMain, token_embd_, b.tokens, T, b.x));
   for (int64_t il = 0; il < c.n_layer; ++il) {
-    const Layer& l = layers_[static_cast<size_t>(il)];
+    const HybridLayer& l = layers_[static_cast<size_t>(il)];
     // x += attention(attn_norm(x))
     MOESPLIT_RETURN_IF_ERROR(be.RmsNorm(Lane::kMain, b.x, D, l.attn_norm, T, D, c.rms_eps, b.h, D));
     MOESPLIT_RETURN_IF_ERROR(Attention(l, T, pos0));
@@ -124,10 +124,10 @@ Status HybridForward::EvalChunk(std::span<const int32_t> tokens, int64_t pos0, i
 //   q [T x H*hk] = q_b(norm(q_a h)) or q h;  kv [T x (L+R)] = kv_a h, c normed, k_pe roped
 //   cache rows pos0.. = kv;  qf[t, h] = [W_kb[h] q_nope (L), roped q_pe (R)]
 //   o_lat [T x H x L] = attention over the cache;  o [T x H*hv] = W_vb[h] o_lat;  out = W_o o
-Status HybridForward::Attention(const Layer& l, int64_t T, int64_t pos0) {
+Status HybridForward::Attention(const HybridLayer& l, int64_t T, int64_t pos0) {
   const ModelConfig& c = cfg_;
   DenseBackend& be = *backend_;
-  Buffers& b = *buf_;
+  HybridBuffers& b = *buf_;
   const Lane m = Lane::kMain;
   const int64_t H = c.n_head, L = c.kv_lora_rank, R = c.qk_rope, W = L + R;
   const int64_t hk = c.head_dim_k, hv = c.head_dim_v, nope = c.qk_nope, Q = c.q_lora_rank;
@@ -157,9 +157,9 @@ Status HybridForward::Attention(const Layer& l, int64_t T, int64_t pos0) {
 }
 
 // x += down(silu(gate h) * up h) on the main lane.
-Status HybridForward::DenseFfn(const Layer& l, int64_t T) {
+Status HybridForward::DenseFfn(const HybridLayer& l, int64_t T) {
   DenseBackend& be = *backend_;
-  Buffers& b = *buf_;
+  HybridBuffers& b = *buf_;
   const Lane m = Lane::kMain;
   MOESPLIT_RETURN_IF_ERROR(be.MatMul(m, l.gate, b.h, T, b.ff_a));
   MOESPLIT_RETURN_IF_ERROR(be.MatMul(m, l.up, b.h, T, b.ff_b));
@@ -169,26 +169,30 @@ Status HybridForward::DenseFfn(const Layer& l, int64_t T) {
 }
 
 // x += routed experts (CPU) + shared expert (device side lane) of h [T x D].
-Status HybridForward::MoeFfn(const Layer& l, int64_t il, int64_t T, Profile* prof) {
+Status HybridForward::MoeFfn(const HybridLayer& l, int64_t il, int64_t T, Profile* prof) {
   const ModelConfig& c = cfg_;
   DenseBackend& be = *backend_;
-  Buffers& b = *buf_;
-  const Lane m = Lane::kMain, s = Lane::kSide;
+  HybridBuffers& b = *buf_;
+  const Lane m = Lane::kMain;
   const int64_t D = c.n_embd, k = c.n_expert_used;
   MOESPLIT_RETURN_IF_ERROR(be.MatMul(m, l.gate_inp, b.h, T, b.router));
   MOESPLIT_RETURN_IF_ERROR(be.Route(m, RouterOf(c), b.router, l.probs_b, T, b.ids, b.weights));
+  const bool shared = l.sh_gate.data != nullptr;
+  if (l.ex_gate.data != nullptr) {  // routed experts in VRAM: no bus traffic
+    if (shared) MOESPLIT_RETURN_IF_ERROR(be.SideWaitsForMain());
+    MOESPLIT_RETURN_IF_ERROR(SharedExpert(l, T));
+    MOESPLIT_RETURN_IF_ERROR(DeviceExperts(l, T));
+    if (shared) MOESPLIT_RETURN_IF_ERROR(be.MainWaitsForSide());
+    return shared ? be.Add(m, b.sh_out, b.x, T * D) : Status::Ok();
+  }
   const size_t h_bytes = static_cast<size_t>(T * D) * 4, k_bytes = static_cast<size_t>(T * k) * 4;
   MOESPLIT_RETURN_IF_ERROR(be.CopyToHost(m, b.host_h, b.h, h_bytes));
   MOESPLIT_RETURN_IF_ERROR(be.CopyToHost(m, b.host_ids, b.ids, k_bytes));
   MOESPLIT_RETURN_IF_ERROR(be.CopyToHost(m, b.host_weights, b.weights, k_bytes));
   traffic_.to_host += h_bytes + 2 * k_bytes;
-  const bool shared = l.sh_gate.data != nullptr;
-  if (shared) {  // side lane: sh_out = down(silu(gate h) * up h), overlapping the CPU experts
+  if (shared) {  // side lane, overlapping the CPU experts
     MOESPLIT_RETURN_IF_ERROR(be.SideWaitsForMain());
-    MOESPLIT_RETURN_IF_ERROR(be.MatMul(s, l.sh_gate, b.h, T, b.sh_a));
-    MOESPLIT_RETURN_IF_ERROR(be.MatMul(s, l.sh_up, b.h, T, b.sh_b));
-    MOESPLIT_RETURN_IF_ERROR(be.SwiGlu(s, b.sh_a, b.sh_b, T * l.sh_gate.rows));
-    MOESPLIT_RETURN_IF_ERROR(be.MatMul(s, l.sh_down, b.sh_a, T, b.sh_out));
+    MOESPLIT_RETURN_IF_ERROR(SharedExpert(l, T));
   }
   // The CPU experts, in the main lane's order: they start when h, ids and weights have landed;
   // the lane's later work (the copy back) waits for them.
@@ -196,7 +200,7 @@ Status HybridForward::MoeFfn(const Layer& l, int64_t il, int64_t T, Profile* pro
       cpu_weights_ != nullptr ? &cpu_weights_->layers[static_cast<size_t>(il)] : nullptr;
   const bool timed = prof != nullptr;
   MOESPLIT_RETURN_IF_ERROR(be.HostCall(m, [this, il, T, k, lw, timed] {
-    Buffers& hb = *buf_;
+    HybridBuffers& hb = *buf_;
     const auto start = std::chrono::steady_clock::now();
     experts_->Forward(il, hb.host_h, T, hb.host_ids, hb.host_weights, static_cast<int>(k),
                       hb.host_out);
@@ -215,6 +219,35 @@ Status HybridForward::MoeFfn(const Layer& l, int64_t il, int64_t T, Profile* pro
   if (!shared) return Status::Ok();
   MOESPLIT_RETURN_IF_ERROR(be.MainWaitsForSide());
   return be.Add(m, b.sh_out, b.x, T * D);
+}
+
+// Side lane (after the caller's fork): sh_out [T x D] = down(silu(gate h) * up h); nothing
+// without a shared expert.
+Status HybridForward::SharedExpert(const HybridLayer& l, int64_t T) {
+  if (l.sh_gate.data == nullptr) return Status::Ok();
+  DenseBackend& be = *backend_;
+  HybridBuffers& b = *buf_;
+  const Lane s = Lane::kSide;
+  MOESPLIT_RETURN_IF_ERROR(be.MatMul(s, l.sh_gate, b.h, T, b.sh_a));
+  MOESPLIT_RETURN_IF_ERROR(be.MatMul(s, l.sh_up, b.h, T, b.sh_b));
+  MOESPLIT_RETURN_IF_ERROR(be.SwiGlu(s, b.sh_a, b.sh_b, T * l.sh_gate.rows));
+  return be.MatMul(s, l.sh_down, b.sh_a, T, b.sh_out);
+}
+
+// Main lane: x += sum_j w[t, j] down_e(silu(gate_e h_t) * up_e h_t), e = ids[t, j], for the
+// T*k (token, expert) pairs, with the layer's routed experts in device memory.
+Status HybridForward::DeviceExperts(const HybridLayer& l, int64_t T) {
+  const ModelConfig& c = cfg_;
+  DenseBackend& be = *backend_;
+  HybridBuffers& b = *buf_;
+  const Lane m = Lane::kMain;
+  const int64_t E = c.n_expert, k = c.n_expert_used, P = T * k, D = c.n_embd;
+  MOESPLIT_RETURN_IF_ERROR(be.ExpertMatMul(m, l.ex_gate, E, b.ids, P, b.h, k, b.ex_a));
+  MOESPLIT_RETURN_IF_ERROR(be.ExpertMatMul(m, l.ex_up, E, b.ids, P, b.h, k, b.ex_b));
+  MOESPLIT_RETURN_IF_ERROR(be.SwiGlu(m, b.ex_a, b.ex_b, P * l.ex_gate.rows));
+  MOESPLIT_RETURN_IF_ERROR(be.ExpertMatMul(m, l.ex_down, E, b.ids, P, b.ex_a, 1, b.ex_y));
+  MOESPLIT_RETURN_IF_ERROR(be.WeightedSum(m, b.ex_y, b.weights, T, k, D, b.out));
+  return be.Add(m, b.out, b.x, T * D);
 }
 
 }  // namespace moesplit::engine

@@ -55,12 +55,53 @@ std::string PoolLine(const numa::NodePool& p, const char* what) {
 
 }  // namespace
 
+StatusOr<std::vector<bool>> Session::DeviceExpertLayers(const SessionOptions& options) const {
+  const ModelConfig& c = model_.config();
+  const ModelWeights& w = model_.weights();
+  const size_t n = static_cast<size_t>(c.n_layer);
+  std::vector<bool> on_device(n, false);
+  if (options.backend == nullptr || c.n_expert == 0) return on_device;
+  const std::vector<ExpertHome>& homes = options.expert_homes;
+  if (!homes.empty() && homes.size() != n) {
+    return InvalidArgumentError("expert_homes has ", homes.size(), " entries for ", n, " layers");
+  }
+  auto home = [&](size_t il) { return homes.empty() ? ExpertHome::kAuto : homes[il]; };
+  const uint64_t free = options.backend->DeviceBytesFree();
+  const uint64_t rest =
+      HybridForward::DeviceBytesNeeded(c, w, ctx_, options.ubatch, /*device_experts=*/true);
+  const uint64_t margin = std::max<uint64_t>(uint64_t{512} << 20, free / 20);
+  uint64_t budget = free > rest + margin ? free - rest - margin : 0;
+  uint64_t forced = 0;
+  for (size_t il = 0; il < n; ++il) {
+    if (!c.IsMoeLayer(static_cast<int64_t>(il)) || home(il) != ExpertHome::kDevice) continue;
+    on_device[il] = true;
+    forced += HybridForward::ExpertBytes(w, static_cast<int64_t>(il));
+  }
+  if (forced > budget) {
+    return ResourceExhaustedError(
+        "the routed experts asked for on the device need ", forced >> 20, " MiB, but ",
+        budget >> 20, " MiB of its ", free >> 20, " MiB free remain after the other weights, the ",
+        "KV cache and the activations (", rest >> 20, " MiB) and a margin (", margin >> 20,
+        " MiB); keep more layers' experts on the CPU (--n-cpu-moe N)");
+  }
+  budget -= forced;
+  for (size_t il = n; il-- > 0;) {  // the last layers first, whole layers only
+    if (!c.IsMoeLayer(static_cast<int64_t>(il)) || home(il) != ExpertHome::kAuto) continue;
+    const uint64_t bytes = HybridForward::ExpertBytes(w, static_cast<int64_t>(il));
+    if (bytes > budget) break;
+    on_device[il] = true;
+    budget -= bytes;
+  }
+  return on_device;
+}
+
 Status Session::Place(const SessionOptions& options) {
   const ModelConfig& c = model_.config();
+  MOESPLIT_ASSIGN_OR_RETURN(const std::vector<bool> device_experts, DeviceExpertLayers(options));
   std::vector<moe::ExpertEngine::Layer> layers(static_cast<size_t>(c.n_layer));
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& l = model_.weights().layers[static_cast<size_t>(il)];
-    if (!c.IsMoeLayer(il)) continue;
+    if (!c.IsMoeLayer(il) || device_experts[static_cast<size_t>(il)]) continue;
     layers[il] = {l.ffn_gate_exps, l.ffn_up_exps, l.ffn_down_exps};
     // The hybrid pass runs the shared expert on the device, overlapping these.
     if (options.backend == nullptr) {
@@ -135,8 +176,9 @@ Status Session::Place(const SessionOptions& options) {
   experts_ = std::make_unique<moe::GroupedExperts>(store_.get(), pools, run_groups, kernels_);
   ws_->workers.resize(static_cast<size_t>(exec_->size()));
   if (options.backend == nullptr) return Status::Ok();
-  MOESPLIT_ASSIGN_OR_RETURN(hybrid_, HybridForward::Create(c, model_.weights(), options.backend,
-                                                           experts_.get(), ctx_, options.ubatch));
+  MOESPLIT_ASSIGN_OR_RETURN(
+      hybrid_, HybridForward::Create(c, model_.weights(), options.backend, experts_.get(), ctx_,
+                                     options.ubatch, device_experts));
   for (const std::string& line : hybrid_->Report()) report_.push_back(line);
   return Status::Ok();
 }

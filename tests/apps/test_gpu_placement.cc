@@ -199,23 +199,34 @@ TEST(HybridSplit, DefaultIsExpertsOnTheCpuAndOtherSplitsAreRefused) {
   const std::vector<TensorEntry> tensors = TensorEntriesOf(file->tensors());
   std::ostringstream err;
   DeviceSettings s;
-  ASSERT_TRUE(CheckHybridSplit(s, tensors, err).ok()) << err.str();
+  // No rule: every MoE layer's experts kAuto (spare VRAM decides); --cpu-moe: all kCpu;
+  // --n-cpu-moe 2 + the rest forced to the GPU: 0-1 kCpu, the others kDevice.
+  const std::vector<engine::ExpertHome> auto_homes = CheckHybridSplit(s, tensors, err).value();
+  ASSERT_EQ(auto_homes.size(), 4u);  // ds-tiny: 4 blocks, the first dense
+  for (engine::ExpertHome h : auto_homes) EXPECT_EQ(h, engine::ExpertHome::kAuto);
   EXPECT_NE(err.str().find("routed_experts"), std::string::npos) << err.str();
   EXPECT_NE(err.str().find("GPU  attention"), std::string::npos) << err.str();
-  // --cpu-moe and exps=CPU say what the default does: accepted.
-  s.rules = {CpuMoeRule(), ParseOverrideTensor("exps=CPU").value()[0]};
-  EXPECT_TRUE(CheckHybridSplit(s, tensors, err).ok());
-  // Experts in VRAM, attention on the CPU, partial -ngl: not built, and said so.
-  for (const char* ot : {"ffn_up_exps=CUDA0", "attn_kv_a=CPU"}) {
+  s.rules = {CpuMoeRule()};
+  const std::vector<engine::ExpertHome> cpu_homes = CheckHybridSplit(s, tensors, err).value();
+  EXPECT_EQ(cpu_homes[0], engine::ExpertHome::kAuto);  // the dense block: no experts
+  for (int b = 1; b < 4; ++b) EXPECT_EQ(cpu_homes[b], engine::ExpertHome::kCpu) << b;
+  s.rules = {NCpuMoeRule(2), ParseOverrideTensor("exps=CUDA0").value()[0]};
+  const std::vector<engine::ExpertHome> mixed = CheckHybridSplit(s, tensors, err).value();
+  EXPECT_EQ(mixed[1], engine::ExpertHome::kCpu);
+  EXPECT_EQ(mixed[2], engine::ExpertHome::kDevice);
+  EXPECT_EQ(mixed[3], engine::ExpertHome::kDevice);
+  // One layer's experts split between devices, attention on the CPU, partial -ngl: errors.
+  for (const auto& [ot, says] : {std::pair{"blk\\.2\\.ffn_up_exps=CUDA0", "one device"},
+                                 std::pair{"attn_kv_a=CPU", "--device cpu"}}) {
     s.rules = ParseOverrideTensor(ot).value();
-    const Status st = CheckHybridSplit(s, tensors, err);
+    const Status st = CheckHybridSplit(s, tensors, err).status();
     ASSERT_FALSE(st.ok()) << ot;
     EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
-    EXPECT_NE(st.message().find("--device cpu"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(says), std::string::npos) << st.message();
   }
   s.rules.clear();
   s.n_gpu_layers = 1;
-  const Status st = CheckHybridSplit(s, tensors, err);
+  const Status st = CheckHybridSplit(s, tensors, err).status();
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("-ngl"), std::string::npos) << st.message();
 }

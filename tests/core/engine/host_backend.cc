@@ -240,4 +240,31 @@ Status HostBackend::Route(Lane l, const moe::RouterConfig& config, const float* 
   return Queue(l, [=] { moe::Route(config, logits, bias, n_tok, ids, weights); });
 }
 
+Status HostBackend::ExpertMatMul(Lane l, const DevMatrix& w, int64_t n_expert, const int32_t* ids,
+                                 int64_t n_pairs, const float* x, int64_t x_div, float* y) {
+  if (w.data == nullptr || x_div < 1) return InvalidArgumentError("ExpertMatMul: bad arguments");
+  return Queue(l, [=] {
+    const size_t expert_bytes = static_cast<size_t>(RowBytes(w.type, w.cols) * w.rows);
+    for (int64_t p = 0; p < n_pairs; ++p) {
+      MOESPLIT_CHECK(ids[p] >= 0 && ids[p] < n_expert, "ExpertMatMul: expert id ", ids[p]);
+      const uint8_t* base = static_cast<const uint8_t*>(w.data) + ids[p] * expert_bytes;
+      RowProducts(w, base, x + (p / x_div) * w.cols, y + p * w.rows);
+    }
+  });
+}
+
+Status HostBackend::WeightedSum(Lane l, const float* y, const float* weights, int64_t n_tok,
+                                int64_t k, int64_t n, float* out) {
+  return Queue(l, [=] {
+    for (int64_t t = 0; t < n_tok; ++t) {
+      for (int64_t i = 0; i < n; ++i) {
+        double s = 0;
+        for (int64_t j = 0; j < k; ++j)
+          s += static_cast<double>(weights[t * k + j]) * y[(t * k + j) * n + i];
+        out[t * n + i] = static_cast<float>(s);
+      }
+    }
+  });
+}
+
 }  // namespace moesplit::testing

@@ -65,6 +65,12 @@ class HostBackend final : public engine::DenseBackend {
   Status Route(engine::Lane lane, const moe::RouterConfig& config, const float* logits,
                const float* bias, int64_t n_tok, int32_t* ids, float* weights) override;
 
+  Status ExpertMatMul(engine::Lane lane, const engine::DevMatrix& w, int64_t n_expert,
+                      const int32_t* ids, int64_t n_pairs, const float* x, int64_t x_div,
+                      float* y) override;
+  Status WeightedSum(engine::Lane lane, const float* y, const float* weights, int64_t n_tok,
+                     int64_t k, int64_t n, float* out) override;
+
   uint64_t bytes_to_host() const { return to_host_; }
   uint64_t bytes_from_host() const { return from_host_; }
   int64_t ops_run() const { return ops_run_; }

@@ -3,6 +3,8 @@
 // reordered as a GPU may): against llama.cpp's logits for shared/testdata's tiny DeepSeek model
 // by the engine oracle's rule, against the CPU pass on make-model files, the bus traffic of a
 // decode step, chunked batches, both lane schedules, and the errors.
+#include "core/engine/hybrid_forward.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -35,10 +37,14 @@ std::vector<int32_t> SeqB() {
   return t;
 }
 
-std::unique_ptr<Session> HybridSession(const Model& model, DenseBackend* be, int64_t ubatch = 512) {
+// A hybrid session with every MoE layer's routed experts at `home` (kCpu by default: the split
+// the bus carries; kAuto fills the backend's free memory).
+std::unique_ptr<Session> HybridSession(const Model& model, DenseBackend* be, int64_t ubatch = 512,
+                                       ExpertHome home = ExpertHome::kCpu) {
   SessionOptions o{.ctx_size = 128, .n_threads = 2};
   o.backend = be;
   o.ubatch = ubatch;
+  o.expert_homes.assign(static_cast<size_t>(model.config().n_layer), home);
   StatusOr<std::unique_ptr<Session>> s = Session::Create(model, o);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return s.ok() ? std::move(*s) : nullptr;
@@ -56,11 +62,11 @@ std::vector<float> RunTokens(Session& s, const std::vector<int32_t>& tokens, boo
 }
 
 void CheckOracle(const char* name, const std::vector<int32_t>& tokens, bool decode,
-                 HostBackend::Schedule schedule) {
+                 HostBackend::Schedule schedule, ExpertHome home = ExpertHome::kCpu) {
   const std::string base = testing::TestDataPath("models/ds-tiny-Q4_K_M");
   std::unique_ptr<Model> model = Model::Load(base + ".gguf").value();
   HostBackend be(schedule);
-  std::unique_ptr<Session> s = HybridSession(*model, &be);
+  std::unique_ptr<Session> s = HybridSession(*model, &be, 512, home);
   ASSERT_NE(s, nullptr);
   ASSERT_TRUE(s->hybrid());
   const std::vector<float> ours = RunTokens(*s, tokens, decode);
@@ -73,8 +79,9 @@ void CheckOracle(const char* name, const std::vector<int32_t>& tokens, bool deco
     agree += testing::RowAgrees(&ours[i * V], &batch[i * V], V) ||
              testing::RowAgrees(&ours[i * V], &seq[i * V], V);
   }
-  std::printf("hybrid %s %s: %d/%lld positions agree with llama.cpp\n", name,
-              decode ? "decode" : "batch", agree, static_cast<long long>(n));
+  std::printf("hybrid %s %s, experts on the %s: %d/%lld positions agree with llama.cpp\n", name,
+              decode ? "decode" : "batch", home == ExpertHome::kCpu ? "CPU" : "device", agree,
+              static_cast<long long>(n));
   EXPECT_GE(agree * 4, n * 3);
 }
 
@@ -93,6 +100,55 @@ TEST(HybridOracle, SeqBBatch) {
 TEST(HybridOracle, SeqBDecode) {
   MOESPLIT_REQUIRE_TESTDATA();
   CheckOracle("seqB", SeqB(), true, HostBackend::Schedule::kMainFirst);
+}
+
+// Every routed expert in device memory (ExpertMatMul + WeightedSum): the same oracle.
+TEST(HybridOracle, SeqBBatchExpertsOnTheDevice) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  CheckOracle("seqB", SeqB(), false, HostBackend::Schedule::kSideFirst, ExpertHome::kDevice);
+}
+TEST(HybridOracle, SeqADecodeExpertsOnTheDevice) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  CheckOracle("seqA", SeqA(), true, HostBackend::Schedule::kMainFirst, ExpertHome::kDevice);
+}
+
+// kAuto takes whole layers, the last first, while they fit in what the device has left; the
+// others stay on the CPU, and the mix computes the same logits as all on the CPU (the same
+// reference arithmetic on both sides of the split in this emulation: close, not bitwise, as
+// the CPU experts use the CPU kernels).
+TEST(HybridForward, AutoPutsTheLastLayersExpertsInSpareDeviceMemory) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  std::unique_ptr<Model> model = Model::Load(TinyPath()).value();
+  const ModelConfig& c = model->config();
+  const uint64_t rest = HybridForward::DeviceBytesNeeded(c, model->weights(), 128, 512, true);
+  const uint64_t layer = HybridForward::ExpertBytes(model->weights(), c.n_layer - 1);
+  // Room for exactly one layer's experts after the 512 MiB margin.
+  HostBackend be(HostBackend::Schedule::kSideFirst, rest + (uint64_t{512} << 20) + layer + 100);
+  std::unique_ptr<Session> s = HybridSession(*model, &be, 512, ExpertHome::kAuto);
+  ASSERT_NE(s, nullptr);
+  std::string report;
+  for (const std::string& line : s->placement_report()) report += line + "\n";
+  EXPECT_NE(report.find("routed experts in device memory: 1 layers (blk " +
+                        std::to_string(c.n_layer - 1) + ")"),
+            std::string::npos)
+      << report;
+  HostBackend cpu_be;
+  const std::vector<float> a = RunTokens(*s, SeqA(), false);
+  const std::vector<float> b = RunTokens(*HybridSession(*model, &cpu_be), SeqA(), false);
+  const int64_t V = c.n_vocab;
+  int close = 0;
+  for (int64_t i = 0; i < 16; ++i) close += Pearson(&a[i * V], &b[i * V], V) > 0.999;
+  EXPECT_GE(close, 13);
+  // Forced onto a device without room: an error that says what to do.
+  HostBackend small(HostBackend::Schedule::kMainFirst, rest + layer);
+  SessionOptions o{.ctx_size = 128, .n_threads = 1};
+  o.backend = &small;
+  o.expert_homes.assign(static_cast<size_t>(c.n_layer), ExpertHome::kDevice);
+  StatusOr<std::unique_ptr<Session>> bad = Session::Create(*model, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(bad.status().message().find("--n-cpu-moe"), std::string::npos)
+      << bad.status().message();
 }
 
 // The lane order must not matter (every dependency is declared), nor the chunking of a batch.

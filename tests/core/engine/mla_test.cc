@@ -6,14 +6,13 @@
 // 2 more through the cache).
 #include <gtest/gtest.h>
 
-#include "moe/expert_store.h"
-#include "moe/grouped_experts.h"
-
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "core/engine/forward.h"
+#include "moe/expert_store.h"
+#include "moe/grouped_experts.h"
 
 namespace moesplit::engine {
 namespace {

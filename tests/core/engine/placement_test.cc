@@ -44,8 +44,8 @@ std::string* PlacementTest::path_ = nullptr;
 CpuPlacement TwoGroups(numa::NumaMode mode) {
   const std::vector<int> cpus = numa::AllowedCpus();
   const int second = cpus.size() > 1 ? cpus[1] : cpus[0];
-  return {.mode = mode, .groups = {{.mem_nodes = {0}, .cpus = {cpus[0]}},
-                                   {.mem_nodes = {0}, .cpus = {second}}}};
+  return {.mode = mode,
+          .groups = {{.mem_nodes = {0}, .cpus = {cpus[0]}}, {.mem_nodes = {0}, .cpus = {second}}}};
 }
 
 TEST_F(PlacementTest, EveryModeMatchesTheDefaultSession) {
@@ -58,8 +58,10 @@ TEST_F(PlacementTest, EveryModeMatchesTheDefaultSession) {
        {.mode = numa::NumaMode::kSingle,
         .groups = {{.mem_nodes = {0}, .cpus = cpus}},
         .copy_single = true}},
-      {"single mapped", {.mode = numa::NumaMode::kSingle, .groups = {{.mem_nodes = {0}, .cpus = cpus}}}},
-      {"interleave", {.mode = numa::NumaMode::kInterleave, .groups = {{.mem_nodes = {0}, .cpus = cpus}}}},
+      {"single mapped",
+       {.mode = numa::NumaMode::kSingle, .groups = {{.mem_nodes = {0}, .cpus = cpus}}}},
+      {"interleave",
+       {.mode = numa::NumaMode::kInterleave, .groups = {{.mem_nodes = {0}, .cpus = cpus}}}},
       {"shard 2", TwoGroups(numa::NumaMode::kShard)},
       {"replicate 2", TwoGroups(numa::NumaMode::kReplicate)},
       {"shard unpinned", TwoGroups(numa::NumaMode::kShard)},
