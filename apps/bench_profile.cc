@@ -43,7 +43,10 @@ std::string FormatProfile(const std::string& test_name, const engine::Profile& p
   out << Row("total", total, static_cast<double>(p.bytes()), tokens, total);
   const double total_gbps = static_cast<double>(p.bytes()) / total;
   if (probe_gbps.has_value() && *probe_gbps > 0) {
-    const engine::PhaseTotals& e = p[engine::Phase::kExperts];
+    // The CPU pass's fused experts, or the hybrid pass's CPU share.
+    const engine::PhaseTotals& e = p[engine::Phase::kExperts].calls > 0
+                                       ? p[engine::Phase::kExperts]
+                                       : p[engine::Phase::kCpuExperts];
     out << "\nread bandwidth probe, same threads, before the runs: " << Printf("%.1f", *probe_gbps)
         << " GB/s; the whole step reads at " << Printf("%.0f", 100.0 * total_gbps / *probe_gbps)
         << "% of it";

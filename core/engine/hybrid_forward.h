@@ -80,7 +80,7 @@ class HybridForward {
 
   // Evaluates tokens at positions pos0 .. pos0 + n - 1 (the caller checked ids and the
   // context) and writes logits [n_out x n_vocab] of the last n_out tokens. prof (may be null)
-  // gets the CPU expert time (Phase::kExperts, measured inside the host calls) and the device
+  // gets the CPU expert time (Phase::kCpuExperts, measured inside the host calls) and the device
   // time not hidden behind it (Phase::kDevice).
   Status Eval(std::span<const int32_t> tokens, int64_t pos0, int64_t n_out, float* logits,
               Profile* prof);

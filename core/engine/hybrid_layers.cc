@@ -105,7 +105,7 @@ Status HybridForward::EvalChunk(std::span<const int32_t> tokens, int64_t pos0, i
   if (prof != nullptr) {
     const uint64_t total = NsSince(t0);
     uint64_t experts = 0;
-    PhaseTotals& e = (*prof)[Phase::kExperts];
+    PhaseTotals& e = (*prof)[Phase::kCpuExperts];
     for (int64_t il = 0; il < c.n_layer; ++il) {
       if (!layers_[static_cast<size_t>(il)].moe) continue;
       experts += b.expert_ns[static_cast<size_t>(il)];

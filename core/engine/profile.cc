@@ -22,6 +22,8 @@ const char* PhaseName(Phase phase) {
       return "dense FFN";
     case Phase::kOutput:
       return "output head";
+    case Phase::kCpuExperts:
+      return "routed experts (CPU)";
     case Phase::kDevice:
       return "device (not overlapped)";
   }

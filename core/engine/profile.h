@@ -31,11 +31,11 @@ enum class Phase : uint8_t {
   kExperts,   // routed + shared experts (the fused MoE path)
   kDenseFfn,  // dense FFN layers
   kOutput,    // output_norm and the lm_head
-  // The hybrid pass (hybrid_forward.h) times the CPU's share (kExperts: routed experts, inside
-  // the device's host calls) and the rest of each Eval as device work the CPU waited for:
-  kDevice,  // device work and transfers not hidden behind the CPU experts
+  // The hybrid pass (hybrid_forward.h) times the CPU's share and the rest of each Eval:
+  kCpuExperts,  // routed experts on the CPU pools, inside the device's host calls
+  kDevice,      // device work and transfers not hidden behind the CPU experts
 };
-inline constexpr int kNumPhases = 10;
+inline constexpr int kNumPhases = 11;
 
 // "attention projections", ... (the rows of bench --verbose).
 const char* PhaseName(Phase phase);

@@ -187,6 +187,38 @@ TEST(HybridForward, DecodeTrafficIsHiddenStateAndTopK) {
   EXPECT_EQ(be.bytes_from_host() - from0, moe_layers * D * 4 + 2 * 4);
 }
 
+// bench --verbose's split of a hybrid token: CPU expert time (one entry per MoE layer, the bytes
+// of the distinct experts read) and the device time not hidden behind it.
+TEST(HybridForward, ProfileSplitsCpuExpertsAndDeviceTime) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  std::unique_ptr<Model> model = Model::Load(TinyPath()).value();
+  const ModelConfig& c = model->config();
+  HostBackend be;
+  std::unique_ptr<Session> s = HybridSession(*model, &be);
+  ASSERT_NE(s, nullptr);
+  Profile prof;
+  s->set_profile(&prof);
+  const int32_t tok = 9;
+  ASSERT_TRUE(s->Eval(std::span<const int32_t>(&tok, 1), false).ok());
+  int64_t moe_layers = 0;
+  for (int64_t il = 0; il < c.n_layer; ++il) moe_layers += c.IsMoeLayer(il);
+  const PhaseTotals& e = prof[Phase::kCpuExperts];
+  EXPECT_EQ(e.calls, moe_layers);
+  // One token reads k distinct experts per layer: k/E of each layer's expert bytes.
+  uint64_t expect = 0;
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    if (c.IsMoeLayer(il)) {
+      expect += HybridForward::ExpertBytes(model->weights(), il) / c.n_expert * c.n_expert_used;
+    }
+  }
+  EXPECT_EQ(e.bytes, expect);
+  EXPECT_GT(e.ns, 0u);
+  EXPECT_EQ(prof[Phase::kDevice].calls, 1);
+  EXPECT_EQ(prof[Phase::kExperts].calls, 0);
+  EXPECT_EQ(prof.tokens, 1);
+  EXPECT_GE(prof.eval_ns, e.ns + prof[Phase::kDevice].ns);
+}
+
 // The hybrid pass computes what the CPU pass computes (reference vs quantized arithmetic, f16
 // vs f32 cache: close, not equal).
 TEST(HybridForward, AgreesWithTheCpuPass) {
