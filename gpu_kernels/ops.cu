@@ -1,10 +1,12 @@
-// Element-wise GPU ops: RmsNorm, SwiGlu, Add, Softmax, Rope (see ops.h for the contracts and the
-// agreement with the CPU reference). Row ops run one block per row; element ops a grid-stride
-// loop; RoPE one block per token with the token's cos/sin table in shared memory.
+// Element-wise GPU ops: RmsNorm, SwiGlu, Add, Softmax, Rope, WeightedSum (see ops.h for the
+// contracts and the agreement with the CPU reference). Row ops run one block per row; element ops
+// (and WeightedSum, one output element per thread) a grid-stride loop; RoPE one block per token
+// with the token's cos/sin table in shared memory.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "gpu_kernels/cuda_check.h"
 #include "gpu_kernels/ops.h"
@@ -113,6 +115,24 @@ __global__ void AddKernel(const float* x, float* y, int64_t count) {
   }
 }
 
+// Element e = t * n + i of out: [n_tok x n] (count = n_tok * n); y: [n_tok * k x n], w:
+// [n_tok x k]. Consecutive threads take consecutive i: the y rows are read coalesced, the k
+// weights of a token are the same for the whole warp (broadcast).
+__global__ void WeightedSumKernel(const float* __restrict__ y, const float* __restrict__ w,
+                                  int64_t k, int64_t n, int64_t count, float* __restrict__ out) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
+       e += step) {
+    const int64_t t = e / n;
+    const int64_t i = e - t * n;
+    const float* wt = w + t * k;          // [k]
+    const float* yt = y + t * k * n + i;  // column i of the token's k rows of n
+    float acc = 0.0f;
+    for (int64_t j = 0; j < k; ++j) acc = fmaf(wt[j], yt[j * n], acc);  // j order, as stated
+    out[e] = acc;
+  }
+}
+
 // One block per token t: x: [n_tok x n_head x head_dim], pos: [n_tok]. Dynamic shared memory
 // cs: [n_dims] = (cos, sin) * mscale of each pair at pos[t] (rope_hd.h), then every head's pairs.
 __global__ void RopeKernel(ops::RopeParams p, RopeConsts k, const int32_t* pos, int64_t n_head,
@@ -172,6 +192,14 @@ Status CheckElt(const char* fn, int64_t rows, int64_t n) {
   return Status::Ok();
 }
 
+// True when [a, a + a_count) and [b, b + b_count) floats share an address (both counts > 0).
+bool Overlap(const float* a, int64_t a_count, const float* b, int64_t b_count) {
+  const uintptr_t a0 = reinterpret_cast<uintptr_t>(a), b0 = reinterpret_cast<uintptr_t>(b);
+  const uintptr_t a1 = a0 + static_cast<uintptr_t>(a_count) * sizeof(float);
+  const uintptr_t b1 = b0 + static_cast<uintptr_t>(b_count) * sizeof(float);
+  return a_count > 0 && b_count > 0 && a0 < b1 && b0 < a1;
+}
+
 }  // namespace
 
 Status RmsNormStrided(const float* x, int64_t x_stride, const float* w, int64_t rows, int64_t n,
@@ -226,6 +254,33 @@ Status Softmax(float* x, int64_t rows, int64_t n, Stream stream) {
   MOESPLIT_RETURN_IF_ERROR(CheckPtr("Softmax", "x", x, rows * n));
   if (rows == 0) return Status::Ok();
   SoftmaxKernel<<<static_cast<unsigned>(rows), RowThreads(n), 0, stream>>>(x, n);
+  CUDA_CHECK_LAUNCH();
+  return Status::Ok();
+}
+
+Status WeightedSum(const float* y, const float* w, int64_t n_tok, int64_t k, int64_t n, float* out,
+                   Stream stream) {
+  MOESPLIT_RETURN_IF_ERROR(CheckCount("WeightedSum", "n_tok", n_tok, kMaxGridX));
+  MOESPLIT_RETURN_IF_ERROR(CheckCount("WeightedSum", "n", n, int64_t{1} << 40));
+  if (k < 1 || k > kWeightedSumMaxK) {
+    return InvalidArgumentError("gpu::WeightedSum: k = ", k, " (must be in [1, ", kWeightedSumMaxK,
+                                "])");
+  }
+  // n_tok * k <= 2^31 * 2^10 cannot overflow; y's n_tok * k * n floats must stay <= 2^62.
+  if (n > 0 && n_tok * k > (int64_t{1} << 62) / n) {
+    return InvalidArgumentError("gpu::WeightedSum: n_tok * k * n = ", n_tok, " * ", k, " * ", n,
+                                " floats is too many");
+  }
+  const int64_t count = n_tok * n;
+  MOESPLIT_RETURN_IF_ERROR(CheckPtr("WeightedSum", "y", y, n_tok * k * n));
+  MOESPLIT_RETURN_IF_ERROR(CheckPtr("WeightedSum", "w", w, count > 0 ? n_tok * k : 0));
+  MOESPLIT_RETURN_IF_ERROR(CheckPtr("WeightedSum", "out", out, count));
+  if (count == 0) return Status::Ok();
+  if (Overlap(out, count, y, n_tok * k * n) || Overlap(out, count, w, n_tok * k)) {
+    return InvalidArgumentError("gpu::WeightedSum: out overlaps ",
+                                Overlap(out, count, y, n_tok * k * n) ? "y" : "w");
+  }
+  WeightedSumKernel<<<EltBlocks(count), kEltThreads, 0, stream>>>(y, w, k, n, count, out);
   CUDA_CHECK_LAUNCH();
   return Status::Ok();
 }

@@ -14,6 +14,9 @@
 //   Rope     theta bit-exact (no FMA on the device for it); CUDA cosf / sinf (<= 2 ulp):
 //            |y - y_cpu| <= 1e-6 * (|x_a| + |x_b|) per rotated pair (mscale <= 1); dims beyond
 //            n_dims untouched.
+//   WeightedSum  f32 fused multiply-adds in j order (k roundings of partial sums each bounded by
+//            sum_j |w_j y_j|): |out - exact| <= k * FLT_EPSILON * sum_j |w_j y_j| against a
+//            double-precision reference.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +44,16 @@ Status Add(const float* x, float* y, int64_t rows, int64_t n, Stream stream);
 
 // In-place softmax of every row of x: [rows x n] (-inf entries become 0).
 Status Softmax(float* x, int64_t rows, int64_t n, Stream stream);
+
+// The routed experts' combination: out[t*n + i] = sum_j w[t*k + j] * y[(t*k + j)*n + i] for
+// t < n_tok, i < n, summed over j < k in order (f32 fmaf). y: [n_tok*k x n] (one row per (token,
+// expert) pair, the pairs of a token together), w: [n_tok x k], out: [n_tok x n]. out must not
+// overlap y or w (one thread's out element would be another's input). Errors: n_tok, n
+// negative or too large, k outside [1, kWeightedSumMaxK], a null pointer with values to cover,
+// overlap.
+inline constexpr int64_t kWeightedSumMaxK = 1024;
+Status WeightedSum(const float* y, const float* w, int64_t n_tok, int64_t k, int64_t n, float* out,
+                   Stream stream);
 
 // RoPE (with YaRN when p.ext_factor != 0), in place: x: [n_tok x n_head x head_dim], the first
 // p.n_dims values of each head rotated at position pos[t] (pos: [n_tok] int32, device memory),

@@ -1,5 +1,6 @@
 // Quantized GEMV (decode): one warp per weight row, 4 rows per 128-thread block; grid.y is the
-// batch (QuantGemvBatched: matrix b, its strided x and y rows; QuantGemv: one batch).
+// batch (QuantGemvBatched: matrix b, its strided x and y rows; QuantGemv: one batch; QuantGemvIds:
+// pair p = batch0 + blockIdx.y, matrix ids[p], x row p / x_div, y row p).
 //
 // The warp walks its row in chunks of 32 units (a unit = 32 values, see quant_blocks_hd.h): a
 // chunk is 32 legacy blocks (Q8_0: 32 x 34 = 1088 B), 4 K-quant super-blocks (Q4_K: 4 x 144 =
@@ -18,7 +19,9 @@
 // Shared memory: 4 warps x (chunk + 16..31 B of alignment slack) <= 4 x 4112 B (F32).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "gpu_kernels/cuda_check.h"
@@ -29,9 +32,10 @@ namespace moesplit::gpu {
 namespace {
 
 constexpr int kWarp = 32;
-constexpr int kRowsPerCta = 4;                  // one warp per row
-constexpr int kThreads = kWarp * kRowsPerCta;   // 128
-constexpr int64_t kMaxRows = int64_t{1} << 31;  // grid.x = rows / 4 stays well inside 2^31 - 1
+constexpr int kRowsPerCta = 4;                     // one warp per row
+constexpr int kThreads = kWarp * kRowsPerCta;      // 128
+constexpr int64_t kMaxRows = int64_t{1} << 31;     // grid.x = rows / 4 stays well inside 2^31 - 1
+constexpr int64_t kMaxIdsCols = int64_t{1} << 36;  // QuantGemvIds (see its check)
 
 template <GgmlType kT>
 struct Geometry {
@@ -86,24 +90,36 @@ __device__ __forceinline__ void DotUnit(const float* v, const float* xc, int64_t
   }
 }
 
-// Batch b = blockIdx.y: weights w + b * rows * row_bytes ([rows] rows of row_bytes), x rows
-// x + b * x_batch + t * x_tok ([cols] floats each), y rows y + b * y_batch + t * y_tok ([rows]
-// floats each), t < n_tok; strides in floats.
+// Batch b = batch0 + blockIdx.y, matrix m = ids ? ids[b] : b: weights w + m * rows * row_bytes
+// ([rows] rows of row_bytes), x rows x + (b / x_div) * x_batch + t * x_tok ([cols] floats each),
+// y rows y + b * y_batch + t * y_tok ([rows] floats each), t < n_tok; strides in floats. With ids,
+// an m outside [0, n_expert) writes NaN to the batch's y rows and reads no weights.
 template <GgmlType kT, int kMaxTok>
 __global__ void __launch_bounds__(kThreads)
     QGemvKernel(const uint8_t* __restrict__ w, int64_t rows, int64_t cols, int64_t row_bytes,
-                const float* __restrict__ x, int64_t x_tok, int64_t x_batch, int n_tok,
-                float* __restrict__ y, int64_t y_tok, int64_t y_batch) {
+                const int32_t* __restrict__ ids, int64_t n_expert, int64_t batch0,
+                const float* __restrict__ x, int64_t x_tok, int64_t x_batch, int64_t x_div,
+                int n_tok, float* __restrict__ y, int64_t y_tok, int64_t y_batch) {
   using G = Geometry<kT>;
   __shared__ __align__(16) uint8_t stage[kRowsPerCta][G::kStageBytes];
   const int warp = static_cast<int>(threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerCta + warp;
   if (row >= rows) return;  // the whole warp leaves together: no block-wide barrier below
-  const int64_t batch = blockIdx.y;
-  const uint8_t* wrow = w + (batch * rows + row) * row_bytes;
-  const float* xb = x + batch * x_batch;
+  const int64_t batch = batch0 + blockIdx.y;
   float* yb = y + batch * y_batch;
+  int64_t mat = batch;
+  if (ids != nullptr) {
+    mat = __ldg(ids + batch);  // the same for the whole block: the early return is uniform
+    if (mat < 0 || mat >= n_expert) {
+      if (lane == 0) {
+        for (int t = 0; t < n_tok; ++t) yb[t * y_tok + row] = __int_as_float(0x7fffffff);
+      }
+      return;
+    }
+  }
+  const uint8_t* wrow = w + (mat * rows + row) * row_bytes;
+  const float* xb = x + (batch / x_div) * x_batch;
   const int64_t nblocks = cols / G::kBlockValues;
   float acc[kMaxTok];
 #pragma unroll
@@ -134,7 +150,9 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// One (batched) product, already checked; strides in floats.
+// One (batched) product, already checked; strides in floats. The batches launched are batch0 ..
+// batch0 + n_batch - 1 (n_batch <= kQGemvMaxBatch: grid.y). The defaults of the last four are
+// QuantGemv / QuantGemvBatched: matrix b for batch b, x_div 1.
 struct GemvJob {
   const void* w;
   int64_t rows, cols, n_batch;
@@ -144,6 +162,10 @@ struct GemvJob {
   float* y;
   int64_t y_tok, y_batch;
   Stream stream;
+  const int32_t* ids = nullptr;  // [batch0 + n_batch] (QuantGemvIds) or null
+  int64_t n_expert = 0;          // matrices at w (ids only)
+  int64_t x_div = 1;             // x row of batch b: b / x_div
+  int64_t batch0 = 0;
 };
 
 template <GgmlType kT, int kMaxTok>
@@ -151,8 +173,8 @@ void Launch(const GemvJob& j) {
   const dim3 grid(static_cast<unsigned>((j.rows + kRowsPerCta - 1) / kRowsPerCta),
                   static_cast<unsigned>(j.n_batch));
   QGemvKernel<kT, kMaxTok><<<grid, kThreads, 0, j.stream>>>(
-      static_cast<const uint8_t*>(j.w), j.rows, j.cols, RowBytes(kT, j.cols), j.x, j.x_tok,
-      j.x_batch, j.n_tok, j.y, j.y_tok, j.y_batch);
+      static_cast<const uint8_t*>(j.w), j.rows, j.cols, RowBytes(kT, j.cols), j.ids, j.n_expert,
+      j.batch0, j.x, j.x_tok, j.x_batch, j.x_div, j.n_tok, j.y, j.y_tok, j.y_batch);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -288,6 +310,38 @@ Status CheckQuantGemvBatchedArgs(GgmlType type, int64_t rows, int64_t cols, int6
   return CheckOutputRowsDisjoint(rows, n_tok, y_tok, n_batch, y_batch);
 }
 
+Status CheckQuantGemvIdsArgs(GgmlType type, int64_t rows, int64_t cols, int64_t n_expert,
+                             const int32_t* ids, int64_t n_pairs, const float* x, int64_t x_div) {
+  MOESPLIT_RETURN_IF_ERROR(CheckCommon("QuantGemvIds", type, rows, cols, x, 1));
+  constexpr int64_t kMaxExpert = std::numeric_limits<int32_t>::max();
+  if (n_expert < 1 || n_expert > kMaxExpert) {
+    return InvalidArgumentError("QuantGemvIds: n_expert = ", n_expert, " must be in [1, ",
+                                kMaxExpert, "] (int32 ids)");
+  }
+  // x offsets (p / x_div) * cols < 2^24 * 2^36 and RowBytes below stay far from 2^63.
+  if (cols > kMaxIdsCols) {
+    return InvalidArgumentError("QuantGemvIds: cols = ", cols, " must be <= ", kMaxIdsCols);
+  }
+  // The kernel's byte offset (e * rows + row) * row_bytes, e < n_expert, must not overflow.
+  constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max();
+  const int64_t row_bytes = RowBytes(type, cols);
+  if (row_bytes < 1 || rows > kMaxBytes / row_bytes || n_expert > kMaxBytes / (rows * row_bytes)) {
+    return InvalidArgumentError("QuantGemvIds: n_expert = ", n_expert, " matrices of ", rows,
+                                " rows x ", row_bytes, " bytes span 2^63 bytes or more");
+  }
+  if (n_pairs < 0 || n_pairs > kQGemvMaxPairs) {
+    return InvalidArgumentError("QuantGemvIds: n_pairs = ", n_pairs, " must be in [0, ",
+                                kQGemvMaxPairs, "]");
+  }
+  if (x_div < 1) {
+    return InvalidArgumentError("QuantGemvIds: x_div = ", x_div, " must be >= 1 (pairs per x row)");
+  }
+  if (n_pairs > 0 && ids == nullptr) {
+    return InvalidArgumentError("QuantGemvIds: ids is null for n_pairs = ", n_pairs);
+  }
+  return Status::Ok();
+}
+
 Status QuantGemv(GgmlType type, const void* w, int64_t rows, int64_t cols, const float* x,
                  int n_tok, float* y, Stream stream) {
   MOESPLIT_RETURN_IF_ERROR(CheckQuantGemvArgs(type, rows, cols, x, n_tok));
@@ -303,6 +357,27 @@ Status QuantGemvBatched(GgmlType type, const void* w, int64_t rows, int64_t cols
                                                      n_tok, y_tok, y_batch));
   Dispatch(type,
            GemvJob{w, rows, cols, n_batch, x, x_tok, x_batch, n_tok, y, y_tok, y_batch, stream});
+  return Status::Ok();
+}
+
+Status QuantGemvIds(GgmlType type, const void* w, int64_t rows, int64_t cols, int64_t n_expert,
+                    const int32_t* ids, int64_t n_pairs, const float* x, int64_t x_div, float* y,
+                    Stream stream) {
+  MOESPLIT_RETURN_IF_ERROR(
+      CheckQuantGemvIdsArgs(type, rows, cols, n_expert, ids, n_pairs, x, x_div));
+  // One token per pair: n_tok = 1 (x_tok, y_tok unused), x rows cols floats apart (x_batch =
+  // cols, divided by x_div in the kernel), y rows rows floats apart. The pairs go in chunks of
+  // grid.y; the kernel indexes ids, x and y with the absolute pair batch0 + blockIdx.y, so the
+  // pointers stay as checked (16-byte aligned x).
+  for (int64_t p0 = 0; p0 < n_pairs; p0 += kQGemvMaxBatch) {
+    const int64_t n = std::min(kQGemvMaxBatch, n_pairs - p0);
+    GemvJob j{w, rows, cols, n, x, cols, cols, 1, y, rows, rows, stream};
+    j.ids = ids;
+    j.n_expert = n_expert;
+    j.x_div = x_div;
+    j.batch0 = p0;
+    Dispatch(type, j);
+  }
   return Status::Ok();
 }
 

@@ -5,9 +5,10 @@
 // W is `rows` GGUF rows of `cols` values of `type`, back to back (row stride RowBytes(type,
 // cols)); x is n_tok x cols f32 and y n_tok x rows f32, both row-major and contiguous. Every
 // weight row is read once for all n_tok tokens. QuantGemvBatched does n_batch such products at
-// once over strided activations (MLA's per-head maps W_kb / W_vb). Accumulation is in f32 in an
-// order different from the CPU's, so results agree with a double-precision reference to ~1e-4 * sum
-// |w * x|.
+// once over strided activations (MLA's per-head maps W_kb / W_vb); QuantGemvIds one product per
+// (token, expert) pair with the expert's matrix chosen on the device (routed experts). Accumulation
+// is in f32 in an order different from the CPU's, so results agree with a double-precision
+// reference to ~1e-4 * sum |w * x|.
 #pragma once
 
 #include <cstdint>
@@ -64,5 +65,40 @@ Status CheckQuantGemvBatchedArgs(GgmlType type, int64_t rows, int64_t cols, int6
 Status QuantGemvBatched(GgmlType type, const void* w, int64_t rows, int64_t cols, int64_t n_batch,
                         const float* x, int64_t x_tok, int64_t x_batch, int n_tok, float* y,
                         int64_t y_tok, int64_t y_batch, Stream stream);
+
+// Routed experts: one single-token product per (token, expert) pair p < n_pairs,
+//
+//   y[p*rows + r] = sum_c W_{ids[p]}[r][c] * x[(p / x_div)*cols + c]      r < rows, c < cols
+//   W_e = w + e * rows * RowBytes(type, cols)      (n_expert matrices back to back: [cols, rows,
+//                                                   n_expert], the GGUF expert tensor)
+//
+// x: [ceil(n_pairs / x_div) x cols] f32 (x_div = k: one hidden row per token for its k pairs;
+// x_div = 1: one row per pair), y: [n_pairs x rows] f32, ids: [n_pairs] int32, all device memory.
+// The pair index is the kernel's batch index and ids[p] is read on the device (the router's
+// output; the host never sees it). An id outside [0, n_expert) reads no weights: that pair's
+// `rows` floats of y are all set to NaN, so that a routing bug shows in the result (and in
+// whatever sums it) instead of reading past the expert tensor.
+//
+// Each pair reads its expert's whole matrix: with many pairs (prefill, n_pairs = tokens * k, e.g.
+// 512 * 8 = 4096) an expert chosen by several tokens is read once per pair. That is accepted for
+// now; a grouped GEMM (pairs sorted by expert) would read each expert once.
+inline constexpr int64_t kQGemvMaxPairs = int64_t{1} << 24;  // launched in chunks of grid.y
+
+// Checks the arguments of QuantGemvIds without touching the GPU: CheckQuantGemvArgs' rules with
+// n_tok = 1 (type, cols a positive multiple of the block size, rows, x 16-byte aligned: the rows
+// of x then all start 16-byte aligned, since cols is a multiple of 32 floats, as the kernel's
+// float4 loads need), and InvalidArgument, naming the value, for cols > 2^36, n_expert outside
+// [1, 2^31 - 1] (ids are int32), n_expert matrices spanning 2^63 bytes or more, n_pairs outside [0,
+// kQGemvMaxPairs], x_div < 1, or ids null when n_pairs > 0. The ids' values are not checked here
+// (they are on the device; see above).
+Status CheckQuantGemvIdsArgs(GgmlType type, int64_t rows, int64_t cols, int64_t n_expert,
+                             const int32_t* ids, int64_t n_pairs, const float* x, int64_t x_div);
+
+// Enqueues the n_pairs products on `stream` (asynchronous; w needs no alignment; y must not
+// overlap x; n_pairs = 0 queues nothing). Returns CheckQuantGemvIdsArgs' error, if any, before
+// any CUDA call.
+Status QuantGemvIds(GgmlType type, const void* w, int64_t rows, int64_t cols, int64_t n_expert,
+                    const int32_t* ids, int64_t n_pairs, const float* x, int64_t x_div, float* y,
+                    Stream stream);
 
 }  // namespace moesplit::gpu

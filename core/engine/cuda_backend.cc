@@ -98,6 +98,24 @@ StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device_index) {
     return InvalidArgumentError("CUDA device ", device_index, " does not exist: ", count,
                                 " device(s) visible, 0 .. ", count - 1);
   }
+  // Blocking sync: a host thread waiting for the device (cudaStreamSynchronize in Synchronize)
+  // sleeps on an OS primitive instead of spinning on a core. While kMain waits in a HostCall the
+  // routed experts run on the CPU thread pool, and a spinning waiter would take one of its cores.
+  // The flags belong to the device's primary context and apply from its creation on, so they are
+  // set before Init makes any stream or event. cudaSetDeviceFlags acts on the calling thread's
+  // current device, hence cudaSetDevice first; since CUDA 12 that call already initialises the
+  // primary context, and cudaSetDeviceFlags then overwrites the flags it was made with (as the
+  // CUDA 12 / 13 runtime documents). An older runtime, or one whose context is already active
+  // (another library, an earlier backend), may refuse with cudaErrorSetOnActiveProcess: the
+  // context then keeps its flags, waits may spin (slower CPU experts, never wrong results), and
+  // creation goes on. That error is not sticky; cudaGetLastError clears it for later calls.
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_index));
+  const cudaError_t flags_err = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
+  if (flags_err == cudaErrorSetOnActiveProcess) {
+    (void)cudaGetLastError();
+  } else {
+    CUDA_RETURN_IF_ERROR(flags_err);
+  }
   std::unique_ptr<CudaBackend> b(new CudaBackend(device_index));
   MOESPLIT_RETURN_IF_ERROR(b->Init());  // on failure ~CudaBackend frees what Init made
   return b;
@@ -308,6 +326,18 @@ Status CudaBackend::MatMul(Lane lane, const DevMatrix& w, const float* x, int64_
   if (n_tok <= gpu::kQGemvMaxTokens) {
     return gpu::QuantGemv(w.type, w.data, w.rows, w.cols, x, static_cast<int>(n_tok), y, l->stream);
   }
+  if (w.type == GgmlType::kF32) {
+    // F32 weights (the router, ffn_gate_inp) stay in f32 as on the CPU: BF16 logits would move
+    // routing near-ties. 8-token GEMV chunks re-read the matrix T/8 times (V3: 7.3 MB x 64 for
+    // a 512-token chunk, ~0.15 ms at HBM speed). x + t0 * cols stays 16-byte aligned: F32 rows
+    // are a multiple of 32 values (CheckQuantGemvArgs).
+    for (int64_t t0 = 0; t0 < n_tok; t0 += gpu::kQGemvMaxTokens) {
+      const int nt = static_cast<int>(std::min<int64_t>(gpu::kQGemvMaxTokens, n_tok - t0));
+      MOESPLIT_RETURN_IF_ERROR(gpu::QuantGemv(w.type, w.data, w.rows, w.cols, x + t0 * w.cols, nt,
+                                              y + t0 * w.rows, l->stream));
+    }
+    return Status::Ok();
+  }
   return l->gemm->QuantGemm(w.type, w.data, w.rows, w.cols, x, n_tok, y);
 }
 
@@ -455,6 +485,34 @@ Status CudaBackend::Route(Lane lane, const moe::RouterConfig& config, const floa
   MOESPLIT_ASSIGN_OR_RETURN(LaneState * l, Begin("Route", lane));
   // logits [n_tok x E], bias [E] or null, ids / weights [n_tok x k].
   return gpu::Route(g, logits, bias, n_tok, ids, weights, l->stream);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Routed experts in device memory
+// ---------------------------------------------------------------------------------------------
+
+Status CudaBackend::ExpertMatMul(Lane lane, const DevMatrix& w, int64_t n_expert,
+                                 const int32_t* ids, int64_t n_pairs, const float* x, int64_t x_div,
+                                 float* y) {
+  MOESPLIT_RETURN_IF_ERROR(
+      gpu::CheckQuantGemvIdsArgs(w.type, w.rows, w.cols, n_expert, ids, n_pairs, x, x_div));
+  if (n_pairs > 0) {
+    if (w.data == nullptr) return NullError("ExpertMatMul", "w.data");
+    if (x == nullptr || y == nullptr) return NullError("ExpertMatMul", x == nullptr ? "x" : "y");
+  }
+  MOESPLIT_ASSIGN_OR_RETURN(LaneState * l, Begin("ExpertMatMul", lane));
+  // w: [n_expert x w.rows] rows of RowBytes(w.type, w.cols); x: [ceil(n_pairs / x_div) x w.cols];
+  // y: [n_pairs x w.rows]. Each pair reads its expert's whole matrix (see gpu::QuantGemvIds: a
+  // grouped GEMM would read each chosen expert once per call instead of once per pair).
+  return gpu::QuantGemvIds(w.type, w.data, w.rows, w.cols, n_expert, ids, n_pairs, x, x_div, y,
+                           l->stream);
+}
+
+Status CudaBackend::WeightedSum(Lane lane, const float* y, const float* weights, int64_t n_tok,
+                                int64_t k, int64_t n, float* out) {
+  MOESPLIT_ASSIGN_OR_RETURN(LaneState * l, Begin("WeightedSum", lane));
+  // y: [n_tok*k x n], weights: [n_tok x k], out: [n_tok x n].
+  return gpu::WeightedSum(y, weights, n_tok, k, n, out, l->stream);
 }
 
 }  // namespace moesplit::engine

@@ -7,7 +7,9 @@
 //            other wait for it; HostCall is cudaLaunchHostFunc on a std::function the backend
 //            keeps (stable address) until Synchronize has seen both streams finish;
 //   memory   AllocDevice (cudaMalloc, 256-byte aligned) and AllocHost (cudaHostAlloc, pinned)
-//            are freed only by the destructor, after both streams have finished.
+//            are freed only by the destructor, after both streams have finished;
+//   waiting  the device is set to cudaDeviceScheduleBlockingSync: a host thread waiting for it
+//            (Synchronize) sleeps instead of spinning on a core that the CPU experts need.
 //
 // Every public method first makes `device_index` the calling thread's current device (only when
 // it is not already), so the backend may be driven from any host thread, one at a time.
@@ -81,6 +83,14 @@ class CudaBackend final : public DenseBackend {
                       float* out) override;
   Status Route(Lane lane, const moe::RouterConfig& config, const float* logits, const float* bias,
                int64_t n_tok, int32_t* ids, float* weights) override;
+  // gpu::QuantGemvIds (one GEMV per pair, the expert chosen on the device from ids): its type and
+  // shape rules (w.cols a multiple of the block size, x 16-byte aligned), and an id outside
+  // [0, n_expert) gives that pair's y row NaN instead of a fault.
+  Status ExpertMatMul(Lane lane, const DevMatrix& w, int64_t n_expert, const int32_t* ids,
+                      int64_t n_pairs, const float* x, int64_t x_div, float* y) override;
+  // gpu::WeightedSum (f32, j order; out must not overlap y or weights).
+  Status WeightedSum(Lane lane, const float* y, const float* weights, int64_t n_tok, int64_t k,
+                     int64_t n, float* out) override;
 
  private:
   struct LaneState {

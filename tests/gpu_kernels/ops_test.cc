@@ -1,9 +1,11 @@
-// gpu::RmsNorm / SwiGlu / Add / Softmax / Rope against cpu_kernels/ops on a device, with the
-// bounds gpu_kernels/ops.h states. Outputs are NaN-poisoned (Fill(0xFF)) where they are not
-// in place. The bad-shape tests fail before any CUDA call and run without a GPU.
+// gpu::RmsNorm / SwiGlu / Add / Softmax / Rope against cpu_kernels/ops on a device, and
+// gpu::WeightedSum against a double reference, with the bounds gpu_kernels/ops.h states. Outputs
+// are NaN-poisoned (Fill(0xFF)) where they are not in place. The bad-shape tests fail before any
+// CUDA call and run without a GPU.
 #include "cpu_kernels/ops/ops.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -179,6 +181,70 @@ TEST(GpuOps, RopePlainBothStyles) {
   CheckRope(p, 3, 10, 0);
 }
 
+// out[t, i] = sum_j w[t, j] * y[t*k + j, i]: bit-identical to the same f32 fused multiply-adds in
+// j order on the host (std::fma is correctly rounded on both sides), and within k * FLT_EPSILON *
+// sum_j |w_j y_j| of a double reference (ops.h). y has NaN rows after the last pair (must not
+// be read) and out is NaN-poisoned with one guard row after it (must not be written).
+TEST(GpuOps, WeightedSumMatchesDoubleReference) {
+  MOESPLIT_SKIP_WITHOUT_GPU();
+  struct Case {
+    int64_t n_tok, k, n;
+  };
+  for (const Case& c :
+       {Case{1, 1, 1}, Case{1, 8, 7168}, Case{5, 6, 1000}, Case{3, 8, 33}, Case{70, 8, 64}}) {
+    SCOPED_TRACE(::testing::Message() << "n_tok " << c.n_tok << " k " << c.k << " n " << c.n);
+    const int64_t pairs = c.n_tok * c.k;
+    std::vector<float> y = RandomUniform(pairs * c.n, -4.0f, 4.0f, static_cast<uint32_t>(c.n));
+    y.resize((pairs + 2) * c.n, std::numeric_limits<float>::quiet_NaN());
+    const std::vector<float> w = RandomUniform(pairs, 0.0f, 2.5f, static_cast<uint32_t>(c.k));
+    DeviceBuffer dy = Upload(y), dw = Upload(w);
+    DeviceBuffer dout = Poisoned<float>((c.n_tok + 1) * c.n);
+    ASSERT_TRUE(
+        WeightedSum(dy.as<float>(), dw.as<float>(), c.n_tok, c.k, c.n, dout.as<float>(), nullptr)
+            .ok());
+    const std::vector<float> got = Download<float>(dout, (c.n_tok + 1) * c.n);
+    for (int64_t t = 0; t < c.n_tok; ++t) {
+      for (int64_t i = 0; i < c.n; ++i) {
+        float acc = 0.0f;
+        double s = 0.0, a = 0.0;
+        for (int64_t j = 0; j < c.k; ++j) {
+          const float wj = w[t * c.k + j], yj = y[(t * c.k + j) * c.n + i];
+          acc = std::fma(wj, yj, acc);
+          s += static_cast<double>(wj) * yj;
+          a += std::abs(static_cast<double>(wj) * yj);
+        }
+        const float g = got[t * c.n + i];
+        ASSERT_EQ(g, acc) << "t " << t << " i " << i;
+        ASSERT_LE(std::abs(g - s), c.k * static_cast<double>(FLT_EPSILON) * a)
+            << "t " << t << " i " << i;
+      }
+    }
+    for (int64_t i = 0; i < c.n; ++i) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, &got[c.n_tok * c.n + i], 4);
+      ASSERT_EQ(bits, 0xFFFFFFFFu) << "guard float " << i << " written";
+    }
+  }
+}
+
+// A NaN expert output (QuantGemvIds' mark for a bad expert id) shows in the token's sum, also
+// with weight 0; the other token is unaffected.
+TEST(GpuOps, WeightedSumPropagatesNaN) {
+  MOESPLIT_SKIP_WITHOUT_GPU();
+  const int64_t n_tok = 2, k = 2, n = 4;
+  std::vector<float> y(n_tok * k * n, 1.0f);
+  for (int64_t i = 0; i < n; ++i) y[1 * n + i] = std::numeric_limits<float>::quiet_NaN();
+  DeviceBuffer dy = Upload(y), dw = Upload(std::vector<float>{0.5f, 0.0f, 0.25f, 0.75f});
+  DeviceBuffer dout = Poisoned<float>(n_tok * n);
+  ASSERT_TRUE(
+      WeightedSum(dy.as<float>(), dw.as<float>(), n_tok, k, n, dout.as<float>(), nullptr).ok());
+  const std::vector<float> got = Download<float>(dout, n_tok * n);
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_TRUE(std::isnan(got[i])) << i;
+    EXPECT_EQ(got[n + i], 1.0f) << i;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bad shapes: InvalidArgument naming the value, before any CUDA call (no GPU needed).
 // ---------------------------------------------------------------------------------------------
@@ -205,6 +271,29 @@ TEST(GpuOps, BadShapesFailBeforeCuda) {
   ExpectInvalid(Rope(p, nullptr, 1, 1, 64, nullptr, nullptr), "n_dims = 0");
   p.n_dims = 64;
   ExpectInvalid(Rope(p, nullptr, -5, 1, 64, nullptr, nullptr), "-5");
+}
+
+TEST(GpuOps, WeightedSumBadArgsFailBeforeCuda) {
+  // Fake device addresses: never dereferenced, every call fails before the launch.
+  auto at = [](uintptr_t a) { return reinterpret_cast<float*>(a); };
+  float* y = at(0x100000);  // [n_tok*k x n] = [4*8 x 64] floats: 8 KiB
+  float* w = at(0x200000);
+  float* out = at(0x300000);
+  ExpectInvalid(WeightedSum(y, w, -1, 8, 64, out, nullptr), "n_tok = -1");
+  ExpectInvalid(WeightedSum(y, w, 4, 8, -2, out, nullptr), "n = -2");
+  ExpectInvalid(WeightedSum(y, w, 4, 0, 64, out, nullptr), "k = 0");
+  ExpectInvalid(WeightedSum(y, w, 4, kWeightedSumMaxK + 1, 64, out, nullptr), "k = 1025");
+  ExpectInvalid(WeightedSum(y, w, (int64_t{1} << 31) - 1, 1024, int64_t{1} << 40, out, nullptr),
+                "too many");
+  ExpectInvalid(WeightedSum(nullptr, w, 4, 8, 64, out, nullptr), "y is null");
+  ExpectInvalid(WeightedSum(y, nullptr, 4, 8, 64, out, nullptr), "w is null");
+  ExpectInvalid(WeightedSum(y, w, 4, 8, 64, nullptr, nullptr), "out is null");
+  ExpectInvalid(WeightedSum(y, w, 4, 8, 64, y, nullptr), "out overlaps y");
+  ExpectInvalid(WeightedSum(y, w, 4, 8, 64, y + 32 * 64 - 1, nullptr), "out overlaps y");
+  ExpectInvalid(WeightedSum(y, w, 4, 8, 64, w - 4 * 64 + 1, nullptr), "out overlaps w");
+  // Nothing to compute: Ok with no pointers and no CUDA call.
+  EXPECT_TRUE(WeightedSum(nullptr, nullptr, 0, 8, 64, nullptr, nullptr).ok());
+  EXPECT_TRUE(WeightedSum(nullptr, nullptr, 4, 8, 0, nullptr, nullptr).ok());
 }
 
 }  // namespace

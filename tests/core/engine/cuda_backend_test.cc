@@ -2,12 +2,15 @@
 // be a clean Status, also with no driver at all); everything else skips there. On a GPU every op
 // runs through the backend against a small CPU reference (bounds as in tests/gpu_kernels: the
 // kernels' own tests justify them), with outputs poisoned NaN so that a float not written shows,
-// plus the lane ordering (HostCall between copies, fork / join).
+// plus the lane ordering (HostCall between copies, fork / join), the routed experts in device
+// memory (ExpertMatMul, WeightedSum) and the blocking-sync device flag.
 #include "core/engine/cuda_backend.h"
 
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -116,6 +119,17 @@ class CudaBackendTest : public ::testing::Test {
 
   std::unique_ptr<CudaBackend> gpu_;  // (public: CheckMla below drives the fixture)
 };
+
+// Create sets the primary context's scheduling to blocking sync (waits sleep, see Create).
+TEST_F(CudaBackendTest, CreateSelectsBlockingSync) {
+  unsigned flags = 0;
+  ASSERT_EQ(cudaGetDeviceFlags(&flags), cudaSuccess);
+  EXPECT_EQ(flags & cudaDeviceScheduleMask, static_cast<unsigned>(cudaDeviceScheduleBlockingSync))
+      << "flags 0x" << std::hex << flags;
+  // A second backend on the active context is fine (the flags are set again or kept).
+  auto again = CudaBackend::Create(0);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+}
 
 TEST_F(CudaBackendTest, NameAndMemory) {
   const std::string name = gpu_->Name();
@@ -427,6 +441,121 @@ TEST_F(CudaBackendTest, RouteMatchesMoeRoute) {
       ASSERT_NEAR(w[i], w_ref[i], 1e-5 * std::abs(w_ref[i])) << i;
     }
   }
+}
+
+// Double-precision y[p][r] = sum_c W_{ids[p]}[r][c] x[(p / x_div)][c] over m (the n_expert
+// matrices back to back) and sum |.| for the bound; an id outside [0, n_expert) gives NaN.
+struct ExpertRef {
+  std::vector<double> y, abs_sum;
+};
+ExpertRef ExpertReference(const gpu::testing::Matrix& m, int64_t n_expert,
+                          const std::vector<int32_t>& ids, const std::vector<float>& x,
+                          int64_t x_div) {
+  const int64_t rows = m.rows / n_expert, cols = m.cols;
+  const int64_t n_pairs = static_cast<int64_t>(ids.size());
+  ExpertRef ref{std::vector<double>(n_pairs * rows), std::vector<double>(n_pairs * rows)};
+  for (int64_t p = 0; p < n_pairs; ++p) {
+    for (int64_t r = 0; r < rows; ++r) {
+      if (ids[p] < 0 || ids[p] >= n_expert) {
+        ref.y[p * rows + r] = std::numeric_limits<double>::quiet_NaN();
+        continue;
+      }
+      double s = 0.0, a = 0.0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const double prod = static_cast<double>(m.values[(ids[p] * rows + r) * cols + c]) *
+                            x[(p / x_div) * cols + c];
+        s += prod;
+        a += std::abs(prod);
+      }
+      ref.y[p * rows + r] = s;
+      ref.abs_sum[p * rows + r] = a;
+    }
+  }
+  return ref;
+}
+
+void ExpectExpertClose(const ExpertRef& ref, const std::vector<float>& got, const char* what) {
+  ASSERT_EQ(got.size(), ref.y.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(ref.y[i])) {
+      ASSERT_TRUE(std::isnan(got[i])) << what << " " << i << ": " << got[i] << ", want NaN";
+    } else {
+      ASSERT_LE(std::abs(got[i] - ref.y[i]), 1e-4 * ref.abs_sum[i]) << what << " " << i;
+    }
+  }
+}
+
+// DeviceExperts' chain at toy size: 6 experts, T = 4 tokens, k = 3 (12 pairs, repeated ids):
+// gate = Q4_K [64 x 256] per expert over h [4 x 256] with x_div = k, down = Q8_0 [256 x 64] over
+// the gate output [12 x 64] with x_div = 1, then out [4 x 256] = sum_j w[t, j] down[t*k + j].
+// Each stage's reference takes the previous stage's GPU output, so the bounds do not compound:
+// GEMV 1e-4 * sum |w x|, WeightedSum k * FLT_EPSILON * sum |w y| (ops.h).
+TEST_F(CudaBackendTest, ExpertMatMulAndWeightedSum) {
+  const int64_t E = 6, T = 4, k = 3, P = T * k, D = 256, F = 64;
+  const std::vector<int32_t> ids = {5, 0, 2, 2, 5, 1, 0, 3, 5, 4, 4, 0};
+  const gpu::testing::Matrix gate = gpu::testing::RandomMatrix(GgmlType::kQ4_K, E * F, D, 40);
+  const gpu::testing::Matrix down = gpu::testing::RandomMatrix(GgmlType::kQ8_0, E * D, F, 41);
+  const std::vector<float> h = gpu::testing::RandomActivations(T * D, 42);
+  const std::vector<float> w = Uniform(P, 0.0f, 1.0f, 43);
+  const int32_t* dids = Dev(ids);
+  float* a = Poisoned(P * F);
+  float* y = Poisoned(P * D);
+  float* out = Poisoned(T * D);
+  ASSERT_TRUE(gpu_->ExpertMatMul(Lane::kMain, DevWeights(gate), E, dids, P, Dev(h), k, a).ok());
+  ASSERT_TRUE(gpu_->ExpertMatMul(Lane::kMain, DevWeights(down), E, dids, P, a, 1, y).ok());
+  ASSERT_TRUE(gpu_->WeightedSum(Lane::kMain, y, Dev(w), T, k, D, out).ok());
+  const std::vector<float> got_a = Fetch(a, P * F);
+  const std::vector<float> got_y = Fetch(y, P * D);
+  const std::vector<float> got_out = Fetch(out, T * D);
+  ExpectExpertClose(ExpertReference(gate, E, ids, h, k), got_a, "gate");
+  ExpectExpertClose(ExpertReference(down, E, ids, got_a, 1), got_y, "down");
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t i = 0; i < D; ++i) {
+      double s = 0.0, bound = 0.0;
+      for (int64_t j = 0; j < k; ++j) {
+        const double prod = static_cast<double>(w[t * k + j]) * got_y[(t * k + j) * D + i];
+        s += prod;
+        bound += std::abs(prod);
+      }
+      ASSERT_LE(std::abs(got_out[t * D + i] - s), k * static_cast<double>(FLT_EPSILON) * bound)
+          << "t " << t << " i " << i;
+    }
+  }
+}
+
+// An id outside [0, E) makes its pair's row NaN on the side lane, faults nothing, and the lane
+// goes on; argument errors come back before anything is queued.
+TEST_F(CudaBackendTest, ExpertMatMulBadIdsAndArguments) {
+  const int64_t E = 3, rows = 8, cols = 64;
+  const std::vector<int32_t> ids = {1, 3, 0, -2};
+  const gpu::testing::Matrix m = gpu::testing::RandomMatrix(GgmlType::kF16, E * rows, cols, 50);
+  const std::vector<float> x = gpu::testing::RandomActivations(ids.size() * cols, 51);
+  const DevMatrix w = DevWeights(m);
+  float* dx = Dev(x);
+  float* y = Dev(std::vector<float>(ids.size() * rows, 0.0f));
+  ASSERT_TRUE(gpu_->ExpertMatMul(Lane::kSide, w, E, Dev(ids), 4, dx, 1, y).ok());
+  ExpectExpertClose(ExpertReference(m, E, ids, x, 1), Fetch(y, ids.size() * rows, Lane::kSide),
+                    "bad ids");
+
+  const int32_t* dids = Dev(ids);
+  DevMatrix no_data = w;
+  no_data.data = nullptr;
+  EXPECT_EQ(gpu_->ExpertMatMul(Lane::kMain, no_data, E, dids, 4, dx, 1, y).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(gpu_->ExpertMatMul(Lane::kMain, w, E, nullptr, 4, dx, 1, y).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(gpu_->ExpertMatMul(Lane::kMain, w, E, dids, 4, dx + 1, 1, y).code(),  // misaligned
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(gpu_->ExpertMatMul(Lane::kMain, w, 0, dids, 4, dx, 1, y).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(gpu_->ExpertMatMul(static_cast<Lane>(7), w, E, dids, 4, dx, 1, y).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(gpu_->ExpertMatMul(Lane::kMain, w, E, dids, 0, dx, 1, y).ok());  // nothing to do
+  EXPECT_EQ(gpu_->WeightedSum(Lane::kMain, y, dx, 2, 2, 8, y).code(),          // out == y
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(gpu_->WeightedSum(Lane::kMain, y, dx, 2, 0, 8, dx + 64).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(gpu_->Synchronize().ok());
 }
 
 // main: acc += one (a kernel), copy acc -> h1; host: h2 = h1 * 2 (sees the kernel's result);
