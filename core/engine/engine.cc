@@ -113,17 +113,24 @@ StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool
   }
   const auto t_eval = std::chrono::steady_clock::now();
   const int64_t n_out = all_logits ? n_tok : 1;
+  std::vector<float> logits(static_cast<size_t>(n_out * c.n_vocab));  // [n_out x V]
   if (hybrid_ != nullptr) {
-    std::vector<float> logits(static_cast<size_t>(n_out * c.n_vocab));  // [n_out x V]
     MOESPLIT_RETURN_IF_ERROR(hybrid_->Eval(tokens, position_, n_out, logits.data(), profile_));
-    position_ += n_tok;
-    if (profile_ != nullptr) {
-      profile_->eval_ns += NsSince(t_eval);
-      profile_->tokens += n_tok;
-      profile_->evals += 1;
-    }
-    return logits;
+  } else {
+    ForwardCpu(tokens, n_out, logits.data());
   }
+  position_ += n_tok;
+  if (profile_ != nullptr) {
+    profile_->eval_ns += NsSince(t_eval);
+    profile_->tokens += n_tok;
+    profile_->evals += 1;
+  }
+  return logits;
+}
+
+void Session::ForwardCpu(std::span<const int32_t> tokens, int64_t n_out, float* logits) {
+  const ModelConfig& c = model_.config();
+  const int64_t n_tok = static_cast<int64_t>(tokens.size());
   const ForwardContext ctx{c,         *weights_, *exec_,  *kv_, *experts_, RopeParamsFor(c),
                            *kernels_, *ws_,      profile_};
   const int64_t D = c.n_embd;
@@ -165,15 +172,7 @@ StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool
       if (!last) ops::RmsNorm(xt, next_norm, D, c.rms_eps, h + t * D);
     });
   }
-  std::vector<float> logits(static_cast<size_t>(n_out * c.n_vocab));  // [n_out x V]
-  Logits(ctx, x, n_tok, n_out, logits.data());
-  position_ += n_tok;
-  if (profile_ != nullptr) {
-    profile_->eval_ns += NsSince(t_eval);
-    profile_->tokens += n_tok;
-    profile_->evals += 1;
-  }
-  return logits;
+  Logits(ctx, x, n_tok, n_out, logits);
 }
 
 }  // namespace moesplit::engine

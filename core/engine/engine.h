@@ -156,6 +156,8 @@ class Session {
   struct Tag {};
   Session(const Model& model, const SessionOptions& options, Tag);
   Status Place(const SessionOptions& options);
+  // The CPU forward pass of Eval: logits [n_out x V] of the last n_out tokens.
+  void ForwardCpu(std::span<const int32_t> tokens, int64_t n_out, float* logits);
   // Hybrid: [n_layer] true where a MoE layer's routed experts go to the device (expert_homes
   // against the device memory left). ResourceExhausted when kDevice layers do not fit.
   StatusOr<std::vector<bool>> DeviceExpertLayers(const SessionOptions& options) const;

@@ -20,6 +20,7 @@
 #include "cpu_kernels/qmatmul/qmatmul.h"
 #include "moe/expert_engine.h"
 #include "moe/grouped_experts.h"
+#include "moe/routing.h"
 #include "numa/executor.h"
 
 namespace moesplit::engine {
@@ -73,6 +74,12 @@ struct ForwardContext {
 inline uint64_t BytesOf(const TensorView& t) { return Present(t) ? t.nbytes : 0; }
 
 ops::RopeParams RopeParamsFor(const ModelConfig& cfg);
+moe::RouterConfig RouterFor(const ModelConfig& cfg);
+
+// Bytes of the distinct routed experts among ids[n] of layer l (each is read once per layer
+// whatever its token count): what a MoE layer's routed experts read.
+uint64_t RoutedExpertBytes(const ModelConfig& c, const LayerWeights& l, const int32_t* ids,
+                           int64_t n);
 
 // Grows v to at least n elements (never shrinks: no reallocation once warm); returns data().
 template <typename T>

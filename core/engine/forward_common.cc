@@ -83,8 +83,6 @@ void AttendOne(const float* q_a, int64_t na, const float* q_b, int64_t nb, const
   }
 }
 
-namespace {
-
 moe::RouterConfig RouterFor(const ModelConfig& c) {
   moe::RouterConfig r;
   r.n_expert = static_cast<int>(c.n_expert);
@@ -97,25 +95,21 @@ moe::RouterConfig RouterFor(const ModelConfig& c) {
   return r;
 }
 
-// Bytes of the distinct routed experts among ids[n] (each is read once per layer whatever its
-// token count) plus the shared expert(s).
-uint64_t ExpertBytesRead(const ModelConfig& c, const LayerWeights& l, const int32_t* ids,
-                         int64_t n) {
+uint64_t RoutedExpertBytes(const ModelConfig& c, const LayerWeights& l, const int32_t* ids,
+                           int64_t n) {
   const uint64_t per_expert =
       (BytesOf(l.ffn_gate_exps) + BytesOf(l.ffn_up_exps) + BytesOf(l.ffn_down_exps)) /
-      static_cast<uint64_t>(c.n_expert);
+      static_cast<uint64_t>(std::max<int64_t>(c.n_expert, 1));
   std::vector<bool> seen(static_cast<size_t>(c.n_expert), false);
   uint64_t distinct = 0;
   for (int64_t i = 0; i < n; ++i) {
     const size_t e = static_cast<size_t>(ids[i]);
-    if (!seen[e]) distinct += 1;
+    if (e >= seen.size() || seen[e]) continue;
     seen[e] = true;
+    ++distinct;
   }
-  return distinct * per_expert + BytesOf(l.ffn_gate_shexp) + BytesOf(l.ffn_up_shexp) +
-         BytesOf(l.ffn_down_shexp);
+  return distinct * per_expert;
 }
-
-}  // namespace
 
 void FeedForward(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok, float* out) {
   const ModelConfig& c = ctx.cfg;
@@ -141,7 +135,10 @@ void FeedForward(const ForwardContext& ctx, int64_t il, const float* h, int64_t 
   // Routed experts and the shared expert(s) (added with weight 1) in one fused pass.
   // (The expert store holds layer il's tensors as placed: the file mapping, or node copies.)
   PhaseTimer timer(ctx.prof, Phase::kExperts,
-                   ctx.prof == nullptr ? 0 : ExpertBytesRead(c, l, ids, n_tok * k));
+                   ctx.prof == nullptr
+                       ? 0
+                       : RoutedExpertBytes(c, l, ids, n_tok * k) + BytesOf(l.ffn_gate_shexp) +
+                             BytesOf(l.ffn_up_shexp) + BytesOf(l.ffn_down_shexp));
   ctx.experts.Forward(il, h, n_tok, ids, weights, static_cast<int>(k), out);
 }
 

@@ -12,38 +12,6 @@
 
 namespace moesplit::engine {
 
-namespace {
-
-moe::RouterConfig RouterOf(const ModelConfig& c) {
-  moe::RouterConfig r;
-  r.n_expert = static_cast<int>(c.n_expert);
-  r.n_expert_used = static_cast<int>(c.n_expert_used);
-  r.n_group = static_cast<int>(c.n_expert_groups);
-  r.n_group_used = static_cast<int>(c.n_group_used);
-  r.gating = c.gating == GatingFunc::kSigmoid ? moe::Gating::kSigmoid : moe::Gating::kSoftmax;
-  r.norm_weights = c.expert_weights_norm;
-  r.weights_scale = c.expert_weights_scale;
-  return r;
-}
-
-// Bytes of the distinct routed experts among ids[n]: what the CPU reads for the layer.
-uint64_t DistinctExpertBytes(const ModelConfig& c, const LayerWeights& l, const int32_t* ids,
-                             int64_t n) {
-  const uint64_t per_expert =
-      (BytesOf(l.ffn_gate_exps) + BytesOf(l.ffn_up_exps) + BytesOf(l.ffn_down_exps)) /
-      static_cast<uint64_t>(std::max<int64_t>(c.n_expert, 1));
-  std::vector<bool> seen(static_cast<size_t>(c.n_expert), false);
-  uint64_t distinct = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const size_t e = static_cast<size_t>(ids[i]);
-    if (e < seen.size() && !seen[e]) ++distinct;
-    if (e < seen.size()) seen[e] = true;
-  }
-  return distinct * per_expert;
-}
-
-}  // namespace
-
 Status HybridForward::Eval(std::span<const int32_t> tokens, int64_t pos0, int64_t n_out,
                            float* logits, Profile* prof) {
   const int64_t n = static_cast<int64_t>(tokens.size());
@@ -176,7 +144,7 @@ Status HybridForward::MoeFfn(const HybridLayer& l, int64_t il, int64_t T, Profil
   const Lane m = Lane::kMain;
   const int64_t D = c.n_embd, k = c.n_expert_used;
   MOESPLIT_RETURN_IF_ERROR(be.MatMul(m, l.gate_inp, b.h, T, b.router));
-  MOESPLIT_RETURN_IF_ERROR(be.Route(m, RouterOf(c), b.router, l.probs_b, T, b.ids, b.weights));
+  MOESPLIT_RETURN_IF_ERROR(be.Route(m, RouterFor(c), b.router, l.probs_b, T, b.ids, b.weights));
   const bool shared = l.sh_gate.data != nullptr;
   if (l.ex_gate.data != nullptr) {  // routed experts in VRAM: no bus traffic
     if (shared) MOESPLIT_RETURN_IF_ERROR(be.SideWaitsForMain());
@@ -208,7 +176,7 @@ Status HybridForward::MoeFfn(const HybridLayer& l, int64_t il, int64_t T, Profil
       hb.expert_ns[static_cast<size_t>(il)] += NsSince(start);
       if (lw != nullptr) {
         hb.expert_bytes[static_cast<size_t>(il)] +=
-            DistinctExpertBytes(cfg_, *lw, hb.host_ids, T * k);
+            RoutedExpertBytes(cfg_, *lw, hb.host_ids, T * k);
       }
     }
   }));

@@ -28,14 +28,8 @@ using moesplit::testing::ReadF32;
 
 std::string TinyPath() { return testing::TestDataPath("models/ds-tiny-Q4_K_M.gguf"); }
 
-std::vector<int32_t> SeqA() {
-  return {0, 79, 113, 71, 277, 432, 118, 60, 34, 54, 52, 262, 923, 431, 822, 35};
-}
-std::vector<int32_t> SeqB() {
-  std::vector<int32_t> t;
-  for (int k = 0; k < 64; ++k) t.push_back((613 * k + 101) % 1022 + 2);
-  return t;
-}
+std::vector<int32_t> SeqA() { return moesplit::testing::TinySeqA(); }
+std::vector<int32_t> SeqB() { return moesplit::testing::TinySeqB(); }
 
 // A hybrid session with every MoE layer's routed experts at `home` (kCpu by default: the split
 // the bus carries; kAuto fills the backend's free memory).

@@ -33,6 +33,16 @@ inline double Pearson(const float* a, const float* b, int64_t n) {
   return sab / std::sqrt(saa * sbb);
 }
 
+// The token sequences of shared/testdata's ds-tiny reference logits (its README).
+inline std::vector<int32_t> TinySeqA() {
+  return {0, 79, 113, 71, 277, 432, 118, 60, 34, 54, 52, 262, 923, 431, 822, 35};
+}
+inline std::vector<int32_t> TinySeqB() {
+  std::vector<int32_t> t;
+  for (int k = 0; k < 64; ++k) t.push_back((613 * k + 101) % 1022 + 2);
+  return t;
+}
+
 // shared/testdata's acceptance rule for one row of n logits against llama.cpp's: Pearson >=
 // 0.999, and the same argmax where the reference's top-1 leads its top-2 by > 1% of the row's
 // range.

@@ -27,14 +27,8 @@ bool RowAgrees(const float* ours, const float* ref) {
   return moesplit::testing::RowAgrees(ours, ref, kVocab);
 }
 
-std::vector<int32_t> SeqA() {
-  return {0, 79, 113, 71, 277, 432, 118, 60, 34, 54, 52, 262, 923, 431, 822, 35};
-}
-std::vector<int32_t> SeqB() {
-  std::vector<int32_t> t;
-  for (int k = 0; k < 64; ++k) t.push_back((613 * k + 101) % 1022 + 2);
-  return t;
-}
+std::vector<int32_t> SeqA() { return moesplit::testing::TinySeqA(); }
+std::vector<int32_t> SeqB() { return moesplit::testing::TinySeqB(); }
 
 std::vector<float> RunTokens(const Model& model, const std::vector<int32_t>& tokens, bool decode,
                              int threads, cpu::IsaTier tier,
