@@ -6,7 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -64,6 +68,18 @@ std::vector<T> Download(const DeviceBuffer& buf, int64_t n) {
   EXPECT_TRUE(Synchronize(nullptr).ok());
   EXPECT_TRUE(buf.CopyToHost(v.data(), v.size() * sizeof(T)).ok());
   return v;
+}
+
+// Distance in units in the last place (NaN: huge).
+inline int64_t UlpDistance(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<int64_t>::max();
+  if (a == b) return 0;
+  auto key = [](float f) {
+    int32_t i = 0;
+    std::memcpy(&i, &f, sizeof(i));
+    return i < 0 ? -static_cast<int64_t>(i & 0x7fffffff) : static_cast<int64_t>(i);
+  };
+  return std::abs(key(a) - key(b));
 }
 
 }  // namespace moesplit::gpu::testing

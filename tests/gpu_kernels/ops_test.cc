@@ -23,19 +23,8 @@ namespace {
 using testing::Download;
 using testing::Poisoned;
 using testing::RandomUniform;
+using testing::UlpDistance;
 using testing::Upload;
-
-// Distance in units in the last place (finite floats; NaN or infinite mismatch: huge).
-int64_t UlpDistance(float a, float b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<int64_t>::max();
-  if (a == b) return 0;
-  auto key = [](float f) {
-    int32_t i = 0;
-    std::memcpy(&i, &f, sizeof(i));
-    return i < 0 ? -static_cast<int64_t>(i & 0x7fffffff) : static_cast<int64_t>(i);
-  };
-  return std::abs(key(a) - key(b));
-}
 
 void ExpectUlps(const std::vector<float>& got, const std::vector<float>& want, int64_t max_ulp) {
   ASSERT_EQ(got.size(), want.size());

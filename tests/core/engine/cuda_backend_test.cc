@@ -30,6 +30,8 @@
 namespace moesplit::engine {
 namespace {
 
+using gpu::testing::UlpDistance;
+
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 TEST(CudaBackendCreate, FailsCleanlyWithoutADeviceOrWithABadIndex) {
@@ -51,18 +53,6 @@ TEST(CudaBackendCreate, FailsCleanlyWithoutADeviceOrWithABadIndex) {
     EXPECT_NE(b.status().message().find("CUDA device " + std::to_string(bad)), std::string::npos)
         << b.status().ToString();
   }
-}
-
-// Distance in units in the last place (NaN: huge).
-int64_t UlpDistance(float a, float b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<int64_t>::max();
-  if (a == b) return 0;
-  auto key = [](float f) {
-    int32_t i = 0;
-    std::memcpy(&i, &f, sizeof(i));
-    return i < 0 ? -static_cast<int64_t>(i & 0x7fffffff) : static_cast<int64_t>(i);
-  };
-  return std::abs(key(a) - key(b));
 }
 
 bool IsPoison(float f) {
