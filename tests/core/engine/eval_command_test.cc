@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "apps/cmd_eval.h"
+#include "apps/gpu_placement.h"
 #include "core/engine/engine.h"
 #include "tests/testdata.h"
 
@@ -67,8 +68,34 @@ TEST(EvalCommandTest, UserErrors) {
   args.ctx_size = 0;
   args.kv_type = "q8";
   EXPECT_EQ(RunEval(args, out).code(), StatusCode::kInvalidArgument);
+  args.kv_type = "f32";
+  args.device = "tpu";
+  s = RunEval(args, out);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("cpu | cuda | auto"), std::string::npos) << s.message();
   args.model = "/nonexistent.gguf";
   EXPECT_FALSE(RunEval(args, out).ok());
+}
+
+// --device: auto prints where the pass runs; cuda without a visible device is an error that
+// says why (this machine: no GPU; with one the hybrid pass runs, docs/GPU.md).
+TEST(EvalCommandTest, DeviceFlag) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  EvalArgs args;
+  args.model = Model();
+  args.tokens = "0,79";
+  args.threads = 1;
+  std::ostringstream out;
+  args.device = "cpu";
+  ASSERT_TRUE(RunEval(args, out).ok());
+  EXPECT_NE(out.str().find("device: cpu (--device cpu)"), std::string::npos) << out.str();
+  const std::string reason = NoGpuReason(nullptr);
+  if (!reason.empty()) {
+    args.device = "cuda";
+    const Status s = RunEval(args, out);
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(s.message().find(reason), std::string::npos) << s.message();
+  }
 }
 
 }  // namespace
