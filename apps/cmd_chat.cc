@@ -67,25 +67,10 @@ Status RunChat(const ChatArgs& args, std::istream& in, std::ostream& out, std::o
                             tokenizer::Tokenizer::FromGguf(model->file()));
   MOESPLIT_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, ChooseTemplate(args, *model, tok));
   MOESPLIT_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::Create(args.sampling));
-  PlacementFlags flags = args.placement;
-  int threads = args.threads;
-  MOESPLIT_ASSIGN_OR_RETURN(DeviceChoice device,
-                            ApplyDeviceFlags(flags.device, TensorEntriesOf(model->file().tensors()),
-                                             err, &threads, &flags.numa, &flags.nodes));
-  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::DenseBackend> backend,
-                            OpenDenseBackend(device));
-  MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement,
-                            ResolvePlacement(flags, threads, args.model, &err));
-  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> owned,
-                            MakeSession(*model,
-                                        {.ctx_size = args.ctx_size,
-                                         .n_threads = threads,
-                                         .isa_tier = tier,
-                                         .placement = placement,
-                                         .progress = CopyProgress(err),
-                                         .backend = backend.get()},
-                                        err));
-  engine::Session& session = *owned;
+  MOESPLIT_ASSIGN_OR_RETURN(
+      OpenedSession opened,
+      OpenSession(*model, args.model, args.placement, args.threads, args.ctx_size, tier, err));
+  engine::Session& session = *opened.session;
   err << "chat: " << args.model << ", template " << chat::ChatFormatName(tmpl.format) << ", "
       << session.ctx_size() << " positions of context, " << session.n_threads() << " threads\n"
       << "      Ctrl-C stops an answer; /reset starts over; /exit or Ctrl-D leaves\n";

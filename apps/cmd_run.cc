@@ -45,25 +45,10 @@ Status RunRun(const RunArgs& args, std::ostream& out, std::ostream& err) {
     return InvalidArgumentError("the prompt has ", tokens.size(), " tokens; --ctx-size ",
                                 args.ctx_size, " leaves no room to generate (raise --ctx-size)");
   }
-  PlacementFlags flags = args.placement;
-  int threads = args.threads;
-  MOESPLIT_ASSIGN_OR_RETURN(DeviceChoice device,
-                            ApplyDeviceFlags(flags.device, TensorEntriesOf(model->file().tensors()),
-                                             err, &threads, &flags.numa, &flags.nodes));
-  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::DenseBackend> backend,
-                            OpenDenseBackend(device));
-  MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement,
-                            ResolvePlacement(flags, threads, args.model, &err));
-  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Session> owned,
-                            MakeSession(*model,
-                                        {.ctx_size = args.ctx_size,
-                                         .n_threads = threads,
-                                         .isa_tier = tier,
-                                         .placement = placement,
-                                         .progress = CopyProgress(err),
-                                         .backend = backend.get()},
-                                        err));
-  engine::Session& session = *owned;
+  MOESPLIT_ASSIGN_OR_RETURN(
+      OpenedSession opened,
+      OpenSession(*model, args.model, args.placement, args.threads, args.ctx_size, tier, err));
+  engine::Session& session = *opened.session;
   const double load_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   err << "model: " << args.model << " (" << ModelArchName(model->config().arch) << ", "

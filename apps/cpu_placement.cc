@@ -265,4 +265,26 @@ StatusOr<std::unique_ptr<engine::Session>> MakeSession(const engine::Model& mode
   return s;
 }
 
+StatusOr<OpenedSession> OpenSession(const engine::Model& model, const std::string& model_path,
+                                    PlacementFlags flags, int threads, int64_t ctx_size,
+                                    cpu::IsaTier tier, std::ostream& err) {
+  MOESPLIT_ASSIGN_OR_RETURN(DeviceChoice device,
+                            ApplyDeviceFlags(flags.device, TensorEntriesOf(model.file().tensors()),
+                                             err, &threads, &flags.numa, &flags.nodes));
+  OpenedSession o;
+  MOESPLIT_ASSIGN_OR_RETURN(o.backend, OpenDenseBackend(device));
+  MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement,
+                            ResolvePlacement(flags, threads, model_path, &err));
+  MOESPLIT_ASSIGN_OR_RETURN(o.session, MakeSession(model,
+                                                   {.ctx_size = ctx_size,
+                                                    .n_threads = threads,
+                                                    .isa_tier = tier,
+                                                    .placement = placement,
+                                                    .progress = CopyProgress(err),
+                                                    .backend = o.backend.get(),
+                                                    .expert_homes = device.expert_homes},
+                                                   err));
+  return o;
+}
+
 }  // namespace moesplit::app

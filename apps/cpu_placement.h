@@ -70,4 +70,15 @@ StatusOr<std::unique_ptr<engine::Session>> MakeSession(const engine::Model& mode
                                                        const engine::SessionOptions& options,
                                                        std::ostream& err);
 
+// A session of run / chat: the device flags applied (ApplyDeviceFlags), the backend opened, the
+// CPU placement resolved, Session::Create with all of it. `backend` outlives `session` (members
+// are destroyed in reverse order).
+struct OpenedSession {
+  std::unique_ptr<engine::DenseBackend> backend;  // null: the CPU pass
+  std::unique_ptr<engine::Session> session;
+};
+StatusOr<OpenedSession> OpenSession(const engine::Model& model, const std::string& model_path,
+                                    PlacementFlags flags, int threads, int64_t ctx_size,
+                                    cpu::IsaTier tier, std::ostream& err);
+
 }  // namespace moesplit::app
