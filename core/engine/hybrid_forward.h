@@ -103,6 +103,8 @@ class HybridForward {
   Status EvalChunk(std::span<const int32_t> tokens, int64_t pos0, int64_t n_out, float* logits,
                    Profile* prof);
   Status Attention(const HybridLayer& l, int64_t n_tok, int64_t pos0);
+  Status SwiGluFfn(Lane lane, const DevMatrix& gate, const DevMatrix& up, const DevMatrix& down,
+                   int64_t n_tok, float* a, float* b, float* y);
   Status DenseFfn(const HybridLayer& l, int64_t n_tok);
   Status MoeFfn(const HybridLayer& l, int64_t il, int64_t n_tok, Profile* prof);
   Status DeviceExperts(const HybridLayer& l, int64_t n_tok);

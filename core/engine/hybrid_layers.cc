@@ -124,16 +124,23 @@ Status HybridForward::Attention(const HybridLayer& l, int64_t T, int64_t pos0) {
   return be.MatMul(m, l.attn_out, b.o, T, b.out);
 }
 
+// y [T x D] = down(silu(gate h) * up h) on `lane`, with a, b [T x F] as scratch: the dense FFN
+// (main lane) and the shared expert (side lane).
+Status HybridForward::SwiGluFfn(Lane lane, const DevMatrix& gate, const DevMatrix& up,
+                                const DevMatrix& down, int64_t T, float* a, float* b, float* y) {
+  DenseBackend& be = *backend_;
+  const float* h = buf_->h;
+  MOESPLIT_RETURN_IF_ERROR(be.MatMul(lane, gate, h, T, a));
+  MOESPLIT_RETURN_IF_ERROR(be.MatMul(lane, up, h, T, b));
+  MOESPLIT_RETURN_IF_ERROR(be.SwiGlu(lane, a, b, T * gate.rows));
+  return be.MatMul(lane, down, a, T, y);
+}
+
 // x += down(silu(gate h) * up h) on the main lane.
 Status HybridForward::DenseFfn(const HybridLayer& l, int64_t T) {
-  DenseBackend& be = *backend_;
   HybridBuffers& b = *buf_;
-  const Lane m = Lane::kMain;
-  MOESPLIT_RETURN_IF_ERROR(be.MatMul(m, l.gate, b.h, T, b.ff_a));
-  MOESPLIT_RETURN_IF_ERROR(be.MatMul(m, l.up, b.h, T, b.ff_b));
-  MOESPLIT_RETURN_IF_ERROR(be.SwiGlu(m, b.ff_a, b.ff_b, T * l.gate.rows));
-  MOESPLIT_RETURN_IF_ERROR(be.MatMul(m, l.down, b.ff_a, T, b.out));
-  return be.Add(m, b.out, b.x, T * cfg_.n_embd);
+  MOESPLIT_RETURN_IF_ERROR(SwiGluFfn(Lane::kMain, l.gate, l.up, l.down, T, b.ff_a, b.ff_b, b.out));
+  return backend_->Add(Lane::kMain, b.out, b.x, T * cfg_.n_embd);
 }
 
 // x += routed experts (CPU) + shared expert (device side lane) of h [T x D].
@@ -193,13 +200,8 @@ Status HybridForward::MoeFfn(const HybridLayer& l, int64_t il, int64_t T, Profil
 // without a shared expert.
 Status HybridForward::SharedExpert(const HybridLayer& l, int64_t T) {
   if (l.sh_gate.data == nullptr) return Status::Ok();
-  DenseBackend& be = *backend_;
   HybridBuffers& b = *buf_;
-  const Lane s = Lane::kSide;
-  MOESPLIT_RETURN_IF_ERROR(be.MatMul(s, l.sh_gate, b.h, T, b.sh_a));
-  MOESPLIT_RETURN_IF_ERROR(be.MatMul(s, l.sh_up, b.h, T, b.sh_b));
-  MOESPLIT_RETURN_IF_ERROR(be.SwiGlu(s, b.sh_a, b.sh_b, T * l.sh_gate.rows));
-  return be.MatMul(s, l.sh_down, b.sh_a, T, b.sh_out);
+  return SwiGluFfn(Lane::kSide, l.sh_gate, l.sh_up, l.sh_down, T, b.sh_a, b.sh_b, b.sh_out);
 }
 
 // Main lane: x += sum_j w[t, j] down_e(silu(gate_e h_t) * up_e h_t), e = ids[t, j], for the

@@ -292,6 +292,15 @@ TEST(HybridForward, TooLittleDeviceMemoryNamesTheTensor) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(s.status().message().find(".weight"), std::string::npos) << s.status().message();
+  // expert_homes must name every layer.
+  HostBackend roomy;
+  o.backend = &roomy;
+  o.expert_homes = {ExpertHome::kCpu};
+  s = Session::Create(*model, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("expert_homes has 1 entries"), std::string::npos)
+      << s.status().message();
 }
 
 }  // namespace
