@@ -10,8 +10,9 @@
 //         and each iteration takes the next, so the weights stream from DRAM as in decode
 //         (V3 gate at Q4_K: 2048 x 7168 x 4.5 / 8 = 8.26 MB, 33 copies);
 //   hot   the same matrix every iteration: L2/L3-resident when it fits, the kernel's compute rate.
-// GEMM, n_tok = 2, 4, 8, 16, 64, 256 tokens, on 256 x 7168 (one 256-row block of a V3 gate; hot),
-// 256 x 2048 (V2-Lite gate / up) and 256 x 1408 (V2-Lite down): the prefill tile, compute-bound.
+// GEMM, n_tok = 2, 4, 8, 16, 24, 64, 256 tokens (24: the AMX tier's 16-token tile + an 8-token
+// rest), on 256 x 7168 (one 256-row block of a V3 gate; hot), 256 x 2048 (V2-Lite gate / up) and
+// 256 x 1408 (V2-Lite down): the prefill tile, compute-bound.
 //
 // The repacked layouts (q4_K_r16, q5_K_r16, q6_K_r16, q8_0_r16, q5_0_r16, q4_0_r16: 16-row groups,
 // built at load by the expert store) run where the tier has its own tiles.
@@ -49,7 +50,7 @@ constexpr Shape kGemvShapes[] = {{2048, 7168}, {7168, 2048}, {1408, 2048}, {2048
 // GEMM: one 256-row block of a V3 gate (K = 7168), of a V2-Lite gate / up (K = 2048) and of a
 // V2-Lite down projection (K = 1408, where the fused path's down tasks run 256-row blocks).
 constexpr Shape kGemmShapes[] = {{256, 7168}, {256, 2048}, {256, 1408}};
-constexpr int64_t kGemmTokens[] = {2, 4, 8, 16, 64, 256};
+constexpr int64_t kGemmTokens[] = {2, 4, 8, 16, 24, 64, 256};
 constexpr int64_t kColdBytes = int64_t{256} << 20;  // cold copies span at least this
 constexpr int64_t kPatternRows = 64;                // distinct quantized rows; the rest are copies
 

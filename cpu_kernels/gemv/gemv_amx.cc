@@ -1,7 +1,8 @@
-// AMX tier: the prefill GEMMs of the layouts repacked at load (q4_K_r16 x Q8_K; q8_0_r16 /
-// q5_0_r16 / q4_0_r16 x Q8_0) on AMX-INT8 tiles, 16 tokens x 16 weight rows per tile. Compiled
-// with the VNNI flags + -mamx-tile -mamx-int8 (cpu_kernels/CMakeLists.txt); reached only through
-// KernelsFor(IsaTier::kAmx), whose table is the AVX-512 VNNI one with these gemms.
+// AMX tier: the prefill GEMMs of the layouts repacked at load (q4_K_r16 / q5_K_r16 / q6_K_r16 x
+// Q8_K; q8_0_r16 / q5_0_r16 / q4_0_r16 x Q8_0) on AMX-INT8 tiles, 16 tokens x 16 weight rows per
+// tile. Q5_K differs from Q4_K only in B's 5th bits (FillQ5Pair); Q6_K has its own section.
+// Compiled with the VNNI flags + -mamx-tile -mamx-int8 (cpu_kernels/CMakeLists.txt); reached only
+// through KernelsFor(IsaTier::kAmx), whose table is the AVX-512 VNNI one with these gemms.
 //
 // The repacked layout is already AMX's B operand: TDPBSUD C[M x N] += A[M x K] (s8) . B (u8),
 // with B stored "VNNI-style" as K/4 rows of N x 4 bytes, i.e. row k holds for each column n the
@@ -29,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/quant/blocks.h"
@@ -57,7 +59,8 @@ struct alignas(64) TileConfig {
 };
 
 // n_tok (1..16) token rows in the C and A tiles: 16 for the full tiles, n_tok % 16 for the last.
-TileConfig MakeConfig(int n_tok) {
+// a_colsb = K bytes per product (32: a Q4_K / Q5_K sub-block, 16: a Q6_K one), B = K / 4 rows.
+TileConfig MakeConfig(int n_tok, int a_colsb = 32) {
   TileConfig c;
   for (int i = 0; i < 4; ++i) {
     c.rows[i] = static_cast<uint8_t>(n_tok);
@@ -65,10 +68,10 @@ TileConfig MakeConfig(int n_tok) {
   }
   for (int i = 4; i < 6; ++i) {
     c.rows[i] = static_cast<uint8_t>(n_tok);
-    c.colsb[i] = 32;
+    c.colsb[i] = static_cast<uint16_t>(a_colsb);
   }
   for (int i = 6; i < 8; ++i) {
-    c.rows[i] = 8;
+    c.rows[i] = static_cast<uint8_t>(a_colsb / 4);
     c.colsb[i] = 64;
   }
   return c;
@@ -83,13 +86,47 @@ struct alignas(64) AmxBlock {
   float ndm[16];                 // -dmin_r
 };
 
-void FillAmxBlock(const BlockQ4_K_R16& in, AmxBlock* out) {
+// Q5_K (kQ5_K_R16): q dword 8c + k takes its 5th bits from qh dword k, bit 2c of each byte for
+// the low nibbles (sub-block 2c) and bit 2c + 1 for the high ones; moved to bit 4 with a 16-bit
+// shift (by 4 - 2c, resp. 3 - 2c; a bit carried across the byte boundary lands outside the
+// 0x10 mask) and OR-ed in: B holds the 5-bit values 0 .. 31, |C_j| <= 32 * 31 * 127.
+template <int kShift>
+inline __m512i Bit4(__m512i h) {
+  const __m512i m10 = _mm512_set1_epi8(0x10);
+  if constexpr (kShift >= 0) return _mm512_and_si512(_mm512_slli_epi16(h, kShift), m10);
+  return _mm512_and_si512(_mm512_srli_epi16(h, -kShift), m10);
+}
+
+template <int c>
+inline void FillQ5Pair(const quant::BlockQ5_K_R16& in, AmxBlock* out) {
   const __m512i lo = _mm512_set1_epi8(0x0F);
-  for (int c = 0; c < 4; ++c) {
-    for (int k = 0; k < 8; ++k) {
-      const __m512i q = _mm512_loadu_si512(in.q[8 * c + k]);
-      _mm512_store_si512(out->b[2 * c][k], _mm512_and_si512(q, lo));
-      _mm512_store_si512(out->b[2 * c + 1][k], _mm512_and_si512(_mm512_srli_epi16(q, 4), lo));
+  for (int k = 0; k < 8; ++k) {
+    const __m512i q = _mm512_loadu_si512(in.q[8 * c + k]);
+    const __m512i h = _mm512_loadu_si512(in.qh[k]);
+    // (q & 0x0F) | bit: truth table (A & C) | B = 0xEC.
+    _mm512_store_si512(out->b[2 * c][k],
+                       _mm512_ternarylogic_epi32(q, Bit4<4 - 2 * c>(h), lo, 0xEC));
+    _mm512_store_si512(
+        out->b[2 * c + 1][k],
+        _mm512_ternarylogic_epi32(_mm512_srli_epi16(q, 4), Bit4<3 - 2 * c>(h), lo, 0xEC));
+  }
+}
+
+template <typename Block>
+void FillAmxBlock(const Block& in, AmxBlock* out) {
+  if constexpr (std::is_same_v<Block, quant::BlockQ5_K_R16>) {
+    FillQ5Pair<0>(in, out);
+    FillQ5Pair<1>(in, out);
+    FillQ5Pair<2>(in, out);
+    FillQ5Pair<3>(in, out);
+  } else {
+    const __m512i lo = _mm512_set1_epi8(0x0F);
+    for (int c = 0; c < 4; ++c) {
+      for (int k = 0; k < 8; ++k) {
+        const __m512i q = _mm512_loadu_si512(in.q[8 * c + k]);
+        _mm512_store_si512(out->b[2 * c][k], _mm512_and_si512(q, lo));
+        _mm512_store_si512(out->b[2 * c + 1][k], _mm512_and_si512(_mm512_srli_epi16(q, 4), lo));
+      }
     }
   }
   const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.d)));
@@ -192,7 +229,8 @@ void ForTokenTiles(const uint8_t* a, size_t a_stride, int64_t n_tok, bool first,
 }
 
 // y[t * ldy + r0 ..] for t < n_tok of one row group, kChunk blocks per scratch fill.
-void AmxGroup(const BlockQ4_K_R16* g, int64_t nb, const uint8_t* a, size_t a_stride, int64_t n_tok,
+template <typename Block>
+void AmxGroup(const Block* g, int64_t nb, const uint8_t* a, size_t a_stride, int64_t n_tok,
               const TileConfig& full, const TileConfig& rest, float* y, int64_t ldy) {
   AmxBlock blocks[kChunk];
   for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
@@ -212,14 +250,16 @@ void AmxGroup(const BlockQ4_K_R16* g, int64_t nb, const uint8_t* a, size_t a_str
 // group(weights of rows r0.., full, rest, y + r0) for each 16-row group.
 template <typename Group>
 void AmxGemm(GemmFn vnni, const void* w_ptr, size_t w_stride, int64_t n_rows, const void* a_ptr,
-             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy, Group group) {
+             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy, Group group,
+             int a_colsb = 32) {
   if (n_tok < kTile) {  // decode and small batches
     vnni(w_ptr, w_stride, n_rows, a_ptr, a_stride, n_tok, n, y, ldy);
     return;
   }
   const auto* w = static_cast<const uint8_t*>(w_ptr);
-  const TileConfig full = MakeConfig(kTile);
-  const TileConfig rest = MakeConfig(n_tok % kTile == 0 ? kTile : static_cast<int>(n_tok % kTile));
+  const TileConfig full = MakeConfig(kTile, a_colsb);
+  const TileConfig rest =
+      MakeConfig(n_tok % kTile == 0 ? kTile : static_cast<int>(n_tok % kTile), a_colsb);
   _tile_loadconfig(&full);
   for (int64_t r0 = 0; r0 < n_rows; r0 += kR16Rows) {
     group(w + static_cast<size_t>(r0) * w_stride, full, rest, y + r0);
@@ -227,14 +267,151 @@ void AmxGemm(GemmFn vnni, const void* w_ptr, size_t w_stride, int64_t n_rows, co
   _tile_release();
 }
 
-void GemmQ4KR16_Q8K_Amx(const void* w, size_t w_stride, int64_t n_rows, const void* a_ptr,
+// q4_K_r16 / q5_K_r16 (Block) x Q8_K; fewer than 16 tokens on the VNNI tier's gemm kVnni.
+template <typename Block, GemmFn kVnni>
+void GemmKR16_Q8K_Amx(const void* w, size_t w_stride, int64_t n_rows, const void* a_ptr,
+                      size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  const auto* a = static_cast<const uint8_t*>(a_ptr);
+  AmxGemm(kVnni, w, w_stride, n_rows, a_ptr, a_stride, n_tok, n, y, ldy,
+          [&](const uint8_t* g, const TileConfig& full, const TileConfig& rest, float* yg) {
+            AmxGroup(reinterpret_cast<const Block*>(g), n / quant::kQkK, a, a_stride, n_tok, full,
+                     rest, yg, ldy);
+          });
+}
+
+// ---- Q6_K repacked in 16-row groups (q6_K_r16) x Q8_K ---------------------------------------
+// Q6_K's scales are per 16-value sub-block, so one product is K = 16 (A: 16 tokens x 16 s8, B:
+// 4 x 64): 16 TDPBSSD per group block, each 16 x 16 x 16. B holds the values made signed,
+// q - 32 in [-32, 31], so no bsum correction is needed (TDPBSSD: s8 x s8), and
+//   y[t][r] += d_a[t] * sum_s (d_r sc_rs) C_s[t][r],   |C_s| <= 16 * 32 * 127 (exact).
+// The values are built once per group block as in the VNNI group kernel (for half n < 2 and
+// mm < 8, h = qh dword 8n + mm, q0 / q1 = ql dwords 16n + mm / 16n + mm + 8):
+//   lo0 = q0 & 15 | (h << 4) & 0x30 -> values 128n + 4mm .. +3       sub-block 8n + mm / 4
+//   lo1 = q1 & 15 | (h << 2) & 0x30 -> values 128n + 32 + 4mm ..     sub-block 8n + 2 + mm / 4
+//   hi0 = q0 >> 4 | h & 0x30        -> values 128n + 64 + 4mm ..     sub-block 8n + 4 + mm / 4
+//   hi1 = q1 >> 4 | (h >> 2) & 0x30 -> values 128n + 96 + 4mm ..     sub-block 8n + 6 + mm / 4
+// each the dword k = mm % 4 of its sub-block's B. Per 16 x 16 x 256: 16 TDPBSSD + 16 tile
+// stores and 16 (cvt + fma) + 1 fma per token row, against the VNNI group tile's 64 vpdpbusd +
+// 16 (vpmulld + add) per token row.
+
+constexpr int64_t kQ6Chunk = 8;  // group blocks per scratch fill: 8 x 5 KiB = 40 KiB
+
+struct alignas(64) AmxQ6Block {
+  int8_t b[16][4][64];  // [sub-block s][k][row r x 4 bytes] values 16s + 4k .. +3 of row r, - 32
+  float sf[16][16];     // [s][row] d_r sc_rs
+};
+
+void FillAmxQ6Block(const quant::BlockQ6_K_R16& in, AmxQ6Block* out) {
+  const __m512i nib = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  const __m512i c32 = _mm512_set1_epi8(32);
+  for (int n = 0; n < 2; ++n) {
+    for (int mm = 0; mm < 8; ++mm) {
+      const __m512i h = _mm512_loadu_si512(in.qh[8 * n + mm]);
+      const __m512i q0 = _mm512_loadu_si512(in.ql[16 * n + mm]);
+      const __m512i q1 = _mm512_loadu_si512(in.ql[16 * n + mm + 8]);
+      const int s = 8 * n + mm / 4, k = mm % 4;
+      // (A & C) | B with C = nib and B the masked high bits: truth table 0xEC.
+      const __m512i lo0 =
+          _mm512_ternarylogic_epi32(q0, _mm512_and_si512(_mm512_slli_epi16(h, 4), m30), nib, 0xEC);
+      const __m512i lo1 =
+          _mm512_ternarylogic_epi32(q1, _mm512_and_si512(_mm512_slli_epi16(h, 2), m30), nib, 0xEC);
+      const __m512i hi0 =
+          _mm512_ternarylogic_epi32(_mm512_srli_epi16(q0, 4), _mm512_and_si512(h, m30), nib, 0xEC);
+      const __m512i hi1 = _mm512_ternarylogic_epi32(
+          _mm512_srli_epi16(q1, 4), _mm512_and_si512(_mm512_srli_epi16(h, 2), m30), nib, 0xEC);
+      _mm512_store_si512(out->b[s][k], _mm512_sub_epi8(lo0, c32));
+      _mm512_store_si512(out->b[s + 2][k], _mm512_sub_epi8(lo1, c32));
+      _mm512_store_si512(out->b[s + 4][k], _mm512_sub_epi8(hi0, c32));
+      _mm512_store_si512(out->b[s + 6][k], _mm512_sub_epi8(hi1, c32));
+    }
+  }
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.d)));
+  for (int s = 0; s < 16; ++s) {
+    const __m512i sc =
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in.sc[s])));
+    _mm512_store_ps(out->sf[s], _mm512_mul_ps(_mm512_cvtepi32_ps(sc), d));
+  }
+}
+
+// C_s .. C_s+3 (tiles 0-3) = A_s . B_s for four consecutive sub-blocks from s = 4 kQuad,
+// stored to c[s ..]. a_qs: the tokens' Q8_K quants of this block.
+template <int kQuad>
+inline void AmxQ6Quad(const AmxQ6Block& blk, const uint8_t* a_qs, long a_stride,
+                      int32_t (*c)[kTile][kTile]) {
+  constexpr int s = 4 * kQuad;
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, a_qs + 16 * s, a_stride);
+  _tile_loadd(6, blk.b[s], 64);
+  _tile_loadd(5, a_qs + 16 * (s + 1), a_stride);
+  _tile_loadd(7, blk.b[s + 1], 64);
+  _tile_dpbssd(0, 4, 6);
+  _tile_dpbssd(1, 5, 7);
+  _tile_loadd(4, a_qs + 16 * (s + 2), a_stride);
+  _tile_loadd(6, blk.b[s + 2], 64);
+  _tile_loadd(5, a_qs + 16 * (s + 3), a_stride);
+  _tile_loadd(7, blk.b[s + 3], 64);
+  _tile_dpbssd(2, 4, 6);
+  _tile_dpbssd(3, 5, 7);
+  _tile_stored(0, c[s], kTile * 4);
+  _tile_stored(1, c[s + 1], kTile * 4);
+  _tile_stored(2, c[s + 2], kTile * 4);
+  _tile_stored(3, c[s + 3], kTile * 4);
+}
+
+// acc[t] (t < nt) += the nt tokens at a (rows a_stride apart) . group block blk (Q8_K block b).
+inline void AmxQ6TokenTile(const AmxQ6Block& blk, const uint8_t* a, size_t a_stride, int64_t b,
+                           int64_t nt, __m512* acc) {
+  alignas(64) int32_t c[16][kTile][kTile];  // [s][token][row]
+  const uint8_t* a_blk = a + b * sizeof(BlockQ8_K);
+  const uint8_t* a_qs = a_blk + offsetof(BlockQ8_K, qs);
+  const long stride = static_cast<long>(a_stride);
+  AmxQ6Quad<0>(blk, a_qs, stride, c);
+  AmxQ6Quad<1>(blk, a_qs, stride, c);
+  AmxQ6Quad<2>(blk, a_qs, stride, c);
+  AmxQ6Quad<3>(blk, a_qs, stride, c);
+  for (int64_t t = 0; t < nt; ++t) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();  // two chains of 8 fma
+#pragma GCC unroll 8
+    for (int s = 0; s < 16; s += 2) {
+      s0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[s][t])),
+                           _mm512_load_ps(blk.sf[s]), s0);
+      s1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[s + 1][t])),
+                           _mm512_load_ps(blk.sf[s + 1]), s1);
+    }
+    const float d_a = reinterpret_cast<const BlockQ8_K*>(a_blk + t * a_stride)->d;
+    acc[t] = _mm512_fmadd_ps(_mm512_add_ps(s0, s1), _mm512_set1_ps(d_a), acc[t]);
+  }
+}
+
+void AmxQ6Group(const quant::BlockQ6_K_R16* g, int64_t nb, const uint8_t* a, size_t a_stride,
+                int64_t n_tok, const TileConfig& full, const TileConfig& rest, float* y,
+                int64_t ldy) {
+  AmxQ6Block blocks[kQ6Chunk];
+  for (int64_t b0 = 0; b0 < nb; b0 += kQ6Chunk) {
+    const int64_t n_chunk = nb - b0 < kQ6Chunk ? nb - b0 : kQ6Chunk;
+    for (int64_t i = 0; i < n_chunk; ++i) FillAmxQ6Block(g[b0 + i], &blocks[i]);
+    ForTokenTiles(a, a_stride, n_tok, b0 == 0, full, rest, y, ldy,
+                  [&](const uint8_t* at, int64_t nt, __m512* acc) {
+                    for (int64_t i = 0; i < n_chunk; ++i) {
+                      AmxQ6TokenTile(blocks[i], at, a_stride, b0 + i, nt, acc);
+                    }
+                  });
+  }
+}
+
+void GemmQ6KR16_Q8K_Amx(const void* w, size_t w_stride, int64_t n_rows, const void* a_ptr,
                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   const auto* a = static_cast<const uint8_t*>(a_ptr);
-  AmxGemm(GemmQ4KR16_Q8K_Avx512Vnni, w, w_stride, n_rows, a_ptr, a_stride, n_tok, n, y, ldy,
-          [&](const uint8_t* g, const TileConfig& full, const TileConfig& rest, float* yg) {
-            AmxGroup(reinterpret_cast<const BlockQ4_K_R16*>(g), n / quant::kQkK, a, a_stride, n_tok,
-                     full, rest, yg, ldy);
-          });
+  AmxGemm(
+      GemmQ6KR16_Q8K_Avx512Vnni, w, w_stride, n_rows, a_ptr, a_stride, n_tok, n, y, ldy,
+      [&](const uint8_t* g, const TileConfig& full, const TileConfig& rest, float* yg) {
+        AmxQ6Group(reinterpret_cast<const quant::BlockQ6_K_R16*>(g), n / quant::kQkK, a, a_stride,
+                   n_tok, full, rest, yg, ldy);
+      },
+      /*a_colsb=*/16);
 }
 
 // ---- legacy blocks repacked in 16-row groups (q8_0_r16 / q5_0_r16 / q4_0_r16) x Q8_0 ----------
@@ -371,7 +548,11 @@ void GemmLegacyR16_Q8_0_Amx(const void* w, size_t w_stride, int64_t n_rows, cons
 }  // namespace
 
 void AddAmxKernels(GemvKernels* k) {
-  k->by_type[static_cast<size_t>(GgmlType::kQ4_K_R16)].gemm = GemmQ4KR16_Q8K_Amx;
+  k->by_type[static_cast<size_t>(GgmlType::kQ4_K_R16)].gemm =
+      GemmKR16_Q8K_Amx<BlockQ4_K_R16, GemmQ4KR16_Q8K_Avx512Vnni>;
+  k->by_type[static_cast<size_t>(GgmlType::kQ5_K_R16)].gemm =
+      GemmKR16_Q8K_Amx<quant::BlockQ5_K_R16, GemmQ5KR16_Q8K_Avx512Vnni>;
+  k->by_type[static_cast<size_t>(GgmlType::kQ6_K_R16)].gemm = GemmQ6KR16_Q8K_Amx;
   k->by_type[static_cast<size_t>(GgmlType::kQ8_0_R16)].gemm =
       GemmLegacyR16_Q8_0_Amx<GgmlType::kQ8_0_R16, GemmQ8_0R16_Q8_0_Avx512Vnni>;
   k->by_type[static_cast<size_t>(GgmlType::kQ5_0_R16)].gemm =

@@ -225,7 +225,8 @@ TEST_P(R16GemmTest, ExtremeBlocksDoNotOverflow) {
 }
 
 // Q6_K: every value 63 (ql, qh all ones) or 0, scales +127 or -128 by row, activations all +127
-// or all -127: the largest sums the group kernel forms (|I| up to 16 * 128 * 16 * 32 * 127).
+// or all -127: the largest sums the group kernel forms (|I| up to 16 * 128 * 16 * 32 * 127) and
+// the AMX tiles' per-sub-block sums (|C_s| up to 16 * 32 * 127).
 TEST_P(R16GemmTest, ExtremeQ6KBlocksDoNotOverflow) {
   const IsaTier tier = GetParam();
   if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
@@ -241,8 +242,9 @@ TEST_P(R16GemmTest, ExtremeQ6KBlocksDoNotOverflow) {
       blk[b].d = Fp32ToFp16(1.0f / 1024);
     }
   }
-  // 7 tokens: decode (1) and the group tile's 4 + 2 + 1.
+  // 7 tokens: decode (1) and the group tile's 4 + 2 + 1; 17: a 16-token AMX tile + 1.
   ExpectExactOnExtremeActs(tier, w, 7);
+  ExpectExactOnExtremeActs(tier, w, 17);
 }
 
 // Several tokens on AVX-512 VNNI: the R16 buffer fill computes the values FillRowLaneBlocks
