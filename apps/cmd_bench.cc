@@ -348,7 +348,7 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
       DeviceChoice device,
       ApplyDeviceFlags(args.placement.device, TensorEntriesOf(model->file().tensors()), err,
                        /*threads=*/nullptr, &args_with_rules.placement.numa,
-                       &args_with_rules.placement.nodes));
+                       &args_with_rules.placement.nodes, HybridBlocker(*model, CudaHasKernel)));
   std::vector<int> threads = args.threads;
   if (threads.empty())
     threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};

@@ -68,7 +68,8 @@ Status RunEval(const EvalArgs& args, std::ostream& out) {
   flags.device = args.device;
   MOESPLIT_ASSIGN_OR_RETURN(DeviceChoice device,
                             ApplyDeviceFlags(flags, TensorEntriesOf(model->file().tensors()), out,
-                                             nullptr, nullptr, nullptr));
+                                             nullptr, nullptr, nullptr,
+                                             HybridBlocker(*model, CudaHasKernel)));
   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::DenseBackend> backend,
                             OpenDenseBackend(device));
   opts.backend = backend.get();

@@ -24,7 +24,7 @@ namespace {
 int RunVersion() {
   std::cout << VersionString() << "\n";
 #ifdef MOESPLIT_HAVE_CUDA
-  auto devices = gpu::ListDevices();
+  auto devices = gpu::ListDevices(/*with_free_memory=*/true);
   if (!devices.ok()) {
     std::cout << "CUDA devices: none usable (" << devices.status().message() << ")\n";
     return 0;

@@ -270,7 +270,8 @@ StatusOr<OpenedSession> OpenSession(const engine::Model& model, const std::strin
                                     cpu::IsaTier tier, std::ostream& err) {
   MOESPLIT_ASSIGN_OR_RETURN(DeviceChoice device,
                             ApplyDeviceFlags(flags.device, TensorEntriesOf(model.file().tensors()),
-                                             err, &threads, &flags.numa, &flags.nodes));
+                                             err, &threads, &flags.numa, &flags.nodes,
+                                             HybridBlocker(model, CudaHasKernel)));
   OpenedSession o;
   MOESPLIT_ASSIGN_OR_RETURN(o.backend, OpenDenseBackend(device));
   MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement,

@@ -6,9 +6,13 @@
 #include <cstdlib>
 #include <set>
 
+#include "core/engine/hybrid_forward.h"
+
 #ifdef MOESPLIT_HAVE_CUDA
 #include "core/engine/cuda_backend.h"
+#include "gpu_kernels/dequant.h"
 #include "gpu_kernels/device_info.h"
+#include "gpu_kernels/qgemv.h"
 #endif
 
 namespace moesplit::app {
@@ -252,17 +256,49 @@ StatusOr<std::vector<engine::ExpertHome>> CheckHybridSplit(const DeviceSettings&
   return homes;
 }
 
+std::string HybridBlocker(const engine::Model& model,
+                          const std::function<bool(GgmlType)>& device_has_kernel) {
+  const Status arch = engine::HybridForward::CheckModel(model.config());
+  if (!arch.ok()) return arch.message();
+  for (const gguf::TensorInfo& t : model.file().tensors()) {
+    if (t.n_dims < 2 || HybridDeviceOf(t.name) == Device::kCpu) continue;  // norms, experts
+    if (!device_has_kernel(t.type)) {
+      return StrCat(t.name, " is ", TypeName(t.type),
+                    ", which the GPU kernels do not handle (q4_0, q5_0, q8_0, q4_K, q5_K, q6_K, "
+                    "f32, f16, bf16 they do)");
+    }
+  }
+  return "";
+}
+
+bool CudaHasKernel(GgmlType type) {
+#ifdef MOESPLIT_HAVE_CUDA
+  return gpu::QuantGemvSupports(type) && gpu::GpuDequantSupports(type);
+#else
+  (void)type;
+  return false;
+#endif
+}
+
 StatusOr<DeviceChoice> ApplyDeviceFlags(const DeviceFlags& flags,
                                         const std::vector<TensorEntry>& tensors, std::ostream& err,
-                                        int* threads, std::string* numa, std::string* nodes) {
+                                        int* threads, std::string* numa, std::string* nodes,
+                                        const std::string& hybrid_blocker) {
   if (flags.device != "cpu" && flags.device != "cuda" && flags.device != "auto") {
     return InvalidArgumentError("--device '", flags.device, "' (expected cpu | cuda | auto)");
   }
   MOESPLIT_ASSIGN_OR_RETURN(DeviceSettings s, ResolveDeviceSettings(flags));
   std::string gpu_name;
-  const std::string no_gpu = flags.device == "cpu" ? "--device cpu" : NoGpuReason(&gpu_name);
+  std::string no_gpu = flags.device == "cpu" ? "--device cpu" : NoGpuReason(&gpu_name);
   if (flags.device == "cuda" && !no_gpu.empty()) {
     return FailedPreconditionError("--device cuda: ", no_gpu);
+  }
+  if (no_gpu.empty() && !hybrid_blocker.empty()) {
+    if (flags.device == "cuda") {
+      return FailedPreconditionError("--device cuda: ", hybrid_blocker, "; run --device cpu");
+    }
+    no_gpu = StrCat("a CUDA device is present, but the hybrid pass cannot run this model: ",
+                    hybrid_blocker);
   }
   DeviceChoice choice;
   if (no_gpu.empty()) {  // cuda, or auto with a device: the hybrid pass

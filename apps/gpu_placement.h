@@ -29,6 +29,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -105,10 +106,22 @@ struct DeviceChoice {
 // rules against the model's tensors (without a GPU a GPU rule is an error; with one, a split
 // other than the hybrid pass's is; rules that match nothing warn), prints the device and the
 // placement to `err`, and fills the rule file's threads / numa / nodes in with
-// DeviceSettings::FillUnset (threads may be null).
+// DeviceSettings::FillUnset (threads may be null). hybrid_blocker (HybridBlocker's answer, ""
+// when the hybrid pass runs the model): with a device, `auto` then runs on the CPU saying why
+// and `cuda` is an error.
 StatusOr<DeviceChoice> ApplyDeviceFlags(const DeviceFlags& flags,
                                         const std::vector<TensorEntry>& tensors, std::ostream& err,
-                                        int* threads, std::string* numa, std::string* nodes);
+                                        int* threads, std::string* numa, std::string* nodes,
+                                        const std::string& hybrid_blocker = "");
+
+// Why the hybrid pass cannot run `model`, or "": its architecture / attention layout
+// (HybridForward::CheckModel), or the first tensor it would put on the GPU whose type the GPU
+// has no kernel for (device_has_kernel; a file with Q2_K / Q3_K attention). Routed experts
+// without a kernel are no blocker: they stay on the CPU.
+std::string HybridBlocker(const engine::Model& model,
+                          const std::function<bool(GgmlType)>& device_has_kernel);
+// The CUDA kernels' types (gpu::QuantGemvSupports); false for all without CUDA.
+bool CudaHasKernel(GgmlType type);
 
 // The backend of the choice: nullptr for the CPU, the CUDA device otherwise (errors: no device,
 // the runtime failed). It must outlive the sessions that use it.

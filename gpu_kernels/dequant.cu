@@ -120,7 +120,7 @@ struct Job {
 };
 
 template <GgmlType kT>
-void LaunchJob(const Job& j) {
+Status LaunchJob(const Job& j) {
   const int64_t row_bytes = RowBytes(kT, j.cols);
   const uint8_t* w = j.w + j.first_row * row_bytes;
   if constexpr (HdIsPlainFloat(kT)) {
@@ -143,9 +143,10 @@ void LaunchJob(const Job& j) {
     }
   }
   CUDA_CHECK_LAUNCH();
+  return Status::Ok();
 }
 
-void Dispatch(GgmlType type, const Job& j) {
+Status Dispatch(GgmlType type, const Job& j) {
   switch (type) {
     case GgmlType::kQ4_0:
       return LaunchJob<GgmlType::kQ4_0>(j);
@@ -167,6 +168,7 @@ void Dispatch(GgmlType type, const Job& j) {
       return LaunchJob<GgmlType::kBF16>(j);
     default:
       MOESPLIT_CHECK(false, "unreachable: ", TypeName(type));
+      return Status::Ok();
   }
 }
 
@@ -212,17 +214,15 @@ Status DequantizeRowsToBf16(GgmlType type, const void* w, int64_t rows, int64_t 
                             int64_t r1, uint16_t* out, Stream stream) {
   MOESPLIT_RETURN_IF_ERROR(CheckDequantizeRowsArgs(type, rows, cols, r0, r1, out));
   if (r0 == r1) return Status::Ok();
-  Dispatch(type,
-           Job{static_cast<const uint8_t*>(w), cols, r0, r1 - r0, nullptr, out, nullptr, stream});
-  return Status::Ok();
+  return Dispatch(
+      type, Job{static_cast<const uint8_t*>(w), cols, r0, r1 - r0, nullptr, out, nullptr, stream});
 }
 
 Status GetRows(GgmlType type, const void* w, int64_t cols, const int32_t* ids, int64_t n,
                float* out, Stream stream) {
   MOESPLIT_RETURN_IF_ERROR(CheckGetRowsArgs(type, cols, n, out));
   if (n == 0) return Status::Ok();
-  Dispatch(type, Job{static_cast<const uint8_t*>(w), cols, 0, n, ids, nullptr, out, stream});
-  return Status::Ok();
+  return Dispatch(type, Job{static_cast<const uint8_t*>(w), cols, 0, n, ids, nullptr, out, stream});
 }
 
 Status ConvertF32ToBf16(const float* x, int64_t n, uint16_t* out, Stream stream) {

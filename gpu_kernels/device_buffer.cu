@@ -20,8 +20,10 @@ StatusOr<DeviceBuffer> DeviceBuffer::Alloc(size_t bytes) {
   return b;
 }
 
+// Unchecked frees: after a kernel fault every CUDA call returns that (sticky) error, which the
+// op or Synchronize that met it has reported; a destructor must not abort on it.
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_ != nullptr) CUDA_CHECK(cudaFree(ptr_));
+  if (ptr_ != nullptr) (void)cudaFree(ptr_);
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
@@ -31,7 +33,7 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.b
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
-    if (ptr_ != nullptr) CUDA_CHECK(cudaFree(ptr_));
+    if (ptr_ != nullptr) (void)cudaFree(ptr_);
     ptr_ = o.ptr_;
     bytes_ = o.bytes_;
     o.ptr_ = nullptr;

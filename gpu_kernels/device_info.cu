@@ -4,7 +4,7 @@
 
 namespace moesplit::gpu {
 
-StatusOr<std::vector<DeviceInfo>> ListDevices() {
+StatusOr<std::vector<DeviceInfo>> ListDevices(bool with_free_memory) {
   int n = 0;
   cudaError_t err = cudaGetDeviceCount(&n);
   // No driver / no device is the normal state of a CPU-only machine, not an error.
@@ -32,13 +32,16 @@ StatusOr<std::vector<DeviceInfo>> ListDevices() {
     d.sm_count = p.multiProcessorCount;
     d.pci_bus = p.pciBusID;
     size_t free_b = 0, total_b = 0;
-    if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
-      d.free_bytes = free_b;
-    } else {
-      (void)cudaGetLastError();
+    if (with_free_memory) {
+      if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
+        d.free_bytes = free_b;
+      } else {
+        (void)cudaGetLastError();
+      }
     }
     out.push_back(std::move(d));
   }
+  if (with_free_memory && n > 0) (void)cudaSetDevice(0);  // leave the default device current
   return out;
 }
 

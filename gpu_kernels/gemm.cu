@@ -50,8 +50,9 @@ StatusOr<std::unique_ptr<GemmContext>> GemmContext::Create(Stream stream,
   return std::unique_ptr<GemmContext>(new GemmContext(stream, handle, weight_scratch_bytes));
 }
 
+// Unchecked, as ~DeviceBuffer: after a device fault cuBLAS returns it here again.
 GemmContext::~GemmContext() {
-  if (handle_ != nullptr) CUBLAS_CHECK(cublasDestroy(handle_));
+  if (handle_ != nullptr) (void)cublasDestroy(handle_);
 }
 
 Status GemmContext::CheckArgs(GgmlType type, int64_t rows, int64_t cols, int64_t n_tok) {

@@ -360,12 +360,13 @@ size_t PartAccFloats(const MlaAttentionParams& p, int64_t n_split) {
 }
 
 template <LatentCacheType T>
-void LaunchAttention(const AttnArgs& a, dim3 grid, Stream stream) {
+Status LaunchAttention(const AttnArgs& a, dim3 grid, Stream stream) {
   CUDA_CHECK(cudaFuncSetAttribute(MlaAttentionKernel<T>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(kSmemBytes)));
   MlaAttentionKernel<T><<<grid, kThreads, kSmemBytes, stream>>>(a);
   CUDA_CHECK_LAUNCH();
+  return Status::Ok();
 }
 
 }  // namespace
@@ -440,11 +441,9 @@ Status MlaAttention(const MlaAttentionParams& p, const float* q, const void* cac
   const dim3 grid(static_cast<unsigned>(plan.n_split),
                   static_cast<unsigned>((p.n_head + kHb - 1) / kHb),
                   static_cast<unsigned>(p.n_tok));
-  if (p.cache_type == LatentCacheType::kF16) {
-    LaunchAttention<LatentCacheType::kF16>(a, grid, stream);
-  } else {
-    LaunchAttention<LatentCacheType::kBF16>(a, grid, stream);
-  }
+  MOESPLIT_RETURN_IF_ERROR(p.cache_type == LatentCacheType::kF16
+                               ? LaunchAttention<LatentCacheType::kF16>(a, grid, stream)
+                               : LaunchAttention<LatentCacheType::kBF16>(a, grid, stream));
   if (plan.n_split > 1) {
     const dim3 merge_grid(static_cast<unsigned>(p.n_head), static_cast<unsigned>(p.n_tok));
     MlaMergeKernel<<<merge_grid, kMergeThreads, 0, stream>>>(a.part_acc, a.part_ml, a.n_split, out);

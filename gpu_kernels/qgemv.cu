@@ -169,60 +169,48 @@ struct GemvJob {
 };
 
 template <GgmlType kT, int kMaxTok>
-void Launch(const GemvJob& j) {
+Status Launch(const GemvJob& j) {
   const dim3 grid(static_cast<unsigned>((j.rows + kRowsPerCta - 1) / kRowsPerCta),
                   static_cast<unsigned>(j.n_batch));
   QGemvKernel<kT, kMaxTok><<<grid, kThreads, 0, j.stream>>>(
       static_cast<const uint8_t*>(j.w), j.rows, j.cols, RowBytes(kT, j.cols), j.ids, j.n_expert,
       j.batch0, j.x, j.x_tok, j.x_batch, j.x_div, j.n_tok, j.y, j.y_tok, j.y_batch);
   CUDA_CHECK_LAUNCH();
+  return Status::Ok();
 }
 
 // Token counts are rounded up to 1, 2, 4 or 8 accumulators (4 instantiations per type, not 8).
 template <GgmlType kT>
-void LaunchType(const GemvJob& j) {
-  if (j.n_tok <= 1) {
-    Launch<kT, 1>(j);
-  } else if (j.n_tok <= 2) {
-    Launch<kT, 2>(j);
-  } else if (j.n_tok <= 4) {
-    Launch<kT, 4>(j);
-  } else {
-    Launch<kT, 8>(j);
-  }
+Status LaunchType(const GemvJob& j) {
+  if (j.n_tok <= 1) return Launch<kT, 1>(j);
+  if (j.n_tok <= 2) return Launch<kT, 2>(j);
+  if (j.n_tok <= 4) return Launch<kT, 4>(j);
+  return Launch<kT, 8>(j);
 }
 
-void Dispatch(GgmlType type, const GemvJob& j) {
+Status Dispatch(GgmlType type, const GemvJob& j) {
   switch (type) {
     case GgmlType::kQ4_0:
-      LaunchType<GgmlType::kQ4_0>(j);
-      break;
+      return LaunchType<GgmlType::kQ4_0>(j);
     case GgmlType::kQ5_0:
-      LaunchType<GgmlType::kQ5_0>(j);
-      break;
+      return LaunchType<GgmlType::kQ5_0>(j);
     case GgmlType::kQ8_0:
-      LaunchType<GgmlType::kQ8_0>(j);
-      break;
+      return LaunchType<GgmlType::kQ8_0>(j);
     case GgmlType::kQ4_K:
-      LaunchType<GgmlType::kQ4_K>(j);
-      break;
+      return LaunchType<GgmlType::kQ4_K>(j);
     case GgmlType::kQ5_K:
-      LaunchType<GgmlType::kQ5_K>(j);
-      break;
+      return LaunchType<GgmlType::kQ5_K>(j);
     case GgmlType::kQ6_K:
-      LaunchType<GgmlType::kQ6_K>(j);
-      break;
+      return LaunchType<GgmlType::kQ6_K>(j);
     case GgmlType::kF32:
-      LaunchType<GgmlType::kF32>(j);
-      break;
+      return LaunchType<GgmlType::kF32>(j);
     case GgmlType::kF16:
-      LaunchType<GgmlType::kF16>(j);
-      break;
+      return LaunchType<GgmlType::kF16>(j);
     case GgmlType::kBF16:
-      LaunchType<GgmlType::kBF16>(j);
-      break;
+      return LaunchType<GgmlType::kBF16>(j);
     default:
       MOESPLIT_CHECK(false, "unreachable: ", TypeName(type));
+      return Status::Ok();
   }
 }
 
@@ -346,8 +334,7 @@ Status QuantGemv(GgmlType type, const void* w, int64_t rows, int64_t cols, const
                  int n_tok, float* y, Stream stream) {
   MOESPLIT_RETURN_IF_ERROR(CheckQuantGemvArgs(type, rows, cols, x, n_tok));
   // One batch; x_tok = cols and y_tok = rows: contiguous n_tok x cols and n_tok x rows.
-  Dispatch(type, GemvJob{w, rows, cols, 1, x, cols, 0, n_tok, y, rows, 0, stream});
-  return Status::Ok();
+  return Dispatch(type, GemvJob{w, rows, cols, 1, x, cols, 0, n_tok, y, rows, 0, stream});
 }
 
 Status QuantGemvBatched(GgmlType type, const void* w, int64_t rows, int64_t cols, int64_t n_batch,
@@ -355,9 +342,8 @@ Status QuantGemvBatched(GgmlType type, const void* w, int64_t rows, int64_t cols
                         int64_t y_tok, int64_t y_batch, Stream stream) {
   MOESPLIT_RETURN_IF_ERROR(CheckQuantGemvBatchedArgs(type, rows, cols, n_batch, x, x_tok, x_batch,
                                                      n_tok, y_tok, y_batch));
-  Dispatch(type,
-           GemvJob{w, rows, cols, n_batch, x, x_tok, x_batch, n_tok, y, y_tok, y_batch, stream});
-  return Status::Ok();
+  return Dispatch(
+      type, GemvJob{w, rows, cols, n_batch, x, x_tok, x_batch, n_tok, y, y_tok, y_batch, stream});
 }
 
 Status QuantGemvIds(GgmlType type, const void* w, int64_t rows, int64_t cols, int64_t n_expert,
@@ -376,7 +362,7 @@ Status QuantGemvIds(GgmlType type, const void* w, int64_t rows, int64_t cols, in
     j.n_expert = n_expert;
     j.x_div = x_div;
     j.batch0 = p0;
-    Dispatch(type, j);
+    MOESPLIT_RETURN_IF_ERROR(Dispatch(type, j));
   }
   return Status::Ok();
 }

@@ -230,6 +230,21 @@ uint64_t CudaBackend::DeviceBytesFree() const {
   return free_b;
 }
 
+// MatMul runs QuantGemv (up to 8 tokens) and QuantGemm (more), ExpertMatMul QuantGemvIds,
+// HeadMatMul QuantGemvBatched, GetRows the dequantizer: all take the same types, and GEMV's
+// rules (cols a multiple of the block, 32 for the float types) are the strictest.
+Status CudaBackend::CheckWeight(const std::string& name, GgmlType type, int64_t cols) const {
+  if (!gpu::QuantGemvSupports(type) || !gpu::GpuDequantSupports(type)) {
+    return InvalidArgumentError(name, ": weight type ", TypeName(type),
+                                " has no GPU kernel in this version (q4_0, q5_0, q8_0, q4_K, q5_K, "
+                                "q6_K, f32, f16 and bf16 have); run this file with --device cpu");
+  }
+  alignas(16) static constexpr float kAligned[4] = {};  // CheckQuantGemvArgs wants an x
+  const Status s = gpu::CheckQuantGemvArgs(type, 1, cols, kAligned, 1);
+  if (!s.ok()) return InvalidArgumentError(name, ": ", s.message(), "; run it with --device cpu");
+  return Status::Ok();
+}
+
 Status CudaBackend::Upload(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return Status::Ok();
   if (dst == nullptr || src == nullptr) return NullError("Upload", dst == nullptr ? "dst" : "src");

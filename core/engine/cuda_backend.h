@@ -55,6 +55,7 @@ class CudaBackend final : public DenseBackend {
   StatusOr<void*> AllocHost(size_t bytes, const std::string& what) override;
   uint64_t DeviceBytesFree() const override;
   Status Upload(void* dst, const void* src, size_t bytes) override;
+  Status CheckWeight(const std::string& name, GgmlType type, int64_t cols) const override;
 
   Status CopyToHost(Lane lane, void* host, const void* dev, size_t bytes) override;
   Status CopyFromHost(Lane lane, void* dev, const void* host, size_t bytes) override;

@@ -75,6 +75,14 @@ class DenseBackend {
   virtual uint64_t DeviceBytesFree() const = 0;
   // Synchronous host -> device copy (weights at load; src is any host memory, e.g. the mmap).
   virtual Status Upload(void* dst, const void* src, size_t bytes) = 0;
+  // Whether the ops take a weight matrix `name` of `type` with rows of `cols` values:
+  // InvalidArgument naming the tensor, its type and what to do otherwise. HybridForward::Create
+  // asks for every matrix before it uploads any (a file with, say, Q3_K attention must fail in a
+  // second, not after minutes of uploads in the first forward pass).
+  virtual Status CheckWeight(const std::string& name, GgmlType type, int64_t cols) const {
+    (void)name, (void)type, (void)cols;
+    return Status::Ok();
+  }
 
   // ---- ordering ----
   // Copies between host staging memory and device memory, in lane order.

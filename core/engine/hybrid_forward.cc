@@ -16,12 +16,13 @@ HybridForward::HybridForward(const ModelConfig& cfg, DenseBackend* backend,
                              moe::GroupedExperts* experts)
     : cfg_(cfg), backend_(backend), experts_(experts), rope_(RopeParamsFor(cfg)) {}
 
-HybridForward::~HybridForward() = default;
+// Work still queued (host calls that run the CPU experts and write buf_) must not outlive this
+// object or the experts; Eval drains the lanes on every return, so this is the last guard.
+HybridForward::~HybridForward() {
+  if (backend_ != nullptr) (void)backend_->Synchronize();
+}
 
-StatusOr<std::unique_ptr<HybridForward>> HybridForward::Create(
-    const ModelConfig& cfg, const ModelWeights& w, DenseBackend* backend,
-    moe::GroupedExperts* experts, int64_t ctx_size, int64_t max_batch,
-    const std::vector<bool>& device_experts) {
+Status HybridForward::CheckModel(const ModelConfig& cfg) {
   if (cfg.arch != ModelArch::kDeepseek2) {
     return UnimplementedError(
         "the hybrid CPU/GPU pass runs deepseek2 (MLA) models; this model's "
@@ -33,6 +34,14 @@ StatusOr<std::unique_ptr<HybridForward>> HybridForward::Create(
         "legacy attn_kv_b (re-convert it with a current llama.cpp convert_hf_to_gguf.py, or run "
         "--device cpu)");
   }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<HybridForward>> HybridForward::Create(
+    const ModelConfig& cfg, const ModelWeights& w, DenseBackend* backend,
+    moe::GroupedExperts* experts, int64_t ctx_size, int64_t max_batch,
+    const std::vector<bool>& device_experts) {
+  MOESPLIT_RETURN_IF_ERROR(CheckModel(cfg));
   MOESPLIT_CHECK(backend != nullptr && experts != nullptr, "HybridForward: null backend/experts");
   std::unique_ptr<HybridForward> f(new HybridForward(cfg, backend, experts));
   f->max_batch_ = std::max<int64_t>(1, max_batch);
@@ -40,13 +49,19 @@ StatusOr<std::unique_ptr<HybridForward>> HybridForward::Create(
   MOESPLIT_CHECK(
       device_experts.empty() || device_experts.size() == static_cast<size_t>(cfg.n_layer),
       "HybridForward: device_experts has ", device_experts.size(), " entries");
-  MOESPLIT_RETURN_IF_ERROR(f->Upload(w, ctx_size));
   std::string vram_layers;
-  for (size_t il = 0; il < device_experts.size(); ++il) {
-    if (!device_experts[il] || !cfg.IsMoeLayer(static_cast<int64_t>(il))) continue;
-    MOESPLIT_RETURN_IF_ERROR(f->UploadExperts(w.layers[il], f->layers_[il]));
-    vram_layers += (vram_layers.empty() ? "" : ",") + std::to_string(il);
-    ++f->device_expert_layers_;
+  // Twice: first only the backend's checks of every matrix (CheckWeight), then the uploads.
+  for (const bool checking : {true, false}) {
+    f->checking_ = checking;
+    MOESPLIT_RETURN_IF_ERROR(f->Upload(w, ctx_size));
+    for (size_t il = 0; il < device_experts.size(); ++il) {
+      if (!device_experts[il] || !cfg.IsMoeLayer(static_cast<int64_t>(il))) continue;
+      MOESPLIT_RETURN_IF_ERROR(f->UploadExperts(w.layers[il], f->layers_[il]));
+      if (checking) continue;
+      if (!vram_layers.empty()) vram_layers += ',';
+      vram_layers += std::to_string(il);
+      ++f->device_expert_layers_;
+    }
   }
   MOESPLIT_RETURN_IF_ERROR(f->AllocBuffers(f->max_batch_, f->device_expert_layers_ > 0));
   f->report_.push_back(StrCat("device: ", backend->Name()));
@@ -66,8 +81,14 @@ StatusOr<std::unique_ptr<HybridForward>> HybridForward::Create(
 
 StatusOr<DevMatrix> HybridForward::UploadMatrix(const TensorView& t, int64_t rows, int64_t cols) {
   if (!Present(t)) return DevMatrix{};
+  MOESPLIT_RETURN_IF_ERROR(backend_->CheckWeight(std::string(t.name), t.type, cols));
+  return UploadBytes(t, rows, cols);
+}
+
+StatusOr<DevMatrix> HybridForward::UploadBytes(const TensorView& t, int64_t rows, int64_t cols) {
   MOESPLIT_CHECK(static_cast<uint64_t>(RowBytes(t.type, cols) * rows) == t.nbytes,
                  "UploadMatrix: ", t.name, " is not ", rows, " rows of ", cols);
+  if (checking_) return DevMatrix{t.type, nullptr, rows, cols};
   MOESPLIT_ASSIGN_OR_RETURN(void* d, backend_->AllocDevice(t.nbytes, std::string(t.name)));
   MOESPLIT_RETURN_IF_ERROR(backend_->Upload(d, t.data, t.nbytes));
   weight_bytes_ += t.nbytes;
@@ -91,7 +112,7 @@ Status HybridForward::UploadExperts(const LayerWeights& t, HybridLayer& l) {
 StatusOr<const float*> HybridForward::UploadVector(const TensorView& t) {
   if (!Present(t)) return static_cast<const float*>(nullptr);
   MOESPLIT_CHECK(t.type == GgmlType::kF32, "UploadVector: ", t.name, " is not f32");
-  MOESPLIT_ASSIGN_OR_RETURN(DevMatrix m, UploadMatrix(t, 1, t.NumElements()));
+  MOESPLIT_ASSIGN_OR_RETURN(DevMatrix m, UploadBytes(t, 1, t.NumElements()));
   return static_cast<const float*>(m.data);
 }
 
@@ -137,6 +158,7 @@ Status HybridForward::Upload(const ModelWeights& w, int64_t ctx_size) {
       MOESPLIT_ASSIGN_OR_RETURN(l.sh_up, UploadMatrix(t.ffn_up_shexp, Fs, D));
       MOESPLIT_ASSIGN_OR_RETURN(l.sh_down, UploadMatrix(t.ffn_down_shexp, D, Fs));
     }
+    if (checking_) continue;
     // Latent cache: ctx rows of (L+R) f16 values (V3: 4096 x 576 x 2 B = 4.5 MiB a layer).
     const size_t cache_bytes = static_cast<size_t>(ctx_size * (L + R) * 2);
     MOESPLIT_ASSIGN_OR_RETURN(

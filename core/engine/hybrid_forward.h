@@ -60,13 +60,19 @@ class HybridForward {
   // max_batch tokens. `experts` runs the routed experts only (built without the shared
   // experts, which run on the device). backend and experts must outlive this object.
   // Errors: an architecture or layout this pass does not handle (Unimplemented, saying what
-  // runs instead), device memory too small (ResourceExhausted naming the tensor and the sizes).
+  // runs instead), a weight the backend has no kernel for (its CheckWeight's InvalidArgument,
+  // before anything is uploaded), device memory too small (ResourceExhausted naming the tensor
+  // and the sizes).
   // device_experts: [n_layer] (or empty: none) the MoE layers whose routed experts are
   // uploaded too and run on the device (no bus traffic for them); `experts` runs the others.
   static StatusOr<std::unique_ptr<HybridForward>> Create(
       const ModelConfig& cfg, const ModelWeights& w, DenseBackend* backend,
       moe::GroupedExperts* experts, int64_t ctx_size, int64_t max_batch = kDefaultMaxBatch,
       const std::vector<bool>& device_experts = {});
+
+  // Whether this pass runs cfg's architecture and attention layout: Unimplemented saying what
+  // runs instead otherwise (Create's first check; `--device auto` falls back to the CPU on it).
+  static Status CheckModel(const ModelConfig& cfg);
 
   // Device bytes Create needs without any routed experts: the non-expert weights, the latent
   // cache and the activations (+ the routed-expert scratch when device_experts).
@@ -97,7 +103,10 @@ class HybridForward {
   Status Upload(const ModelWeights& w, int64_t ctx_size);
   Status AllocBuffers(int64_t max_batch, bool device_experts);
   Status UploadExperts(const LayerWeights& t, HybridLayer& l);
+  // A weight matrix: CheckWeight, then UploadBytes.
   StatusOr<DevMatrix> UploadMatrix(const TensorView& t, int64_t rows, int64_t cols);
+  // t's bytes to a new device allocation (nothing while checking_).
+  StatusOr<DevMatrix> UploadBytes(const TensorView& t, int64_t rows, int64_t cols);
   StatusOr<const float*> UploadVector(const TensorView& t);
   // One chunk of <= max_batch tokens.
   Status EvalChunk(std::span<const int32_t> tokens, int64_t pos0, int64_t n_out, float* logits,
@@ -121,6 +130,7 @@ class HybridForward {
   std::unique_ptr<HybridBuffers> buf_;
   int64_t max_batch_ = 0;
   uint64_t weight_bytes_ = 0, kv_bytes_ = 0, expert_bytes_ = 0;  // expert: routed, in VRAM
+  bool checking_ = false;  // Create's first pass: Upload* only check, allocate nothing
   int64_t device_expert_layers_ = 0;
   HybridTraffic traffic_;
   std::vector<std::string> report_;

@@ -23,9 +23,15 @@ Status HybridForward::Eval(std::span<const int32_t> tokens, int64_t pos0, int64_
     const int64_t out0 = std::max(first_out, t0);
     const int64_t chunk_out = std::max<int64_t>(0, t0 + nt - out0);
     float* dst = chunk_out > 0 ? logits + (out0 - first_out) * cfg_.n_vocab : nullptr;
-    MOESPLIT_RETURN_IF_ERROR(
-        EvalChunk(tokens.subspan(static_cast<size_t>(t0), static_cast<size_t>(nt)), pos0 + t0,
-                  chunk_out, dst, prof));
+    const Status s = EvalChunk(tokens.subspan(static_cast<size_t>(t0), static_cast<size_t>(nt)),
+                               pos0 + t0, chunk_out, dst, prof);
+    if (!s.ok()) {
+      // What was queued before the failure (copies, the host calls running the CPU experts on
+      // the shared pools and writing the staging buffers) must finish before the caller goes
+      // on, retries, or destroys the session.
+      (void)backend_->Synchronize();
+      return s;
+    }
   }
   return Status::Ok();
 }

@@ -85,8 +85,23 @@ StatusOr<std::vector<bool>> Session::DeviceExpertLayers(const SessionOptions& op
         " MiB); keep more layers' experts on the CPU (--n-cpu-moe N)");
   }
   budget -= forced;
+  // Whether the backend has kernels for layer il's expert types (a Q2_K / Q3_K layer stays on
+  // the CPU; forced onto the device it fails HybridForward::Create's check, naming the tensor).
+  auto device_runs = [&](size_t il) {
+    const LayerWeights& t = w.layers[il];
+    return options.backend
+               ->CheckWeight(std::string(t.ffn_gate_exps.name), t.ffn_gate_exps.type, c.n_embd)
+               .ok() &&
+           options.backend
+               ->CheckWeight(std::string(t.ffn_up_exps.name), t.ffn_up_exps.type, c.n_embd)
+               .ok() &&
+           options.backend
+               ->CheckWeight(std::string(t.ffn_down_exps.name), t.ffn_down_exps.type, c.n_ff_exp)
+               .ok();
+  };
   for (size_t il = n; il-- > 0;) {  // the last layers first, whole layers only
     if (!c.IsMoeLayer(static_cast<int64_t>(il)) || home(il) != ExpertHome::kAuto) continue;
+    if (!device_runs(il)) continue;
     const uint64_t bytes = HybridForward::ExpertBytes(w, static_cast<int64_t>(il));
     if (bytes > budget) break;
     on_device[il] = true;

@@ -231,6 +231,27 @@ TEST(HybridSplit, DefaultIsExpertsOnTheCpuAndOtherSplitsAreRefused) {
   EXPECT_NE(st.message().find("-ngl"), std::string::npos) << st.message();
 }
 
+// With a GPU, `--device auto` runs the CPU pass on a model the hybrid pass cannot run, saying
+// why: the first tensor the GPU would get whose type has no kernel (ds-tiny's output head is
+// q6_K; a Q3_K_M file's attention q3_K), or the architecture (HybridForward::CheckModel).
+TEST(HybridSplit, BlockerNamesTheFirstTensorWithoutAGpuKernel) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  std::unique_ptr<engine::Model> model = engine::Model::Load(TinyRun().model).value();
+  EXPECT_EQ(HybridBlocker(*model, [](GgmlType) { return true; }), "");
+  const std::string b = HybridBlocker(*model, [](GgmlType t) { return t != GgmlType::kQ6_K; });
+  EXPECT_NE(b.find("output.weight is q6_K"), std::string::npos) << b;
+  // The f32 norms (1-D) and the router need no matrix kernel check beyond f32's.
+  const std::string f32 = HybridBlocker(*model, [](GgmlType t) { return t != GgmlType::kF32; });
+  EXPECT_NE(f32.find("ffn_gate_inp"), std::string::npos) << f32;
+  EXPECT_EQ(f32.find("norm"), std::string::npos) << f32;
+#ifndef MOESPLIT_HAVE_CUDA
+  EXPECT_FALSE(CudaHasKernel(GgmlType::kQ4_K));
+#else
+  EXPECT_TRUE(CudaHasKernel(GgmlType::kQ4_K));
+  EXPECT_FALSE(CudaHasKernel(GgmlType::kQ3_K));
+#endif
+}
+
 TEST(RunDevice, CpuRulesAndIgnoredNglRun) {
   std::ostringstream out, err;
   RunArgs a = TinyRun();

@@ -61,7 +61,19 @@ Status HostBackend::Upload(void* dst, const void* src, size_t bytes) {
   return Status::Ok();
 }
 
+Status HostBackend::CheckWeight(const std::string& name, GgmlType type, int64_t cols) const {
+  (void)cols;
+  for (const auto& [t, part] : refused_) {
+    if (t == type && name.find(part) != std::string::npos) {
+      return InvalidArgumentError(name, ": weight type ", TypeName(type), " refused");
+    }
+  }
+  return Status::Ok();
+}
+
 Status HostBackend::Queue(Lane l, std::function<void()> op) {
+  if (fail_after_ == 0) return InvalidArgumentError("injected failure");
+  if (fail_after_ > 0) --fail_after_;
   lane(l).push_back({std::move(op), -1});
   ++(l == Lane::kMain ? main_queued_ : side_queued_);
   return Status::Ok();

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/engine/dense_backend.h"
@@ -35,6 +36,7 @@ class HostBackend final : public engine::DenseBackend {
   StatusOr<void*> AllocHost(size_t bytes, const std::string& what) override;
   uint64_t DeviceBytesFree() const override { return limit_ - used_; }
   Status Upload(void* dst, const void* src, size_t bytes) override;
+  Status CheckWeight(const std::string& name, GgmlType type, int64_t cols) const override;
 
   Status CopyToHost(engine::Lane lane, void* host, const void* dev, size_t bytes) override;
   Status CopyFromHost(engine::Lane lane, void* dev, const void* host, size_t bytes) override;
@@ -71,6 +73,15 @@ class HostBackend final : public engine::DenseBackend {
   Status WeightedSum(engine::Lane lane, const float* y, const float* weights, int64_t n_tok,
                      int64_t k, int64_t n, float* out) override;
 
+  // Test hooks: CheckWeight refuses `type` in tensors whose name contains name_part (as a GPU
+  // without its kernels would); the op queued after `n` more have been queued fails at once
+  // (InvalidArgument "injected failure"); pending: items queued and not run yet.
+  void RefuseWeightType(GgmlType type, std::string name_part = "") {
+    refused_.push_back({type, std::move(name_part)});
+  }
+  void FailOpsAfter(int64_t n) { fail_after_ = n; }
+  int64_t pending() const { return static_cast<int64_t>(main_.size() + side_.size()); }
+
   uint64_t bytes_to_host() const { return to_host_; }
   uint64_t bytes_from_host() const { return from_host_; }
   int64_t ops_run() const { return ops_run_; }
@@ -92,6 +103,8 @@ class HostBackend final : public engine::DenseBackend {
   int64_t main_done_ = 0, side_done_ = 0;      // items ever run per lane
   uint64_t to_host_ = 0, from_host_ = 0;
   int64_t ops_run_ = 0;
+  std::vector<std::pair<GgmlType, std::string>> refused_;
+  int64_t fail_after_ = -1;  // < 0: never
 };
 
 }  // namespace moesplit::testing

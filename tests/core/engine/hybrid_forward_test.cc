@@ -282,6 +282,65 @@ TEST(HybridForward, UnsupportedModelsAreClearErrors) {
   }
 }
 
+// A weight the device has no kernel for fails Create before anything is uploaded, naming it;
+// routed experts of such a type stay on the CPU under kAuto (ds-tiny: blk.1's ffn_down_exps
+// are q5_0, blk.2's and blk.3's q8_0).
+TEST(HybridForward, WeightTypesWithoutDeviceKernelsFailBeforeAnyUpload) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  std::unique_ptr<Model> model = Model::Load(TinyPath()).value();
+  HostBackend be;
+  be.RefuseWeightType(GgmlType::kQ6_K);  // output.weight
+  const uint64_t free0 = be.DeviceBytesFree();
+  SessionOptions o{.ctx_size = 64, .n_threads = 1};
+  o.backend = &be;
+  StatusOr<std::unique_ptr<Session>> s = Session::Create(*model, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("output.weight"), std::string::npos) << s.status().message();
+  EXPECT_EQ(be.DeviceBytesFree(), free0) << "device memory allocated before the check failed";
+
+  HostBackend roomy;
+  roomy.RefuseWeightType(GgmlType::kQ8_0, "_exps");
+  std::unique_ptr<Session> hy = HybridSession(*model, &roomy, 512, ExpertHome::kAuto);
+  ASSERT_NE(hy, nullptr);
+  std::string report;
+  for (const std::string& line : hy->placement_report()) report += line + "\n";
+  EXPECT_NE(report.find("routed experts in device memory: 1 layers (blk 1)"), std::string::npos)
+      << report;
+  // Forced onto the device: Create's check names the tensor.
+  HostBackend forced_be;
+  forced_be.RefuseWeightType(GgmlType::kQ8_0, "_exps");
+  SessionOptions f{.ctx_size = 64, .n_threads = 1};
+  f.backend = &forced_be;
+  f.expert_homes.assign(static_cast<size_t>(model->config().n_layer), ExpertHome::kDevice);
+  s = Session::Create(*model, f);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("ffn_down_exps"), std::string::npos) << s.status().message();
+}
+
+// A failure in the middle of a pass leaves nothing queued: the CPU experts' host calls and the
+// copies queued before it have run when Eval returns (they write the staging buffers and use
+// the pools), and the next Eval works.
+TEST(HybridForward, AFailedEvalDrainsTheLanes) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  std::unique_ptr<Model> model = Model::Load(TinyPath()).value();
+  HostBackend be;
+  std::unique_ptr<Session> s = HybridSession(*model, &be);
+  ASSERT_NE(s, nullptr);
+  const std::vector<int32_t> tokens = SeqA();
+  const std::vector<float> want = RunTokens(*s, tokens, false);
+  s->Reset();
+  // Past the first MoE layer's host call (layer 1 of 4), before the logits.
+  be.FailOpsAfter(60);
+  StatusOr<std::vector<float>> bad = s->Eval(tokens, true);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("injected failure"), std::string::npos);
+  EXPECT_EQ(be.pending(), 0);
+  be.FailOpsAfter(-1);
+  s->Reset();
+  EXPECT_EQ(RunTokens(*s, tokens, false), want);
+}
+
 TEST(HybridForward, TooLittleDeviceMemoryNamesTheTensor) {
   MOESPLIT_REQUIRE_TESTDATA();
   std::unique_ptr<Model> model = Model::Load(TinyPath()).value();
