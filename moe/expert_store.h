@@ -43,7 +43,10 @@ struct ExpertStoreOptions {
   std::vector<numa::Executor*> copiers;
   bool copy = false;  // single: copy to node memory instead of reading the file mapping
   bool huge_pages = true;
-  bool release_mapping = true;  // MADV_DONTNEED the file pages of every copied tensor
+  // MADV_DONTNEED the file pages of every copied tensor, expert by expert as each is copied
+  // (by the last group that reads it): resident memory stays near the file's size plus the
+  // experts in flight while the store fills.
+  bool release_mapping = true;
   // When set: every expert tensor whose gemv::LoadLayout for these kernels differs from its
   // file type (Q4_K / Q5_K / Q6_K / Q8_0 / Q5_0 / Q4_0 -> the *_R16 layouts on AVX-512 VNNI) is
   // repacked into that layout while it is placed; any repacked tensor makes the store copy (mode

@@ -123,6 +123,7 @@ StatusOr<NodeBuffer> AllocateOnNodes(size_t bytes, const NodeAllocOptions& optio
                               std::strerror(errno));
     }
   }
+  if (!options.touch) return buf;
   // First touch: one store per 4 KiB page, in 2 MiB chunks spread over the toucher's workers
   // (pinned to the target node), so the pages are faulted in where they will be read.
   const size_t page = PageSize();

@@ -24,6 +24,9 @@ struct NodeAllocOptions {
   // Workers pinned to the node(s) that write the first touch (page-sized stride); nullptr: the
   // calling thread touches everything.
   Executor* toucher = nullptr;
+  // false: no first touch at all (the caller writes every page itself, with threads on the
+  // target node or under the bound policy): pages become resident as they are written.
+  bool touch = true;
 };
 
 // Owns an mmap'ed region; move-only.

@@ -4,9 +4,13 @@
 // placement differs (checked separately: the report names node 0).
 #include "moe/expert_store.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <thread>
@@ -188,6 +192,95 @@ TEST(ExpertStore, Errors) {
       ExpertStore::Build(layers, {.mode = numa::NumaMode::kShard, .nodes = {0, 999}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().ToString().find("999"), std::string::npos) << bad.status().ToString();
+}
+
+// Whether the page holding p is mapped in this process (/proc/self/pagemap bit 63; mincore
+// would answer for the page cache, which keeps a released file page).
+bool PagePresent(const void* p) {
+  const long page = sysconf(_SC_PAGESIZE);
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY);
+  EXPECT_GE(fd, 0);
+  uint64_t entry = 0;
+  const off_t off = static_cast<off_t>(reinterpret_cast<uintptr_t>(p) / page * 8);
+  EXPECT_EQ(::pread(fd, &entry, 8, off), 8);
+  ::close(fd);
+  return (entry >> 63) & 1;
+}
+
+// Runs the tasks in order on the calling thread, calling after(n_tasks, task) after each.
+class InOrder final : public numa::Executor {
+ public:
+  std::function<void(int64_t, int64_t)> after;
+  int size() const override { return 1; }
+  void ParallelFor(int64_t n, const std::function<void(int64_t, int)>& fn) override {
+    for (int64_t t = 0; t < n; ++t) {
+      fn(t, 0);
+      after(n, t);
+    }
+  }
+};
+
+// With release_mapping, the file pages of each routed expert go right after it is copied, not
+// when the whole layer is done (a V3 layer is 6-7 GB: that was +44% of peak resident memory on
+// a 5-layer V3 file): after expert e's copy its gate / up / down pages are gone and expert
+// e + 1's are still mapped.
+TEST(ExpertStore, ReleasesEachExpertsFilePagesAsSoonAsItIsCopied) {
+  TestLayer tl;
+  const std::string path =
+      ::testing::TempDir() + "/expert_store_release." + std::to_string(::getpid()) + ".bin";
+  const long page = sysconf(_SC_PAGESIZE);
+  std::vector<Slab*> slabs = {&tl.gate, &tl.up, &tl.down, &tl.sgate, &tl.sup, &tl.sdown};
+  std::vector<size_t> offsets;
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    size_t at = 0;
+    for (Slab* s : slabs) {
+      offsets.push_back(at);
+      std::fseek(f, static_cast<long>(at), SEEK_SET);
+      ASSERT_EQ(std::fwrite(s->raw.data(), 1, s->raw.size(), f), s->raw.size());
+      at += (s->raw.size() + page - 1) / page * page;
+    }
+    std::fclose(f);
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  const size_t size = offsets.back() + slabs.back()->raw.size();
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  ASSERT_NE(map, MAP_FAILED);
+  for (size_t i = 0; i < slabs.size(); ++i) {
+    slabs[i]->view.data = static_cast<const uint8_t*>(map) + offsets[i];
+    volatile uint8_t sum = 0;  // fault every page in
+    for (size_t b = 0; b < slabs[i]->raw.size(); b += static_cast<size_t>(page)) {
+      sum = sum + static_cast<const volatile uint8_t*>(slabs[i]->view.data)[b];
+    }
+  }
+  // The middle page of expert e of a routed tensor.
+  auto mid = [&](const Slab& s, int64_t e) {
+    const size_t per = s.raw.size() / kE;
+    return static_cast<const uint8_t*>(s.view.data) + e * per + per / 2;
+  };
+  for (int64_t e = 0; e < kE; ++e) ASSERT_TRUE(PagePresent(mid(tl.gate, e)));
+  InOrder copier;
+  int checked = 0;
+  copier.after = [&](int64_t n, int64_t e) {
+    if (n != kE) return;  // the shared expert's one task
+    for (const Slab* s : {&tl.gate, &tl.up, &tl.down}) {
+      EXPECT_FALSE(PagePresent(mid(*s, e))) << "expert " << e << " still mapped";
+      if (e + 1 < kE) {
+        EXPECT_TRUE(PagePresent(mid(*s, e + 1))) << "expert " << e + 1 << " gone";
+      }
+    }
+    ++checked;
+  };
+  std::vector<ExpertEngine::Layer> layers = {tl.Layer()};
+  StatusOr<std::unique_ptr<ExpertStore>> store = ExpertStore::Build(
+      layers, {.nodes = {0}, .copiers = {&copier}, .copy = true, .release_mapping = true});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ(checked, kE);
+  ::munmap(map, size);
+  std::remove(path.c_str());
 }
 
 }  // namespace
