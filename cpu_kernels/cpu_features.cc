@@ -92,7 +92,9 @@ IsaTier BestTier(const CpuFeatures& f) {
   if (!(f.avx2 && f.fma && f.f16c)) return IsaTier::kScalar;
   if (!(f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)) return IsaTier::kAvx2;
   if (!f.avx512vnni) return IsaTier::kAvx512;
-  if (!f.amx_int8) return IsaTier::kAvx512Vnni;
+  // The AMX tier runs AMX-INT8 (quantized prefill) and AMX-BF16 + AVX-512 BF16 (F32 products):
+  // every AMX CPU so far (Sapphire Rapids on) has all three.
+  if (!f.amx_int8 || !f.amx_bf16 || !f.avx512bf16) return IsaTier::kAvx512Vnni;
   return IsaTier::kAmx;
 }
 

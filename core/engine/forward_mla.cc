@@ -232,6 +232,8 @@ void ExpandedAttention(const ForwardContext& ctx, const LayerWeights& l, const L
   float* kx = Grow(ctx.ws.mla_k, G * n_ctx * hk);
   float* vt = Grow(ctx.ws.mla_vt, G * hv * n_ctx);
   const float* q = ctx.ws.q.data();
+  // F32 products on AMX-BF16 tiles where the tier has them (~1.5e-5 of sum |w a|; see gemv.h).
+  const gemv::GemmFn f32 = ctx.kernels.f32_gemm_bf16x3;
   constexpr int64_t kPosBlock = 64, kTokBlock = 16;
   const int64_t n_pos_blocks = CeilDiv(n_ctx, kPosBlock), n_tok_blocks = CeilDiv(n_tok, kTokBlock);
   for (int64_t h0 = 0; h0 < H; h0 += G) {
@@ -245,14 +247,14 @@ void ExpandedAttention(const ForwardContext& ctx, const LayerWeights& l, const L
       float* kj = kx + j * n_ctx * hk;
       // K rows s0.. : [W_kb c_s] (nope) then k_pe_s (R).
       qmatmul::MatMulRows(ctx.kernels, F32Matrix(wkb + j * nope * L, nope, L, L),
-                          F32Rows(cache.rows + s0 * W, ns, L, W), kj + s0 * hk, hk, 0, nope);
+                          F32Rows(cache.rows + s0 * W, ns, L, W), kj + s0 * hk, hk, 0, nope, f32);
       for (int64_t s = s0; s < s0 + ns; ++s) {
         std::copy(cache.rows + s * W + L, cache.rows + s * W + W, kj + s * hk + nope);
       }
       // V^T columns s0.. : row d = W_vb[d] . c_s for s in the block.
       qmatmul::MatMulRows(ctx.kernels, F32Matrix(cache.rows + s0 * W, ns, L, W),
                           F32Rows(wvb + j * hv * L, hv, L, L), vt + j * hv * n_ctx + s0, n_ctx, 0,
-                          ns);
+                          ns, f32);
     });
     // Latest token blocks (longest causal rows) first.
     ctx.pool.ParallelFor(g_n * n_tok_blocks, [&](int64_t task, int worker) {
@@ -261,7 +263,8 @@ void ExpandedAttention(const ForwardContext& ctx, const LayerWeights& l, const L
       WorkerScratch& sw = ctx.ws.workers[static_cast<size_t>(worker)];
       float* scores = Grow(sw.scores, nt * n);  // [nt x n]
       qmatmul::MatMulRows(ctx.kernels, F32Matrix(kx + j * n_ctx * hk, n, hk, hk),
-                          F32Rows(q + (t0 * H + h0 + j) * hk, nt, hk, H * hk), scores, n, 0, n);
+                          F32Rows(q + (t0 * H + h0 + j) * hk, nt, hk, H * hk), scores, n, 0, n,
+                          f32);
       for (int64_t i = 0; i < nt; ++i) {
         const int64_t valid = pos0 + t0 + i + 1;  // causal: positions 0 .. own
         float* sr = scores + i * n;
@@ -270,8 +273,8 @@ void ExpandedAttention(const ForwardContext& ctx, const LayerWeights& l, const L
         std::fill(sr + valid, sr + n, 0.0f);
       }
       qmatmul::MatMulRows(ctx.kernels, F32Matrix(vt + j * hv * n_ctx, hv, n, n_ctx),
-                          F32Rows(scores, nt, n, n), o + t0 * H * hv + (h0 + j) * hv, H * hv, 0,
-                          hv);
+                          F32Rows(scores, nt, n, n), o + t0 * H * hv + (h0 + j) * hv, H * hv, 0, hv,
+                          f32);
     });
   }
 }

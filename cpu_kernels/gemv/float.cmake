@@ -7,3 +7,7 @@ set_source_files_properties(gemv/gemv_float_avx2.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX2}")
 set_source_files_properties(gemv/gemv_float_avx512.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512}")
+# The AMX tier's F32 GEMM (bf16 split products on AMX-BF16 tiles).
+target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_float_amx.cc)
+set_source_files_properties(gemv/gemv_float_amx.cc PROPERTIES
+  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512};-mavx512bf16;-mamx-tile;-mamx-bf16")

@@ -23,6 +23,7 @@ GemvKernels BuildTable(cpu::IsaTier tier) {
     GemvKernels k = BuildTable(cpu::IsaTier::kAvx512Vnni);
     k.tier = tier;
     internal::AddAmxKernels(&k);
+    internal::AddAmxFloatKernels(&k);
     return k;
   }
 #endif

@@ -68,6 +68,12 @@ struct GemvKernels {
   // [repacked type id] its gemm is this tier's own tile (AVX-512 VNNI), not the unpack-to-file-
   // type fallback every other tier has: repacking at load pays only there (LoadLayout).
   std::array<bool, kTypeIdLimit> native_layout{};
+  // The AMX tier: F32 x F32 products on AMX-BF16 tiles, each value split into two bf16
+  // (gemv_float_amx.cc): ~1.5e-5 of sum |w a| instead of f32's ~1e-7, so not the F32 kernel
+  // itself (a sharp 27-layer F32 model drifts past the oracle's bound with it); taken where that
+  // precision is ample: MLA's expanded-form attention (softmax inputs, llama.cpp runs them in
+  // f16). nullptr on the other tiers.
+  GemmFn f32_gemm_bf16x3 = nullptr;
 
   // The kernels for weight type t, or nullptr when there are none.
   const TypeKernels* For(GgmlType t) const;

@@ -28,6 +28,8 @@ void AddFloatKernels(cpu::IsaTier tier, GemvKernels* k);
 // The AMX tier: *k holds the AVX-512 VNNI table; replaces the gemms that AMX tiles run faster
 // (gemv_amx.cc).
 void AddAmxKernels(GemvKernels* k);
+// The AMX tier's F32 x F32 GEMM on AMX-BF16 tiles (gemv_float_amx.cc): f32_gemm_bf16x3.
+void AddAmxFloatKernels(GemvKernels* k);
 
 // A GemmFn made of one dot per (row, token): for a type/tier without a tiled kernel yet. Defined
 // here (not in gemv_isa_common.h) because it is instantiated only in the generic-flag

@@ -103,7 +103,7 @@ void Quantize(numa::Executor& pool, const gemv::GemvKernels& k, GgmlType act_typ
 }
 
 void MatMulRows(const gemv::GemvKernels& k, const WeightMatrix& w, const QuantizedRows& rows,
-                float* y, int64_t ldy, int64_t r0, int64_t r1) {
+                float* y, int64_t ldy, int64_t r0, int64_t r1, gemv::GemmFn f32_gemm) {
   MOESPLIT_CHECK(rows.cols == w.cols, "activation cols ", rows.cols, " != weight cols ", w.cols);
   MOESPLIT_CHECK(r0 >= 0 && r0 <= r1 && r1 <= w.rows, "rows [", r0, ", ", r1, ") of ", w.rows);
   if (r0 == r1 || rows.n_tok == 0) return;
@@ -130,10 +130,13 @@ void MatMulRows(const gemv::GemvKernels& k, const WeightMatrix& w, const Quantiz
   // wants 12-16 tokens; 16 rows of 16 KB (f32 scores at 4096 positions) still fit L2.
   const int64_t row_bytes = std::max<int64_t>(1, RowBytes(rows.type, rows.cols));
   const int64_t chunk = std::max<int64_t>(16, kChunkBytes / row_bytes / 8 * 8);
+  const gemv::GemmFn gemm =
+      f32_gemm != nullptr && w.type == GgmlType::kF32 && rows.type == GgmlType::kF32 ? f32_gemm
+                                                                                     : tk->gemm;
   for (int64_t t0 = 0; t0 < rows.n_tok; t0 += chunk) {
     const int64_t nt = std::min(chunk, rows.n_tok - t0);
-    tk->gemm(w.Row(r0), static_cast<size_t>(w.row_bytes), r1 - r0, rows.Row(t0), rows.stride, nt,
-             w.cols, y + t0 * ldy + r0, ldy);
+    gemm(w.Row(r0), static_cast<size_t>(w.row_bytes), r1 - r0, rows.Row(t0), rows.stride, nt,
+         w.cols, y + t0 * ldy + r0, ldy);
   }
 }
 

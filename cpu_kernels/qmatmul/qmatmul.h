@@ -70,8 +70,10 @@ void Quantize(numa::Executor& pool, const gemv::GemvKernels& k, GgmlType act_typ
 // y[t*ldy + r] = W[r] . x[t] for r in [r0, r1), t < rows.n_tok; single-threaded. rows.type must
 // be ActTypeFor(k, w.type) and rows.cols == w.cols (CHECKed). Tokens run in chunks so that a
 // chunk of activation rows stays in L2 while the rows' weights are reused from L1/L2.
+// f32_gemm (e.g. GemvKernels::f32_gemm_bf16x3), when set, replaces the F32 kernel's gemm for F32
+// weights and rows.
 void MatMulRows(const gemv::GemvKernels& k, const WeightMatrix& w, const QuantizedRows& rows,
-                float* y, int64_t ldy, int64_t r0, int64_t r1);
+                float* y, int64_t ldy, int64_t r0, int64_t r1, gemv::GemmFn f32_gemm = nullptr);
 
 // One output of a product: y[T x w.rows] (row stride ldy floats) = x W^T.
 struct Product {
@@ -85,16 +87,15 @@ inline constexpr int kMaxProducts = 8;
 
 // All products over the same activation rows in ONE ParallelFor (one barrier): row blocks of
 // every matrix sized so that each thread gets >= 4 tasks. Tiny products run on the caller.
-void MatMulMany(numa::Executor& pool, const gemv::GemvKernels& k,
-                std::span<const Product> products, const QuantizedRows& rows);
+void MatMulMany(numa::Executor& pool, const gemv::GemvKernels& k, std::span<const Product> products,
+                const QuantizedRows& rows);
 
 // y[T x M] = x W^T with pre-quantized rows, parallel over row blocks.
 void MatMul(numa::Executor& pool, const gemv::GemvKernels& k, const WeightMatrix& w,
             const QuantizedRows& rows, float* y, int64_t ldy);
 
 // Quantizes x[n_tok x w.cols] (into *scratch) and multiplies: y[T x M] = x W^T.
-void MatMul(numa::Executor& pool, const gemv::GemvKernels& k, const WeightMatrix& w,
-            const float* x, int64_t ldx, int64_t n_tok, float* y, int64_t ldy,
-            QuantizedRows* scratch);
+void MatMul(numa::Executor& pool, const gemv::GemvKernels& k, const WeightMatrix& w, const float* x,
+            int64_t ldx, int64_t n_tok, float* y, int64_t ldy, QuantizedRows* scratch);
 
 }  // namespace moesplit::qmatmul

@@ -49,6 +49,8 @@ TEST(CpuFeaturesTest, BestTierNeedsEveryFeatureOfTheTier) {
   f.amx_bf16 = true;
   EXPECT_EQ(BestTier(f), IsaTier::kAvx512Vnni);  // the AMX tier needs AMX-INT8
   f.amx_int8 = true;
+  EXPECT_EQ(BestTier(f), IsaTier::kAvx512Vnni);  // ... and AVX-512 BF16 (the F32 GEMM's splits)
+  f.avx512bf16 = true;
   EXPECT_EQ(BestTier(f), IsaTier::kAmx);
   EXPECT_EQ(IsaTierName(IsaTier::kAmx), "amx");
   EXPECT_EQ(*ParseIsaCap("amx"), IsaTier::kAmx);

@@ -143,10 +143,40 @@ struct Shape {
 // above 4 tokens in 1024-value blocks) and packed form (6 / 12-token tiles, 2048-value blocks);
 // rows not a multiple of 2..32, n below / across a value block and not a multiple of 8 / 16.
 constexpr Shape kShapes[] = {
-    {1, 1, 1},     {5, 1, 7},     {17, 1, 2048},  {9, 2, 33},     {7, 3, 1408},  {13, 4, 65},
-    {5, 5, 7},     {40, 7, 300},  {33, 13, 2048}, {17, 17, 1},    {64, 25, 520}, {3, 6, 7168},
-    {31, 12, 256}, {16, 24, 257}, {9, 7, 2100},   {35, 20, 4100}, {6, 16, 1500},
+    {1, 1, 1},      {5, 1, 7},     {17, 1, 2048}, {9, 2, 33},     {7, 3, 1408},
+    {13, 4, 65},    {5, 5, 7},     {40, 7, 300},  {33, 13, 2048}, {17, 17, 1},
+    {64, 25, 520},  {3, 6, 7168},  {31, 12, 256}, {16, 24, 257},  {9, 7, 2100},
+    {35, 20, 4100}, {6, 16, 1500}, {20, 70, 100},  // the AMX tier: five token tiles (two batches of
+                                                   // C tiles), a partial group
 };
+
+// gemm's result for shape s on random matrices of wtype (NaN-poisoned y, 3 guard values after
+// each token's rows), checked against the scalar dot (scalar_tol) and float64 (exact_tol) of
+// sum |w a|.
+void CheckGemmShape(GemmFn gemm, GgmlType wtype, const Shape& s, double scalar_tol,
+                    double exact_tol) {
+  const DotFn scalar = KernelsFor(IsaTier::kScalar).For(wtype)->dot;
+  const FloatMats m = RandomMats(wtype, s.n, s.rows, s.toks, static_cast<uint32_t>(s.rows * s.n));
+  const int64_t ldy = s.rows + 3;            // 3 poisoned guard values after each token's rows
+  std::vector<float> y(s.toks * ldy, kNaN);  // [toks, ldy]
+  gemm(m.w.data(), m.w_stride, s.rows, m.a.data(), m.a_stride, s.toks, s.n, y.data(), ldy);
+  const std::string where = "rows " + std::to_string(s.rows) + " toks " + std::to_string(s.toks) +
+                            " n " + std::to_string(s.n);
+  for (int64_t t = 0; t < s.toks; ++t) {
+    for (int64_t r = 0; r < s.rows; ++r) {
+      double norm;
+      const double exact = m.Exact(r, t, &norm);
+      const float got = y[t * ldy + r];
+      ASSERT_TRUE(std::isfinite(got)) << where << " r " << r << " t " << t;
+      ASSERT_NEAR(got, scalar(m.WRow(r), m.ARow(t), s.n), scalar_tol * norm)
+          << where << " r " << r << " t " << t;
+      ASSERT_NEAR(got, exact, exact_tol * norm) << where << " r " << r << " t " << t;
+    }
+    for (int64_t r = s.rows; r < ldy; ++r) {
+      ASSERT_TRUE(std::isnan(y[t * ldy + r])) << where << ": wrote past rows at t " << t;
+    }
+  }
+}
 
 using GemmParam = std::tuple<IsaTier, GgmlType>;
 class FloatGemmTest : public ::testing::TestWithParam<GemmParam> {};
@@ -155,28 +185,9 @@ TEST_P(FloatGemmTest, TilesMatchScalarDots) {
   const auto [tier, wtype] = GetParam();
   if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
   const GemmFn gemm = KernelsFor(tier).For(wtype)->gemm;
-  const DotFn scalar = KernelsFor(IsaTier::kScalar).For(wtype)->dot;
   for (const Shape& s : kShapes) {
-    const FloatMats m = RandomMats(wtype, s.n, s.rows, s.toks, static_cast<uint32_t>(s.rows * s.n));
-    const int64_t ldy = s.rows + 3;            // 3 poisoned guard values after each token's rows
-    std::vector<float> y(s.toks * ldy, kNaN);  // [toks, ldy]
-    gemm(m.w.data(), m.w_stride, s.rows, m.a.data(), m.a_stride, s.toks, s.n, y.data(), ldy);
-    const std::string where = "rows " + std::to_string(s.rows) + " toks " + std::to_string(s.toks) +
-                              " n " + std::to_string(s.n);
-    for (int64_t t = 0; t < s.toks; ++t) {
-      for (int64_t r = 0; r < s.rows; ++r) {
-        double norm;
-        const double exact = m.Exact(r, t, &norm);
-        const float got = y[t * ldy + r];
-        ASSERT_TRUE(std::isfinite(got)) << where << " r " << r << " t " << t;
-        ASSERT_NEAR(got, scalar(m.WRow(r), m.ARow(t), s.n), 1e-5 * norm)
-            << where << " r " << r << " t " << t;
-        ASSERT_NEAR(got, exact, 2e-6 * norm) << where << " r " << r << " t " << t;
-      }
-      for (int64_t r = s.rows; r < ldy; ++r) {
-        ASSERT_TRUE(std::isnan(y[t * ldy + r])) << where << ": wrote past rows at t " << t;
-      }
-    }
+    CheckGemmShape(gemm, wtype, s, 1e-5, 2e-6);
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
@@ -204,9 +215,25 @@ std::string GemmName(const ::testing::TestParamInfo<GemmParam>& info) {
 INSTANTIATE_TEST_SUITE_P(
     AllTiers, FloatGemmTest,
     ::testing::Combine(::testing::Values(IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
-                                         IsaTier::kAvx512Vnni),
+                                         IsaTier::kAvx512Vnni, IsaTier::kAmx),
                        ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16)),
     GemmName);
+
+// The AMX tier's F32 GEMM on AMX-BF16 tiles (GemvKernels::f32_gemm_bf16x3) over the same shapes:
+// two bf16 per value, within 1.1e-5 of |w a| per product (1.5e-5 of sum |w a| in all).
+TEST(FloatAmxTest, Bf16x3MatchesScalarDots) {
+  if (!TierAvailable(IsaTier::kAmx)) GTEST_SKIP() << "this CPU lacks the AMX tier";
+  const GemmFn gemm = KernelsFor(IsaTier::kAmx).f32_gemm_bf16x3;
+  ASSERT_NE(gemm, nullptr);
+  for (int i = 0; i < cpu::kNumIsaTiers; ++i) {
+    const auto tier = static_cast<IsaTier>(i);
+    EXPECT_EQ(KernelsFor(tier).f32_gemm_bf16x3 != nullptr, tier == IsaTier::kAmx);
+  }
+  for (const Shape& s : kShapes) {
+    CheckGemmShape(gemm, GgmlType::kF32, s, 2.5e-5, 1.5e-5);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
 
 // ---- extreme values: the largest finite weights, F16 subnormals, +/-127 activations ---------
 
@@ -247,6 +274,26 @@ TEST(FloatExtremeTest, AllTiersMatchFloat64) {
       }
     }
   }
+}
+
+// The AMX tier's F32 GEMM runs its tiles (its bits differ from the AVX-512 kernel's somewhere),
+// and a weight beyond bf16's range (f32's largest values round to inf in bf16) sends the call
+// to the AVX-512 kernel: the same bits, finite.
+TEST(FloatAmxTest, TilesRunAndOutOfRangeWeightsFallBack) {
+  if (!TierAvailable(IsaTier::kAmx)) GTEST_SKIP() << "this CPU lacks the AMX tier";
+  const GemmFn amx = KernelsFor(IsaTier::kAmx).f32_gemm_bf16x3;
+  const GemmFn avx = KernelsFor(IsaTier::kAvx512).For(GgmlType::kF32)->gemm;
+  const int64_t rows = 32, toks = 16, n = 96;
+  const FloatMats m = RandomMats(GgmlType::kF32, n, rows, toks, 5);
+  std::vector<float> a(toks * rows, kNaN), b(toks * rows, kNaN);  // [toks, rows]
+  amx(m.w.data(), m.w_stride, rows, m.a.data(), m.a_stride, toks, n, a.data(), rows);
+  avx(m.w.data(), m.w_stride, rows, m.a.data(), m.a_stride, toks, n, b.data(), rows);
+  EXPECT_NE(a, b) << "the AMX tier ran the AVX-512 kernel";
+  const FloatMats x = ExtremeMats(GgmlType::kF32, n, rows, toks);
+  amx(x.w.data(), x.w_stride, rows, x.a.data(), x.a_stride, toks, n, a.data(), rows);
+  avx(x.w.data(), x.w_stride, rows, x.a.data(), x.a_stride, toks, n, b.data(), rows);
+  EXPECT_EQ(a, b);
+  for (float v : a) ASSERT_TRUE(std::isfinite(v));
 }
 
 // ---- the table ------------------------------------------------------------------------------
