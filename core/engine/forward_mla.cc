@@ -155,10 +155,7 @@ void AttendBlock(const ForwardContext& ctx, const LayerWeights& l, const LatentC
                       n, 0, n);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t valid = pos0 + t0 + r / nh + 1;  // causal: positions 0 .. own
-    float* sr = scores + r * n;
-    for (int64_t k = 0; k < valid; ++k) sr[k] *= c.kq_scale;
-    ops::Softmax(sr, valid);
-    std::fill(sr + valid, sr + n, 0.0f);
+    ctx.kernels.scaled_softmax(scores + r * n, valid, n, c.kq_scale);
   }
   qmatmul::MatMulRows(ctx.kernels, F32Matrix(cache.c_t, L, n, cache.t_stride),
                       F32Rows(scores, rows, n, n), o_lat, L, 0, L);
@@ -267,10 +264,7 @@ void ExpandedAttention(const ForwardContext& ctx, const LayerWeights& l, const L
                           f32);
       for (int64_t i = 0; i < nt; ++i) {
         const int64_t valid = pos0 + t0 + i + 1;  // causal: positions 0 .. own
-        float* sr = scores + i * n;
-        for (int64_t k = 0; k < valid; ++k) sr[k] *= c.kq_scale;
-        ops::Softmax(sr, valid);
-        std::fill(sr + valid, sr + n, 0.0f);
+        ctx.kernels.scaled_softmax(scores + i * n, valid, n, c.kq_scale);
       }
       qmatmul::MatMulRows(ctx.kernels, F32Matrix(vt + j * hv * n_ctx, hv, n, n_ctx),
                           F32Rows(scores, nt, n, n), o + t0 * H * hv + (h0 + j) * hv, H * hv, 0, hv,

@@ -11,3 +11,7 @@ set_source_files_properties(gemv/gemv_float_avx512.cc PROPERTIES
 target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_float_amx.cc)
 set_source_files_properties(gemv/gemv_float_amx.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512};-mavx512bf16;-mamx-tile;-mamx-bf16")
+# Softmax of attention score rows (GemvKernels::scaled_softmax), kAvx512 and up.
+target_sources(moesplit_cpu_gemv PRIVATE gemv/softmax_avx512.cc)
+set_source_files_properties(gemv/softmax_avx512.cc PROPERTIES
+  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512}")

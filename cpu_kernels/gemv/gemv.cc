@@ -1,7 +1,10 @@
 #include "cpu_kernels/gemv/gemv.h"
 
+#include <algorithm>
+
 #include "core/base/status.h"
 #include "cpu_kernels/gemv/gemv_internal.h"
+#include "cpu_kernels/ops/ops.h"
 #include "cpu_kernels/quant/quant.h"
 #include "cpu_kernels/quant/repack.h"
 
@@ -15,6 +18,13 @@ void QuantizeQ8K(const float* x, void* dst, int64_t n) {
 }
 void QuantizeQ8_0(const float* x, void* dst, int64_t n) {
   quant::QuantizeRow(GgmlType::kQ8_0, x, dst, n);
+}
+
+// The reference of scaled_softmax: ops::Softmax (std::exp, a double sum) of the scaled row.
+void ScaledSoftmaxScalar(float* x, int64_t valid, int64_t n, float scale) {
+  for (int64_t i = 0; i < valid; ++i) x[i] *= scale;
+  ops::Softmax(x, valid);
+  std::fill(x + valid, x + n, 0.0f);
 }
 
 GemvKernels BuildTable(cpu::IsaTier tier) {
@@ -31,6 +41,7 @@ GemvKernels BuildTable(cpu::IsaTier tier) {
   k.tier = tier;
   k.quantize_q8k = QuantizeQ8K;
   k.quantize_q8_0 = QuantizeQ8_0;
+  k.scaled_softmax = ScaledSoftmaxScalar;
 #if defined(MOESPLIT_GEMV_X86)
   if (tier == cpu::IsaTier::kAvx2) {
     k.quantize_q8k = internal::QuantizeQ8K_Avx2;
@@ -38,6 +49,7 @@ GemvKernels BuildTable(cpu::IsaTier tier) {
   } else if (tier == cpu::IsaTier::kAvx512 || tier == cpu::IsaTier::kAvx512Vnni) {
     k.quantize_q8k = internal::QuantizeQ8K_Avx512;
     k.quantize_q8_0 = internal::QuantizeQ8_0_Avx512;
+    k.scaled_softmax = internal::ScaledSoftmax_Avx512;
   }
 #endif
   internal::AddKQuantKernels(tier, &k);

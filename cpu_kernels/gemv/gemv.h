@@ -42,6 +42,7 @@ using DotFn = float (*)(const void* w_row, const void* a_row, int64_t n);
 // bytes of n values). Reads every weight byte once however many tokens there are (prefill);
 // n_tok == 1 is the GEMV of decode. n_rows >= 1, n_tok >= 1, any values (no multiple of a tile
 // size required). Results equal `dot` per (r, t) up to float summation order.
+using ScaledSoftmaxFn = void (*)(float* x, int64_t valid, int64_t n, float scale);
 using GemmFn = void (*)(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 
@@ -74,6 +75,9 @@ struct GemvKernels {
   // precision is ample: MLA's expanded-form attention (softmax inputs, llama.cpp runs them in
   // f16). nullptr on the other tiers.
   GemmFn f32_gemm_bf16x3 = nullptr;
+  // x[0..valid) = softmax(scale * x[0..valid)), x[valid..n) = 0: an attention score row with
+  // its causal tail. Every tier: the scalar reference (ops::Softmax), AVX-512 from kAvx512 on.
+  ScaledSoftmaxFn scaled_softmax = nullptr;
 
   // The kernels for weight type t, or nullptr when there are none.
   const TypeKernels* For(GgmlType t) const;

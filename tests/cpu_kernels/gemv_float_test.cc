@@ -296,6 +296,47 @@ TEST(FloatAmxTest, TilesRunAndOutOfRangeWeightsFallBack) {
   for (float v : a) ASSERT_TRUE(std::isfinite(v));
 }
 
+// ---- softmax of attention score rows ------------------------------------------------------
+
+// Every tier's scaled_softmax against the scalar reference (ops::Softmax of the scaled row):
+// odd lengths, a causal tail zeroed, values over a wide range (e^x underflowing to 0), -inf
+// entries (masked scores), NaN guards past n untouched.
+TEST(SoftmaxTest, EveryTierMatchesTheReference) {
+  const ScaledSoftmaxFn ref = KernelsFor(IsaTier::kScalar).scaled_softmax;
+  ASSERT_NE(ref, nullptr);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 30.0f);
+  for (int t = 0; t < cpu::kNumIsaTiers; ++t) {
+    const auto tier = static_cast<IsaTier>(t);
+    if (!TierAvailable(tier)) continue;
+    const ScaledSoftmaxFn fn = KernelsFor(tier).scaled_softmax;
+    ASSERT_NE(fn, nullptr) << cpu::IsaTierName(tier);
+    for (const auto& [valid, n] : {std::pair<int64_t, int64_t>{1, 1},
+                                   {1, 17},
+                                   {7, 7},
+                                   {16, 16},
+                                   {17, 40},
+                                   {100, 100},
+                                   {1000, 1029},
+                                   {4097, 4100}}) {
+      std::vector<float> a(static_cast<size_t>(n + 5), kNaN);  // [n + 5 guards]
+      for (int64_t i = 0; i < n; ++i) a[i] = i % 97 == 5 ? -INFINITY : dist(rng);
+      std::vector<float> b = a;
+      ref(a.data(), valid, n, 0.125f);
+      fn(b.data(), valid, n, 0.125f);
+      double sum = 0;
+      for (int64_t i = 0; i < valid; ++i) {
+        ASSERT_NEAR(b[i], a[i], 2e-6 * a[i] + 1e-30)
+            << cpu::IsaTierName(tier) << " valid " << valid << " i " << i;
+        sum += b[i];
+      }
+      EXPECT_NEAR(sum, 1.0, 1e-5) << cpu::IsaTierName(tier) << " valid " << valid;
+      for (int64_t i = valid; i < n; ++i) ASSERT_EQ(b[i], 0.0f) << "causal tail at " << i;
+      for (int64_t i = n; i < n + 5; ++i) ASSERT_TRUE(std::isnan(b[i])) << "wrote past n";
+    }
+  }
+}
+
 // ---- the table ------------------------------------------------------------------------------
 
 TEST(FloatTableTest, EveryTierHasFloatKernelsWithF32Activations) {
