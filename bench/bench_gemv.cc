@@ -51,6 +51,10 @@ constexpr Shape kGemvShapes[] = {{2048, 7168}, {7168, 2048}, {1408, 2048}, {2048
 // V2-Lite down projection (K = 1408, where the fused path's down tasks run 256-row blocks).
 constexpr Shape kGemmShapes[] = {{256, 7168}, {256, 2048}, {256, 1408}};
 constexpr int64_t kGemmTokens[] = {2, 4, 8, 16, 24, 64, 256};
+// F32 x F32 at the expanded MLA attention's shapes, 16 tokens (a token block): scores (2048
+// positions x K = 192 = nope + rope) and softmax x values (128 = v rows x K = 2048 positions);
+// run by the F32 kernel and, on the amx tier, by GemvKernels::f32_gemm_bf16x3 ("f32_bf16x3").
+constexpr Shape kAttentionShapes[] = {{2048, 192}, {128, 2048}};
 constexpr int64_t kColdBytes = int64_t{256} << 20;  // cold copies span at least this
 constexpr int64_t kPatternRows = 64;                // distinct quantized rows; the rest are copies
 
@@ -155,6 +159,7 @@ struct Case {
   Shape shape;
   int64_t n_tok;
   bool cold;
+  bool bf16x3 = false;  // F32: the tier's f32_gemm_bf16x3 instead of its F32 gemm
 };
 
 void BM_Gemm(benchmark::State& state, Context* ctx, Case c) {
@@ -168,9 +173,10 @@ void BM_Gemm(benchmark::State& state, Context* ctx, Case c) {
   std::vector<float> y(static_cast<size_t>(c.n_tok * c.shape.rows));  // [n_tok x rows]
   int64_t copy = 0;
   const auto t0 = std::chrono::steady_clock::now();  // the loop's wall time, as UseRealTime
+  const gemv::GemmFn gemm = c.bf16x3 ? kernels.f32_gemm_bf16x3 : tk->gemm;
   for (auto _ : state) {
-    tk->gemm(w.data.data() + copy * w.matrix_bytes, static_cast<size_t>(w.row_bytes), c.shape.rows,
-             a.data.data(), a.stride, c.n_tok, c.shape.k, y.data(), c.shape.rows);
+    gemm(w.data.data() + copy * w.matrix_bytes, static_cast<size_t>(w.row_bytes), c.shape.rows,
+         a.data.data(), a.stride, c.n_tok, c.shape.k, y.data(), c.shape.rows);
     if (++copy == copies) copy = 0;
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
@@ -185,8 +191,9 @@ void BM_Gemm(benchmark::State& state, Context* ctx, Case c) {
 
 void Register(Context* ctx, const Case& c) {
   const std::string shape = std::to_string(c.shape.rows) + "x" + std::to_string(c.shape.k);
-  std::string name = std::string(c.n_tok == 1 ? "gemv/" : "gemm/") + TypeName(c.type) + "/" +
-                     std::string(cpu::IsaTierName(c.tier)) + "/" + shape + "/";
+  std::string name = std::string(c.n_tok == 1 ? "gemv/" : "gemm/") + TypeName(c.type) +
+                     (c.bf16x3 ? "_bf16x3/" : "/") + std::string(cpu::IsaTierName(c.tier)) + "/" +
+                     shape + "/";
   name += c.n_tok == 1 ? (c.cold ? "cold" : "hot") : "tok:" + std::to_string(c.n_tok);
   benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, ctx, c)->UseRealTime();
 }
@@ -219,6 +226,15 @@ void RegisterAll(Context* ctx) {
       for (const Shape& s : kGemmShapes) {
         if (s.k % block != 0) continue;
         for (int64_t n_tok : kGemmTokens) Register(ctx, {tier, type, s, n_tok, false});
+      }
+      if (type != GgmlType::kF32) continue;
+      for (const Shape& s : kAttentionShapes) {
+        Register(ctx, {tier, type, s, 16, false});
+        if (kernels.f32_gemm_bf16x3 != nullptr) Register(ctx, {tier, type, s, 16, false, true});
+      }
+      if (kernels.f32_gemm_bf16x3 == nullptr) continue;
+      for (const Shape& s : kGemmShapes) {
+        for (int64_t n_tok : kGemmTokens) Register(ctx, {tier, type, s, n_tok, false, true});
       }
     }
     std::fprintf(stderr, "tier %s: kernels for%s\n", std::string(cpu::IsaTierName(tier)).c_str(),
