@@ -32,6 +32,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cpu_kernels/gemv/amx_tile_config.h"
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/quant/blocks.h"
 #include "cpu_kernels/quant/repack.h"
@@ -49,14 +50,7 @@ constexpr int kSubBlocks = 8;  // 32-value sub-blocks per 256-value block
 
 // Tile registers: 0-3 = C (16 tokens x 16 rows int32) of four sub-blocks in flight, 4-5 = A
 // (16 tokens x 32 s8), 6-7 = B (8 x 64 u8): the four products of a half block issue back to back
-// and their stores follow, instead of one zero-load-multiply-store chain per sub-block.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};  // bytes per row of tile i
-  uint8_t rows[16] = {};
-};
+// and their stores follow, instead of one zero-load-multiply-store chain per sub-block (AmxQuad).
 
 // n_tok (1..16) token rows in the C and A tiles: 16 for the full tiles, n_tok % 16 for the last.
 // a_colsb = K bytes per product (32: a Q4_K / Q5_K sub-block, 16: a Q6_K one), B = K / 4 rows.
@@ -145,32 +139,43 @@ void FillAmxBlock(const Block& in, AmxBlock* out) {
                                               reinterpret_cast<const __m256i*>(in.dmin)))));
 }
 
-// C_j .. C_j+3 (tiles 0-3) = A_j . B_j for the four sub-blocks of half h of the block, stored
-// to c[j .. j + 3].
-template <int kHalf>
-inline void AmxHalfBlock(const AmxBlock& blk, const uint8_t* a_qs, long a_stride,
-                         int32_t (*c)[kTile][kTile]) {
-  constexpr int j = 4 * kHalf;
+// C tile kC += A tile kA . B tile kB (tile numbers are immediates): s8 x s8 or s8 x u8.
+template <bool kSignedB, int kC, int kA, int kB>
+inline void TileDot() {
+  if constexpr (kSignedB) {
+    _tile_dpbssd(kC, kA, kB);
+  } else {
+    _tile_dpbsud(kC, kA, kB);
+  }
+}
+
+// C_j .. C_j+3 (tiles 0-3) = A_j . B_j for four consecutive products j of kK bytes each: A_j
+// at a + kK j (rows a_stride apart), B_j at b + j b_step (64-byte rows), stored to c[0 .. 3].
+// kSignedB: TDPBSSD (Q6_K's values made signed) instead of TDPBSUD. Tiles 4-5 hold A, 6-7 B:
+// the four products issue back to back and their stores follow.
+template <int kK, bool kSignedB>
+inline void AmxQuad(const uint8_t* a, long a_stride, const uint8_t* b, size_t b_step,
+                    int32_t (*c)[kTile][kTile]) {
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
-  _tile_loadd(4, a_qs + 32 * j, a_stride);
-  _tile_loadd(6, blk.b[j], 64);
-  _tile_loadd(5, a_qs + 32 * (j + 1), a_stride);
-  _tile_loadd(7, blk.b[j + 1], 64);
-  _tile_dpbsud(0, 4, 6);
-  _tile_dpbsud(1, 5, 7);
-  _tile_loadd(4, a_qs + 32 * (j + 2), a_stride);
-  _tile_loadd(6, blk.b[j + 2], 64);
-  _tile_loadd(5, a_qs + 32 * (j + 3), a_stride);
-  _tile_loadd(7, blk.b[j + 3], 64);
-  _tile_dpbsud(2, 4, 6);
-  _tile_dpbsud(3, 5, 7);
-  _tile_stored(0, c[j], kTile * 4);
-  _tile_stored(1, c[j + 1], kTile * 4);
-  _tile_stored(2, c[j + 2], kTile * 4);
-  _tile_stored(3, c[j + 3], kTile * 4);
+  _tile_loadd(4, a, a_stride);
+  _tile_loadd(6, b, 64);
+  _tile_loadd(5, a + kK, a_stride);
+  _tile_loadd(7, b + b_step, 64);
+  TileDot<kSignedB, 0, 4, 6>();
+  TileDot<kSignedB, 1, 5, 7>();
+  _tile_loadd(4, a + 2 * kK, a_stride);
+  _tile_loadd(6, b + 2 * b_step, 64);
+  _tile_loadd(5, a + 3 * kK, a_stride);
+  _tile_loadd(7, b + 3 * b_step, 64);
+  TileDot<kSignedB, 2, 4, 6>();
+  TileDot<kSignedB, 3, 5, 7>();
+  _tile_stored(0, c[0], kTile * 4);
+  _tile_stored(1, c[1], kTile * 4);
+  _tile_stored(2, c[2], kTile * 4);
+  _tile_stored(3, c[3], kTile * 4);
 }
 
 // acc[t] (t < nt <= 16, lane r = row r) += the nt tokens at a (rows a_stride apart) . group
@@ -180,8 +185,11 @@ inline void AmxTokenTile(const AmxBlock& blk, const uint8_t* a, size_t a_stride,
   alignas(64) int32_t c[kSubBlocks][kTile][kTile];  // [j][token][row]
   const uint8_t* a_blk = a + b * sizeof(BlockQ8_K);
   const uint8_t* a_qs = a_blk + offsetof(BlockQ8_K, qs);
-  AmxHalfBlock<0>(blk, a_qs, static_cast<long>(a_stride), c);
-  AmxHalfBlock<1>(blk, a_qs, static_cast<long>(a_stride), c);
+  // Halves 0 and 1 of the block: sub-blocks 0-3 and 4-7 (32 bytes of A, one 512-byte B each).
+  const long stride = static_cast<long>(a_stride);
+  const auto* b0 = &blk.b[0][0][0];
+  AmxQuad<32, false>(a_qs, stride, b0, sizeof(blk.b[0]), c);
+  AmxQuad<32, false>(a_qs + 4 * 32, stride, b0 + 4 * sizeof(blk.b[0]), sizeof(blk.b[0]), c + 4);
   const __m512 ndm = _mm512_load_ps(blk.ndm);
   for (int64_t t = 0; t < nt; ++t) {
     const auto& at = *reinterpret_cast<const BlockQ8_K*>(a_blk + t * a_stride);
@@ -228,11 +236,12 @@ void ForTokenTiles(const uint8_t* a, size_t a_stride, int64_t n_tok, bool first,
   if (n_full < n_tok) _tile_loadconfig(&full);
 }
 
-// y[t * ldy + r0 ..] for t < n_tok of one row group, kChunk blocks per scratch fill.
-template <typename Block>
+// y[t * ldy + r0 ..] for t < n_tok of one row group, kChunk blocks per scratch fill: each group
+// block prepared once (FillAmxBlock into Prep), then every token tile (AmxTokenTile).
+template <typename Block, typename Prep>
 void AmxGroup(const Block* g, int64_t nb, const uint8_t* a, size_t a_stride, int64_t n_tok,
               const TileConfig& full, const TileConfig& rest, float* y, int64_t ldy) {
-  AmxBlock blocks[kChunk];
+  Prep blocks[kChunk];
   for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
     const int64_t n_chunk = nb - b0 < kChunk ? nb - b0 : kChunk;
     for (int64_t i = 0; i < n_chunk; ++i) FillAmxBlock(g[b0 + i], &blocks[i]);
@@ -274,8 +283,8 @@ void GemmKR16_Q8K_Amx(const void* w, size_t w_stride, int64_t n_rows, const void
   const auto* a = static_cast<const uint8_t*>(a_ptr);
   AmxGemm(kVnni, w, w_stride, n_rows, a_ptr, a_stride, n_tok, n, y, ldy,
           [&](const uint8_t* g, const TileConfig& full, const TileConfig& rest, float* yg) {
-            AmxGroup(reinterpret_cast<const Block*>(g), n / quant::kQkK, a, a_stride, n_tok, full,
-                     rest, yg, ldy);
+            AmxGroup<Block, AmxBlock>(reinterpret_cast<const Block*>(g), n / quant::kQkK, a,
+                                      a_stride, n_tok, full, rest, yg, ldy);
           });
 }
 
@@ -294,14 +303,12 @@ void GemmKR16_Q8K_Amx(const void* w, size_t w_stride, int64_t n_rows, const void
 // stores and 16 (cvt + fma) + 1 fma per token row, against the VNNI group tile's 64 vpdpbusd +
 // 16 (vpmulld + add) per token row.
 
-constexpr int64_t kQ6Chunk = 8;  // group blocks per scratch fill: 8 x 5 KiB = 40 KiB
-
 struct alignas(64) AmxQ6Block {
   int8_t b[16][4][64];  // [sub-block s][k][row r x 4 bytes] values 16s + 4k .. +3 of row r, - 32
   float sf[16][16];     // [s][row] d_r sc_rs
 };
 
-void FillAmxQ6Block(const quant::BlockQ6_K_R16& in, AmxQ6Block* out) {
+void FillAmxBlock(const quant::BlockQ6_K_R16& in, AmxQ6Block* out) {
   const __m512i nib = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   const __m512i c32 = _mm512_set1_epi8(32);
   for (int n = 0; n < 2; ++n) {
@@ -333,45 +340,17 @@ void FillAmxQ6Block(const quant::BlockQ6_K_R16& in, AmxQ6Block* out) {
   }
 }
 
-// C_s .. C_s+3 (tiles 0-3) = A_s . B_s for four consecutive sub-blocks from s = 4 kQuad,
-// stored to c[s ..]. a_qs: the tokens' Q8_K quants of this block.
-template <int kQuad>
-inline void AmxQ6Quad(const AmxQ6Block& blk, const uint8_t* a_qs, long a_stride,
-                      int32_t (*c)[kTile][kTile]) {
-  constexpr int s = 4 * kQuad;
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  _tile_loadd(4, a_qs + 16 * s, a_stride);
-  _tile_loadd(6, blk.b[s], 64);
-  _tile_loadd(5, a_qs + 16 * (s + 1), a_stride);
-  _tile_loadd(7, blk.b[s + 1], 64);
-  _tile_dpbssd(0, 4, 6);
-  _tile_dpbssd(1, 5, 7);
-  _tile_loadd(4, a_qs + 16 * (s + 2), a_stride);
-  _tile_loadd(6, blk.b[s + 2], 64);
-  _tile_loadd(5, a_qs + 16 * (s + 3), a_stride);
-  _tile_loadd(7, blk.b[s + 3], 64);
-  _tile_dpbssd(2, 4, 6);
-  _tile_dpbssd(3, 5, 7);
-  _tile_stored(0, c[s], kTile * 4);
-  _tile_stored(1, c[s + 1], kTile * 4);
-  _tile_stored(2, c[s + 2], kTile * 4);
-  _tile_stored(3, c[s + 3], kTile * 4);
-}
-
 // acc[t] (t < nt) += the nt tokens at a (rows a_stride apart) . group block blk (Q8_K block b).
-inline void AmxQ6TokenTile(const AmxQ6Block& blk, const uint8_t* a, size_t a_stride, int64_t b,
-                           int64_t nt, __m512* acc) {
+inline void AmxTokenTile(const AmxQ6Block& blk, const uint8_t* a, size_t a_stride, int64_t b,
+                         int64_t nt, __m512* acc) {
   alignas(64) int32_t c[16][kTile][kTile];  // [s][token][row]
   const uint8_t* a_blk = a + b * sizeof(BlockQ8_K);
   const uint8_t* a_qs = a_blk + offsetof(BlockQ8_K, qs);
   const long stride = static_cast<long>(a_stride);
-  AmxQ6Quad<0>(blk, a_qs, stride, c);
-  AmxQ6Quad<1>(blk, a_qs, stride, c);
-  AmxQ6Quad<2>(blk, a_qs, stride, c);
-  AmxQ6Quad<3>(blk, a_qs, stride, c);
+  for (int s = 0; s < 16; s += 4) {  // K = 16 bytes of A and one 256-byte B per sub-block
+    AmxQuad<16, true>(a_qs + 16 * s, stride, reinterpret_cast<const uint8_t*>(blk.b[s]),
+                      sizeof(blk.b[0]), c + s);
+  }
   for (int64_t t = 0; t < nt; ++t) {
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();  // two chains of 8 fma
 #pragma GCC unroll 8
@@ -386,30 +365,15 @@ inline void AmxQ6TokenTile(const AmxQ6Block& blk, const uint8_t* a, size_t a_str
   }
 }
 
-void AmxQ6Group(const quant::BlockQ6_K_R16* g, int64_t nb, const uint8_t* a, size_t a_stride,
-                int64_t n_tok, const TileConfig& full, const TileConfig& rest, float* y,
-                int64_t ldy) {
-  AmxQ6Block blocks[kQ6Chunk];
-  for (int64_t b0 = 0; b0 < nb; b0 += kQ6Chunk) {
-    const int64_t n_chunk = nb - b0 < kQ6Chunk ? nb - b0 : kQ6Chunk;
-    for (int64_t i = 0; i < n_chunk; ++i) FillAmxQ6Block(g[b0 + i], &blocks[i]);
-    ForTokenTiles(a, a_stride, n_tok, b0 == 0, full, rest, y, ldy,
-                  [&](const uint8_t* at, int64_t nt, __m512* acc) {
-                    for (int64_t i = 0; i < n_chunk; ++i) {
-                      AmxQ6TokenTile(blocks[i], at, a_stride, b0 + i, nt, acc);
-                    }
-                  });
-  }
-}
-
 void GemmQ6KR16_Q8K_Amx(const void* w, size_t w_stride, int64_t n_rows, const void* a_ptr,
                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   const auto* a = static_cast<const uint8_t*>(a_ptr);
   AmxGemm(
       GemmQ6KR16_Q8K_Avx512Vnni, w, w_stride, n_rows, a_ptr, a_stride, n_tok, n, y, ldy,
       [&](const uint8_t* g, const TileConfig& full, const TileConfig& rest, float* yg) {
-        AmxQ6Group(reinterpret_cast<const quant::BlockQ6_K_R16*>(g), n / quant::kQkK, a, a_stride,
-                   n_tok, full, rest, yg, ldy);
+        AmxGroup<quant::BlockQ6_K_R16, AmxQ6Block>(reinterpret_cast<const quant::BlockQ6_K_R16*>(g),
+                                                   n / quant::kQkK, a, a_stride, n_tok, full, rest,
+                                                   yg, ldy);
       },
       /*a_colsb=*/16);
 }

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu_kernels/gemv/amx_tile_config.h"
 #include "cpu_kernels/gemv/gemv_internal.h"
 
 namespace moesplit::gemv::internal {
@@ -33,14 +34,6 @@ namespace {
 
 constexpr int64_t kT = 16;  // weight rows per A / C tile, tokens per B / C tile
 constexpr int64_t kK = 32;  // values per K step (64 bytes of bf16 in an A row)
-
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};  // bytes per row of tile i
-  uint8_t rows[16] = {};
-};
 
 // Tiles 0-3: C of up to four token tiles; 4 / 5: A hi / lo; 6: B (hi, then lo).
 TileConfig BfConfig() {
