@@ -225,9 +225,7 @@ StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Build(std::vector<Layer> lay
       // so the layer's buffer becomes resident as its experts are copied and released.
       MOESPLIT_ASSIGN_OR_RETURN(
           numa::NodeBuffer buf,
-          numa::AllocateOnNodes(
-              bytes,
-              {.nodes = mem, .huge_pages = o.huge_pages, .toucher = copier, .touch = false}));
+          numa::AllocateOnNodes(bytes, {.nodes = mem, .huge_pages = o.huge_pages, .touch = false}));
       const bool release = o.release_mapping && g == n_groups - 1;
       for (const std::string& w : buf.warnings()) {
         if (std::find(s->warnings_.begin(), s->warnings_.end(), w) == s->warnings_.end()) {

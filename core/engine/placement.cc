@@ -89,15 +89,12 @@ StatusOr<std::vector<bool>> Session::DeviceExpertLayers(const SessionOptions& op
   // the CPU; forced onto the device it fails HybridForward::Create's check, naming the tensor).
   auto device_runs = [&](size_t il) {
     const LayerWeights& t = w.layers[il];
-    return options.backend
-               ->CheckWeight(std::string(t.ffn_gate_exps.name), t.ffn_gate_exps.type, c.n_embd)
-               .ok() &&
-           options.backend
-               ->CheckWeight(std::string(t.ffn_up_exps.name), t.ffn_up_exps.type, c.n_embd)
-               .ok() &&
-           options.backend
-               ->CheckWeight(std::string(t.ffn_down_exps.name), t.ffn_down_exps.type, c.n_ff_exp)
-               .ok();
+    for (const auto& [v, cols] :
+         {std::pair{&t.ffn_gate_exps, c.n_embd}, std::pair{&t.ffn_up_exps, c.n_embd},
+          std::pair{&t.ffn_down_exps, c.n_ff_exp}}) {
+      if (!options.backend->CheckWeight(std::string(v->name), v->type, cols).ok()) return false;
+    }
+    return true;
   };
   for (size_t il = n; il-- > 0;) {  // the last layers first, whole layers only
     if (!c.IsMoeLayer(static_cast<int64_t>(il)) || home(il) != ExpertHome::kAuto) continue;
