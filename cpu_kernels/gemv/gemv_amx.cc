@@ -139,16 +139,6 @@ void FillAmxBlock(const Block& in, AmxBlock* out) {
                                               reinterpret_cast<const __m256i*>(in.dmin)))));
 }
 
-// C tile kC += A tile kA . B tile kB (tile numbers are immediates): s8 x s8 or s8 x u8.
-template <bool kSignedB, int kC, int kA, int kB>
-inline void TileDot() {
-  if constexpr (kSignedB) {
-    _tile_dpbssd(kC, kA, kB);
-  } else {
-    _tile_dpbsud(kC, kA, kB);
-  }
-}
-
 // C_j .. C_j+3 (tiles 0-3) = A_j . B_j for four consecutive products j of kK bytes each: A_j
 // at a + kK j (rows a_stride apart), B_j at b + j b_step (64-byte rows), stored to c[0 .. 3].
 // kSignedB: TDPBSSD (Q6_K's values made signed) instead of TDPBSUD. Tiles 4-5 hold A, 6-7 B:
@@ -164,14 +154,25 @@ inline void AmxQuad(const uint8_t* a, long a_stride, const uint8_t* b, size_t b_
   _tile_loadd(6, b, 64);
   _tile_loadd(5, a + kK, a_stride);
   _tile_loadd(7, b + b_step, 64);
-  TileDot<kSignedB, 0, 4, 6>();
-  TileDot<kSignedB, 1, 5, 7>();
+  // The tile numbers are pasted into the instruction text (GCC's macros): literals only.
+  if constexpr (kSignedB) {
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 5, 7);
+  } else {
+    _tile_dpbsud(0, 4, 6);
+    _tile_dpbsud(1, 5, 7);
+  }
   _tile_loadd(4, a + 2 * kK, a_stride);
   _tile_loadd(6, b + 2 * b_step, 64);
   _tile_loadd(5, a + 3 * kK, a_stride);
   _tile_loadd(7, b + 3 * b_step, 64);
-  TileDot<kSignedB, 2, 4, 6>();
-  TileDot<kSignedB, 3, 5, 7>();
+  if constexpr (kSignedB) {
+    _tile_dpbssd(2, 4, 6);
+    _tile_dpbssd(3, 5, 7);
+  } else {
+    _tile_dpbsud(2, 4, 6);
+    _tile_dpbsud(3, 5, 7);
+  }
   _tile_stored(0, c[0], kTile * 4);
   _tile_stored(1, c[1], kTile * 4);
   _tile_stored(2, c[2], kTile * 4);
