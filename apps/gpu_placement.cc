@@ -10,9 +10,7 @@
 
 #ifdef MOESPLIT_HAVE_CUDA
 #include "core/engine/cuda_backend.h"
-#include "gpu_kernels/dequant.h"
 #include "gpu_kernels/device_info.h"
-#include "gpu_kernels/qgemv.h"
 #endif
 
 namespace moesplit::app {
@@ -273,7 +271,7 @@ std::string HybridBlocker(const engine::Model& model,
 
 bool CudaHasKernel(GgmlType type) {
 #ifdef MOESPLIT_HAVE_CUDA
-  return gpu::QuantGemvSupports(type) && gpu::GpuDequantSupports(type);
+  return engine::CudaBackend::HasKernel(type);
 #else
   (void)type;
   return false;

@@ -120,7 +120,7 @@ StatusOr<DeviceChoice> ApplyDeviceFlags(const DeviceFlags& flags,
 // without a kernel are no blocker: they stay on the CPU.
 std::string HybridBlocker(const engine::Model& model,
                           const std::function<bool(GgmlType)>& device_has_kernel);
-// The CUDA kernels' types (gpu::QuantGemvSupports); false for all without CUDA.
+// The CUDA kernels' types (engine::CudaBackend::HasKernel); false for all without CUDA.
 bool CudaHasKernel(GgmlType type);
 
 // The backend of the choice: nullptr for the CPU, the CUDA device otherwise (errors: no device,

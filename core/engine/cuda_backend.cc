@@ -233,8 +233,12 @@ uint64_t CudaBackend::DeviceBytesFree() const {
 // MatMul runs QuantGemv (up to 8 tokens) and QuantGemm (more), ExpertMatMul QuantGemvIds,
 // HeadMatMul QuantGemvBatched, GetRows the dequantizer: all take the same types, and GEMV's
 // rules (cols a multiple of the block, 32 for the float types) are the strictest.
+bool CudaBackend::HasKernel(GgmlType type) {
+  return gpu::QuantGemvSupports(type) && gpu::GpuDequantSupports(type);
+}
+
 Status CudaBackend::CheckWeight(const std::string& name, GgmlType type, int64_t cols) const {
-  if (!gpu::QuantGemvSupports(type) || !gpu::GpuDequantSupports(type)) {
+  if (!HasKernel(type)) {
     return InvalidArgumentError(name, ": weight type ", TypeName(type),
                                 " has no GPU kernel in this version (q4_0, q5_0, q8_0, q4_K, q5_K, "
                                 "q6_K, f32, f16 and bf16 have); run this file with --device cpu");

@@ -56,6 +56,9 @@ class CudaBackend final : public DenseBackend {
   uint64_t DeviceBytesFree() const override;
   Status Upload(void* dst, const void* src, size_t bytes) override;
   Status CheckWeight(const std::string& name, GgmlType type, int64_t cols) const override;
+  // Whether the GPU kernels take weights of `type` (every op: QuantGemv, QuantGemm, the
+  // dequantizer); apps' HybridBlocker asks it before any backend exists.
+  static bool HasKernel(GgmlType type);
 
   Status CopyToHost(Lane lane, void* host, const void* dev, size_t bytes) override;
   Status CopyFromHost(Lane lane, void* dev, const void* host, size_t bytes) override;
