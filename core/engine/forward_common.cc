@@ -67,14 +67,15 @@ void Embed(const ForwardContext& ctx, const int32_t* tokens, int64_t n_tok, floa
 
 void AttendOne(const float* q_a, int64_t na, const float* q_b, int64_t nb, const float* k_rows,
                int64_t k_stride, int64_t kb_offset, const float* v_rows, int64_t v_stride,
-               int64_t n_out, int64_t n_ctx, float scale, float* scores, float* out) {
+               int64_t n_out, int64_t n_ctx, float scale, gemv::ScaledSoftmaxFn softmax,
+               float* scores, float* out) {
   for (int64_t s = 0; s < n_ctx; ++s) {
     const float* k = k_rows + s * k_stride;
     float dot = matmul::Dot(q_a, k, na);
     if (nb > 0) dot += matmul::Dot(q_b, k + kb_offset, nb);
-    scores[s] = dot * scale;
+    scores[s] = dot;
   }
-  ops::Softmax(scores, n_ctx);
+  softmax(scores, n_ctx, n_ctx, scale);
   std::fill(out, out + n_out, 0.0f);
   for (int64_t s = 0; s < n_ctx; ++s) {
     const float p = scores[s];

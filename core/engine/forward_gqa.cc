@@ -67,7 +67,7 @@ void GqaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
   ctx.pool.ParallelFor(n_tok * H, [&](int64_t task, int worker) {
     const int64_t t = task / H, hh = task % H, g = hh / group;
     AttendOne(q + (t * H + hh) * hd, hd, nullptr, 0, kc + g * hd, Hk * hd, 0, vc + g * hv, Hk * hv,
-              hv, pos0 + t + 1, c.kq_scale,
+              hv, pos0 + t + 1, c.kq_scale, ctx.kernels.scaled_softmax,
               ctx.ws.workers[static_cast<size_t>(worker)].scores.data(), o + (t * H + hh) * hv);
   });
   core_timer.reset();
