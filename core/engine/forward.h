@@ -127,10 +127,10 @@ void Logits(const ForwardContext& ctx, const float* x, int64_t n_tok, int64_t n_
 
 // Causal softmax attention of one query against cached rows 0..n_ctx-1 (GQA's core):
 // scores[s] = scale * (dot(q_a, ka_s) + dot(q_b, kb_s)); p = softmax(scores) by `softmax` (the
-// tier's GemvKernels::scaled_softmax: at 4096 positions and 32 heads a decode step makes 131k
-// exps per layer, ~1-2 ms scalar); out[0..n_out) = sum_s p_s * v_s. ka_s = k_rows + s*k_stride
-// (width na), kb_s = ka_s + kb_offset (width nb, may be 0), v_s = v_rows + s*v_stride. scores:
-// [n_ctx] scratch.
+// tier's GemvKernels::scaled_softmax, as in both MLA forms: 4096 positions x 32 heads = 131k
+// exps per layer and token); out[0..n_out) = sum_s p_s * v_s. ka_s = k_rows + s*k_stride (width
+// na), kb_s = ka_s + kb_offset (width nb, may be 0), v_s = v_rows + s*v_stride. scores: [n_ctx]
+// scratch.
 void AttendOne(const float* q_a, int64_t na, const float* q_b, int64_t nb, const float* k_rows,
                int64_t k_stride, int64_t kb_offset, const float* v_rows, int64_t v_stride,
                int64_t n_out, int64_t n_ctx, float scale, gemv::ScaledSoftmaxFn softmax,
