@@ -154,25 +154,25 @@ inline void AmxQuad(const uint8_t* a, long a_stride, const uint8_t* b, size_t b_
   _tile_loadd(6, b, 64);
   _tile_loadd(5, a + kK, a_stride);
   _tile_loadd(7, b + b_step, 64);
-  // The tile numbers are pasted into the instruction text (GCC's macros): literals only.
-  if constexpr (kSignedB) {
-    _tile_dpbssd(0, 4, 6);
-    _tile_dpbssd(1, 5, 7);
-  } else {
-    _tile_dpbsud(0, 4, 6);
-    _tile_dpbsud(1, 5, 7);
-  }
+  // GCC's tile intrinsics paste their tile numbers into the instruction text, so they must be
+  // literals (no template parameters, no helper function): a local macro picks the opcode.
+#define MOESPLIT_AMX_DOT(dst, ta, tb) \
+  do {                                \
+    if constexpr (kSignedB) {         \
+      _tile_dpbssd(dst, ta, tb);      \
+    } else {                          \
+      _tile_dpbsud(dst, ta, tb);      \
+    }                                 \
+  } while (0)
+  MOESPLIT_AMX_DOT(0, 4, 6);
+  MOESPLIT_AMX_DOT(1, 5, 7);
   _tile_loadd(4, a + 2 * kK, a_stride);
   _tile_loadd(6, b + 2 * b_step, 64);
   _tile_loadd(5, a + 3 * kK, a_stride);
   _tile_loadd(7, b + 3 * b_step, 64);
-  if constexpr (kSignedB) {
-    _tile_dpbssd(2, 4, 6);
-    _tile_dpbssd(3, 5, 7);
-  } else {
-    _tile_dpbsud(2, 4, 6);
-    _tile_dpbsud(3, 5, 7);
-  }
+  MOESPLIT_AMX_DOT(2, 4, 6);
+  MOESPLIT_AMX_DOT(3, 5, 7);
+#undef MOESPLIT_AMX_DOT
   _tile_stored(0, c[0], kTile * 4);
   _tile_stored(1, c[1], kTile * 4);
   _tile_stored(2, c[2], kTile * 4);
