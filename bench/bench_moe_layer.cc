@@ -23,11 +23,16 @@
 // gate+up+down bytes once); experts = distinct active experts per iteration; GB/s = those bytes
 // / s (1e9); probe = read bandwidth (GB/s) of the probe with the same thread count, measured
 // right before and right after this benchmark's timed loop (mean of the two medians);
-// bw_frac = GB/s / probe. Why adjacent probes: on a shared VM the bandwidth drifts by 10% and
-// more within minutes (1-thread probe 16.1-18.1 GB/s over one 8-minute session), so a fraction
-// against the start-up probe (still in the context header) moved as much as the kernels did.
-// Decode layers (1 token) run every iteration on a new route set, so their loop mixes DRAM
-// streams the way decode does. Real time; default MinTime 0.5 s.
+// bw_frac = GB/s / probe; GB/s_med = the median over iterations of (that iteration's expert bytes
+// / its time), bw_frac_med = GB/s_med / probe. Why a median next to the mean: the probe is a
+// median over passes (bandwidth.h), so a host hiccup (both vCPUs stalled for 0.3-35 ms: seen in
+// per-iteration timings on the Intel VM, 2026-11-24 (k): V3 decode, 2 threads, every route set's
+// median 6.5-6.7 ms, its maximum 6.8-41 ms) lowers the mean GB/s but not the probe; the median
+// compares like with like, and the mean stays printed beside it. Why adjacent probes: on a shared
+// VM the bandwidth drifts by 10% and more within minutes (1-thread probe 16.1-18.1 GB/s over one
+// 8-minute session), so a fraction against the start-up probe (still in the context header) moved
+// as much as the kernels did. Decode layers (1 token) run every iteration on a new route set, so
+// their loop mixes DRAM streams the way decode does. Real time; default MinTime 0.5 s.
 //
 // Memory: the layer is built lazily by the first benchmark that needs it and freed when a
 // benchmark of another variant starts. MOESPLIT_BENCH_EXPERTS=N caps the experts built (routing
@@ -35,6 +40,7 @@
 // many as fit (printed). The adjacent probes' 1 GiB buffer comes out of that spare.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -86,16 +92,23 @@ void BM_MoeLayer(benchmark::State& state, Context* ctx, const Variant* v, int64_
 
   const double probe_before = MeasureReadBandwidth(threads, ProbeOptionsFromEnv()).gbps;
   int64_t iter = 0, experts_read = 0;
-  const auto t0 = std::chrono::steady_clock::now();  // the loop's wall time, as UseRealTime
+  std::vector<double> iter_gbps;  // [iterations] expert bytes of that iteration / its time
+  iter_gbps.reserve(4096);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();  // the loop's wall time, as UseRealTime
   for (auto _ : state) {
     const RouteSet& r = routes[static_cast<size_t>(iter++ % n_sets)];
+    const Clock::time_point a = Clock::now();
     engine.Forward(layer.views, hidden.data(), n_tok, r.ids.data(), r.weights.data(), v->k,
                    out.data());
+    const std::chrono::duration<double> it = Clock::now() - a;
+    iter_gbps.push_back(static_cast<double>(r.distinct) * static_cast<double>(layer.expert_bytes) /
+                        it.count() * 1e-9);
     experts_read += r.distinct;
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
-  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+  const std::chrono::duration<double> dt = Clock::now() - t0;
   const double probe =
       0.5 * (probe_before + MeasureReadBandwidth(threads, ProbeOptionsFromEnv()).gbps);
   const double bytes = static_cast<double>(experts_read) * static_cast<double>(layer.expert_bytes);
@@ -103,6 +116,12 @@ void BM_MoeLayer(benchmark::State& state, Context* ctx, const Variant* v, int64_
   state.counters["GB/s"] = bytes / dt.count() * 1e-9;
   state.counters["probe"] = probe;
   state.counters["bw_frac"] = bytes / dt.count() * 1e-9 / probe;
+  if (!iter_gbps.empty()) {
+    std::nth_element(iter_gbps.begin(), iter_gbps.begin() + iter_gbps.size() / 2, iter_gbps.end());
+    const double median = iter_gbps[iter_gbps.size() / 2];
+    state.counters["GB/s_med"] = median;
+    state.counters["bw_frac_med"] = median / probe;
+  }
   state.counters["MB/iter"] = bytes / static_cast<double>(iter) * 1e-6;
   state.counters["experts"] = static_cast<double>(experts_read) / static_cast<double>(iter);
   // Label: types the tier's kernel table lacks (the engine then takes its reference path) and
