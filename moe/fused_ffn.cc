@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "core/base/int_math.h"
 #include "core/base/status.h"
@@ -51,21 +52,12 @@ int64_t RowAlign(GgmlType act_down) {
 // ends when its last task does. Prefill (more than kGuidedMaxTokens tokens): equal tasks, ~8
 // per thread for gate/up and 4 for down (each down task re-reads every job's intermediate rows,
 // so more down tasks cost more there: guided tasks measured pp512 -2%, 109.1 / 109.2 against
-// 112.6 / 110.8 t/s on ds-v2-lite, 2 threads). Decode: guided self-scheduling, because with
-// equal tasks one thread idles up to a whole task at the barrier: task i takes remaining /
-// (2 x threads) of the work still unassigned (big tasks first: few stream starts), never less
-// than 1 / (16 x threads) of the phase (the tail tasks the threads balance on). Measured
-// (bench_moe_layer decode, 2 threads, 3 alternating rounds): V2-Lite 29.5 / 29.8 / 31.2 GB/s
-// against 29.9 / 27.7 / 27.1, V3 q4_K-q6_K within the noise (26.0 median of 7 against 26.6).
-// V2-Lite decode, 2 threads, 6 experts x 1408 rows (rows in multiples of 64):
-// 1408 x 3 (whole experts), 1088 + 320, 704 + 576 + 128, 384 + 320 + 320 + 320 + 64 (17 tasks;
-// the old plan: 18 of 576 / 576 / 256); the down phase's 2048 rows: 512, 384, 288, 224, 160,
-// 128, 96, 64 x 4 (11 tasks; the old plan: 8 x 256).
+// 112.6 / 110.8 t/s on ds-v2-lite, 2 threads). Decode runs the flow (PlanFlow): guided sizes,
+// because with equal tasks one thread idles up to a whole task at the end.
 constexpr int64_t kGuidedMaxTokens = 8;
-// Work units of the next task: `parts` equal tasks per thread, or guided.
-int64_t TaskWork(bool guided, int64_t remaining, int64_t total, int64_t n_threads, int parts) {
-  if (!guided) return std::max<int64_t>(1, total / (parts * n_threads));
-  return std::max<int64_t>({1, remaining / (2 * n_threads), total / (16 * n_threads)});
+// Work units of the next task: `parts` equal tasks per thread.
+int64_t TaskWork(int64_t total, int64_t n_threads, int parts) {
+  return std::max<int64_t>(1, total / (parts * n_threads));
 }
 
 int64_t ChunkTokens(size_t row_stride) {
@@ -131,9 +123,8 @@ void FusedFfn::Plan(std::span<const FfnJob> jobs, const float* x, int64_t n_tok)
   mid_base_ = qmatmul::AlignedStorage(&mid_, offset);
 }
 
-void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs, int64_t n_tok) {
+void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs) {
   const int64_t n_threads = pool_->size();
-  const bool guided = n_tok <= kGuidedMaxTokens;
   int64_t total = 0;  // sum of F x n: gate/up work in units of D multiply-adds
   order_.resize(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j) {
@@ -144,7 +135,6 @@ void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs, int64_t n_tok) {
   std::stable_sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) {
     return jobs[a].gate.rows * jobs[a].n > jobs[b].gate.rows * jobs[b].n;
   });
-  int64_t remaining = total;
   up_tasks_.clear();
   max_up_block_ = 0;
   size_t max_x_stride = 0;
@@ -157,13 +147,11 @@ void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs, int64_t n_tok) {
                              qmatmul::RowStride(p.x_up->type, job.up.cols)});
     const int64_t slab = RoundUp(std::max<int64_t>(1, kSlabBytes / job.gate.row_bytes), align);
     for (int64_t f0 = 0; f0 < F;) {
-      int64_t block =
-          RoundUp(CeilDiv(TaskWork(guided, remaining, total, n_threads, 8), job.n), align);
+      int64_t block = RoundUp(CeilDiv(TaskWork(total, n_threads, 8), job.n), align);
       if (job.n > ChunkTokens(p.x_gate->stride)) block = std::min(block, slab);
       const int64_t f1 = std::min(F, f0 + block);
       max_up_block_ = std::max(max_up_block_, f1 - f0);
       up_tasks_.push_back({j, f0, f1});
-      remaining -= (f1 - f0) * job.n;
       f0 = f1;
     }
   }
@@ -175,16 +163,21 @@ void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs, int64_t n_tok) {
   down_bounds_.assign(1, 0);
   int64_t down_block = 0;  // the widest down task
   for (int64_t d0 = 0; d0 < D;) {
-    const int64_t d1 = std::min(D, d0 + RoundUp(TaskWork(guided, D - d0, D, n_threads, 4), 16));
+    const int64_t d1 = std::min(D, d0 + RoundUp(TaskWork(D, n_threads, 4), 16));
     down_block = std::max(down_block, d1 - d0);
     down_bounds_.push_back(d1);
     d0 = d1;
   }
+  SizeScratch(max_up_block_, down_block, max_x_stride);
+}
+
+void FusedFfn::SizeScratch(int64_t max_up_block, int64_t down_block, size_t max_x_stride) {
   // Per-worker scratch: two gathered chunks (gate / up activation types), and either gate + up
   // partials [chunk x block] or the down partials [chunk x down_block].
+  const int n_threads = pool_->size();
   const size_t bytes = 2 * static_cast<size_t>(up_chunk_) * max_x_stride;
   const size_t floats =
-      static_cast<size_t>(std::max(2 * up_chunk_ * max_up_block_, down_chunk_ * down_block));
+      static_cast<size_t>(std::max(2 * up_chunk_ * max_up_block, down_chunk_ * down_block));
   worker_bytes_.resize(static_cast<size_t>(n_threads));
   worker_f32_.resize(static_cast<size_t>(n_threads));
   for (int w = 0; w < n_threads; ++w) {
@@ -255,10 +248,169 @@ void FusedFfn::RunDownTask(std::span<const FfnJob> jobs, int64_t n_tok, int64_t 
   }
 }
 
+// The flow's task list (decode). Work is counted in weight bytes (decode reads every byte once;
+// <= 8 tokens add little compute): a gate/up row costs gate + up row bytes, a down row its down
+// row bytes. Guided sizes: a task takes remaining / (2 x threads) of the bytes still
+// unassigned (big tasks first: few stream starts), never less than total / (kFlowTailParts x
+// threads), so the list ends on small down tasks the threads balance on. V3 decode, 2 threads
+// (8 experts x 24.8 MB of Q4_K): tails of 203.7 MB / 128 = 1.6 MB, ~100 us at 16 GB/s per
+// thread. Why no barrier: with the two phases each thread idled ~60-90 us per phase in a
+// typical V3 iteration (the second thread wakes ~20-35 us late, the last tasks end apart),
+// ~2% of 2 x 6.6 ms. Measured against the two-phase build (bench_moe_layer
+// v3/.*/repacked/decode/threads:2, GB/s_med, 3 alternating rounds, 2026-11-24 (k)): q4_K-q6_K
+// 29.9 / 31.1 / 31.4 against 29.7 / 30.3 / 30.2, q4_K-q4_K 30.9 / 31.9 / 32.1 against
+// 31.0 / 31.1 / 31.9; 1 thread unchanged within the noise.
+constexpr int64_t kFlowTailParts = 64;
+
+void FusedFfn::PlanFlow(std::span<const FfnJob> jobs) {
+  const int64_t n_threads = pool_->size(), D = jobs[0].down.rows;
+  order_.resize(jobs.size());
+  int64_t total = 0;  // weight bytes of every task
+  size_t max_x_stride = 0, max_mid_stride = 0, out_floats = 0;
+  job_out_offset_.resize(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const FfnJob& job = jobs[j];
+    const JobPlan& p = plans_[j];
+    total += job.gate.rows * (job.gate.row_bytes + job.up.row_bytes) + D * job.down.row_bytes;
+    order_[j] = static_cast<int32_t>(j);
+    max_x_stride = std::max({max_x_stride, p.x_gate->stride, p.x_up->stride,
+                             qmatmul::RowStride(p.x_gate->type, job.gate.cols),
+                             qmatmul::RowStride(p.x_up->type, job.up.cols)});
+    max_mid_stride = std::max(max_mid_stride, p.mid_stride);
+    job_out_offset_[j] = out_floats;
+    out_floats += static_cast<size_t>(job.n * D);
+  }
+  std::stable_sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) {
+    return jobs[a].gate.rows * jobs[a].n > jobs[b].gate.rows * jobs[b].n;
+  });
+  up_chunk_ = ChunkTokens(max_x_stride);
+  down_chunk_ = ChunkTokens(max_mid_stride);
+  if (job_out_.size() < out_floats) job_out_.resize(out_floats);
+  if (up_left_capacity_ < jobs.size()) {
+    up_left_ = std::make_unique<std::atomic<int32_t>[]>(jobs.size());
+    up_left_capacity_ = jobs.size();
+  }
+  for (size_t j = 0; j < jobs.size(); ++j) up_left_[j].store(0, std::memory_order_relaxed);
+
+  int64_t remaining = total;
+  const int64_t tail = std::max<int64_t>(1, total / (kFlowTailParts * n_threads));
+  flow_.clear();
+  max_up_block_ = 0;
+  // A job's tasks: gate/up rows [0, F) or down rows [0, D), guided sizes; on_task(bytes) after
+  // each.
+  auto segment = [&](int32_t j, bool down, auto&& on_task) {
+    const FfnJob& job = jobs[static_cast<size_t>(j)];
+    const JobPlan& p = plans_[static_cast<size_t>(j)];
+    const int64_t rows = down ? D : job.gate.rows;
+    const int64_t cost = down ? job.down.row_bytes : job.gate.row_bytes + job.up.row_bytes;
+    const int64_t align = down ? 16 : RowAlign(p.act_down);
+    for (int64_t r0 = 0; r0 < rows;) {
+      const int64_t want = std::max(remaining / (2 * n_threads), tail);
+      const int64_t r1 = std::min(rows, r0 + RoundUp(CeilDiv(want, cost), align));
+      flow_.push_back({j, down, r0, r1});
+      if (!down) {
+        max_up_block_ = std::max(max_up_block_, r1 - r0);
+        up_left_[static_cast<size_t>(j)].fetch_add(1, std::memory_order_relaxed);
+      }
+      remaining -= (r1 - r0) * cost;
+      on_task((r1 - r0) * cost);
+      r0 = r1;
+    }
+  };
+  // A job's down tasks are queued once the gate/up tasks queued after its own add up to (threads
+  // - 1) x its biggest gate/up task: by the time a thread claims them, the other threads are
+  // past that job's gate/up tasks, however uneven the jobs (V2-Lite's shared expert is twice a
+  // routed one). Queued simply one job later instead, ds-v2-lite tg64 (2 threads, 3 alternating
+  // rounds) ran 16.74 / 16.70 / 16.97 t/s against the two-phase build's 16.96 / 17.39 / 16.96;
+  // with this rule 17.34 / 17.46 / 17.17.
+  struct Pending {
+    int32_t job;
+    int64_t need, seen;  // bytes
+  };
+  std::vector<Pending> pending;  // jobs whose down tasks are not queued yet, in job order
+  auto queue_ready = [&] {
+    while (!pending.empty() && pending.front().seen >= pending.front().need) {
+      segment(pending.front().job, true, [](int64_t) {});
+      pending.erase(pending.begin());
+    }
+  };
+  for (int32_t j : order_) {
+    int64_t biggest = 0;
+    segment(j, false, [&](int64_t bytes) {
+      biggest = std::max(biggest, bytes);
+      for (Pending& p : pending) p.seen += bytes;
+      queue_ready();
+    });
+    pending.push_back({j, (n_threads - 1) * biggest, 0});
+    queue_ready();
+  }
+  for (const Pending& p : pending) segment(p.job, true, [](int64_t) {});
+  SizeScratch(max_up_block_, 0, max_x_stride);
+}
+
+void FusedFfn::RunFlowTask(std::span<const FfnJob> jobs, const FlowTask& t, int worker) {
+  const size_t j = static_cast<size_t>(t.job);
+  const FfnJob& job = jobs[j];
+  const JobPlan& plan = plans_[j];
+  if (!t.down) {
+    RunUpTask(job, plan, t.r0, t.r1, worker);
+    up_left_[j].fetch_sub(1, std::memory_order_release);  // the intermediate rows are written
+    return;
+  }
+  // The job's gate/up tasks were claimed before this one (list order), each by a thread that
+  // runs it at once: wait for the last of them.
+  for (int spins = 0; up_left_[j].load(std::memory_order_acquire) != 0; ++spins) {
+    if ((spins & 63) == 63) std::this_thread::yield();
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  const int64_t D = job.down.rows;
+  float* y = job_out_.data() + job_out_offset_[j];  // [n x D]
+  for (int64_t i0 = 0; i0 < job.n; i0 += down_chunk_) {
+    QuantizedRows mid;  // the job's intermediate rows i0 .. i0+nt
+    mid.type = plan.act_down;
+    mid.cols = job.down.cols;
+    mid.n_tok = std::min(down_chunk_, job.n - i0);
+    mid.stride = plan.mid_stride;
+    mid.data = mid_base_ + plan.mid_offset + i0 * plan.mid_stride;
+    qmatmul::MatMulRows(*kernels_, job.down, mid, y + i0 * D, D, t.r0, t.r1);
+  }
+}
+
+void FusedFfn::RunFlow(std::span<const FfnJob> jobs, int64_t n_tok, float* out) {
+  const int64_t n_tasks = static_cast<int64_t>(flow_.size());
+  next_flow_.store(0, std::memory_order_relaxed);
+  // One claimer per worker; each claims list entries in order until none is left.
+  pool_->ParallelFor(pool_->size(), [&](int64_t, int worker) {
+    for (int64_t i = next_flow_.fetch_add(1); i < n_tasks; i = next_flow_.fetch_add(1)) {
+      RunFlowTask(jobs, flow_[static_cast<size_t>(i)], worker);
+    }
+  });
+  // Combine in job order: out[t] = sum over jobs j, slots i of token t of w * y_j[i].
+  const int64_t D = jobs[0].down.rows;
+  std::fill(out, out + n_tok * D, 0.0f);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const FfnJob& job = jobs[j];
+    for (int64_t i = 0; i < job.n; ++i) {
+      const int64_t t = job.tokens == nullptr ? i : job.tokens[i];
+      const float w = job.weights == nullptr ? 1.0f : job.weights[i];
+      const float* y = job_out_.data() + job_out_offset_[j] + i * D;
+      float* o = out + t * D;
+      for (int64_t d = 0; d < D; ++d) o[d] += w * y[d];
+    }
+  }
+}
+
 void FusedFfn::Run(std::span<const FfnJob> jobs, const float* x, int64_t n_tok, float* out) {
   if (jobs.empty()) return;
   Plan(jobs, x, n_tok);
-  PlanUpTasks(jobs, n_tok);
+  if (n_tok <= kGuidedMaxTokens) {
+    PlanFlow(jobs);
+    RunFlow(jobs, n_tok, out);
+    return;
+  }
+  PlanUpTasks(jobs);
   pool_->ParallelFor(static_cast<int64_t>(up_tasks_.size()), [&](int64_t i, int worker) {
     const UpTask& t = up_tasks_[static_cast<size_t>(i)];
     RunUpTask(jobs[static_cast<size_t>(t.job)], plans_[static_cast<size_t>(t.job)], t.f0, t.f1,

@@ -5,7 +5,7 @@
 //   out[t] = sum over jobs j, slots i with tokens_j[i] == t of
 //            weights_j[i] * W_down_j (silu(W_gate_j x[t]) * (W_up_j x[t]))
 //
-// in exactly two ParallelFor phases (one barrier between them):
+// Prefill (more than 8 tokens) runs in exactly two ParallelFor phases (one barrier between them):
 //   1. gate/up: tasks = (job, block of F rows). A task computes gate and up for its rows and
 //      all the job's tokens (token chunks gathered from x quantized once per activation type),
 //      applies SiLU(gate) * up, and quantizes its own slice of every token's intermediate row
@@ -17,10 +17,20 @@
 // Row blocks are sized from each job's work (F x n_tok x D) so that every thread gets >= 4
 // tasks whether that is decode (1 token x k experts) or prefill (hundreds of tokens spread
 // unevenly over the experts); jobs with no tokens are simply absent.
+// Decode (<= 8 tokens) runs without a barrier, in one ParallelFor ("flow", RunFlow): one task
+// list of gate/up tasks and per-job down tasks [d0, d1) that write the job's own output rows,
+// the down tasks of job j queued after the gate/up tasks of the job after j; a down task waits
+// (spins) until its job's gate/up tasks are done, which they almost always are by then. Tasks
+// are claimed in list order from FusedFfn's own counter, so a wait is only ever for a task
+// another thread is running (any Executor, even one that runs its tasks serially, completes).
+// The combine then sums the jobs' rows into out in job order: the same float operations, in
+// the same order, as the two-phase path's down tasks.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -63,14 +73,23 @@ class FusedFfn {
     int32_t job;
     int64_t f0, f1;  // rows [f0, f1) of gate / up
   };
+  struct FlowTask {
+    int32_t job;
+    bool down;  // false: gate/up rows [r0, r1); true: down rows [r0, r1)
+    int64_t r0, r1;
+  };
 
   const qmatmul::QuantizedRows* InputRows(GgmlType act_type, const float* x, int64_t n_tok,
                                           int64_t D);
   void Plan(std::span<const FfnJob> jobs, const float* x, int64_t n_tok);
-  void PlanUpTasks(std::span<const FfnJob> jobs, int64_t n_tok);
+  void PlanUpTasks(std::span<const FfnJob> jobs);
   void RunUpTask(const FfnJob& job, const JobPlan& plan, int64_t f0, int64_t f1, int worker);
   void RunDownTask(std::span<const FfnJob> jobs, int64_t n_tok, int64_t d0, int64_t d1, float* out,
                    int worker);
+  void SizeScratch(int64_t max_up_block, int64_t down_block, size_t max_x_stride);
+  void PlanFlow(std::span<const FfnJob> jobs);
+  void RunFlow(std::span<const FfnJob> jobs, int64_t n_tok, float* out);
+  void RunFlowTask(std::span<const FfnJob> jobs, const FlowTask& t, int worker);
 
   numa::Executor* pool_;
   const gemv::GemvKernels* kernels_;
@@ -87,6 +106,13 @@ class FusedFfn {
   std::vector<int64_t> down_bounds_;  // [down tasks + 1] output row bounds, biggest task first
   std::vector<std::vector<uint8_t>> worker_bytes_;  // [threads] gathered activation chunks
   std::vector<std::vector<float>> worker_f32_;      // [threads] gate / up / down partials
+  // Flow (decode) only.
+  std::vector<FlowTask> flow_;          // the one task list, in claim order
+  std::vector<float> job_out_;          // per job [n x D] its weighted-sum-free down rows
+  std::vector<size_t> job_out_offset_;  // [jobs] floats from job_out_ to the job's row 0
+  std::unique_ptr<std::atomic<int32_t>[]> up_left_;  // [jobs] gate/up tasks not yet done
+  size_t up_left_capacity_ = 0;
+  std::atomic<int64_t> next_flow_{0};  // the next flow_ index to claim
 };
 
 }  // namespace moesplit::moe
