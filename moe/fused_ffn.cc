@@ -220,6 +220,16 @@ void FusedFfn::RunUpTask(const FfnJob& job, const JobPlan& plan, int64_t f0, int
   }
 }
 
+QuantizedRows FusedFfn::MidRows(const FfnJob& job, const JobPlan& plan, int64_t i0) const {
+  QuantizedRows mid;  // the job's intermediate rows i0 .. i0 + n_tok
+  mid.type = plan.act_down;
+  mid.cols = job.down.cols;
+  mid.n_tok = std::min(down_chunk_, job.n - i0);
+  mid.stride = plan.mid_stride;
+  mid.data = mid_base_ + plan.mid_offset + i0 * plan.mid_stride;
+  return mid;
+}
+
 void FusedFfn::RunDownTask(std::span<const FfnJob> jobs, int64_t n_tok, int64_t d0, int64_t d1,
                            float* out, int worker) {
   const int64_t D = jobs[0].down.rows, nd = d1 - d0;
@@ -230,12 +240,7 @@ void FusedFfn::RunDownTask(std::span<const FfnJob> jobs, int64_t n_tok, int64_t 
     const JobPlan& plan = plans_[j];
     const matmul::WeightMatrix down = job.down.Rows(d0, nd);
     for (int64_t i0 = 0; i0 < job.n; i0 += down_chunk_) {
-      QuantizedRows mid;  // the job's intermediate rows i0 .. i0+nt
-      mid.type = plan.act_down;
-      mid.cols = job.down.cols;
-      mid.n_tok = std::min(down_chunk_, job.n - i0);
-      mid.stride = plan.mid_stride;
-      mid.data = mid_base_ + plan.mid_offset + i0 * plan.mid_stride;
+      const QuantizedRows mid = MidRows(job, plan, i0);
       qmatmul::MatMulRows(*kernels_, down, mid, part, nd, 0, nd);
       for (int64_t i = 0; i < mid.n_tok; ++i) {
         const int64_t t = job.tokens == nullptr ? i0 + i : job.tokens[i0 + i];
@@ -368,13 +373,7 @@ void FusedFfn::RunFlowTask(std::span<const FfnJob> jobs, const FlowTask& t, int 
   const int64_t D = job.down.rows;
   float* y = job_out_.data() + job_out_offset_[j];  // [n x D]
   for (int64_t i0 = 0; i0 < job.n; i0 += down_chunk_) {
-    QuantizedRows mid;  // the job's intermediate rows i0 .. i0+nt
-    mid.type = plan.act_down;
-    mid.cols = job.down.cols;
-    mid.n_tok = std::min(down_chunk_, job.n - i0);
-    mid.stride = plan.mid_stride;
-    mid.data = mid_base_ + plan.mid_offset + i0 * plan.mid_stride;
-    qmatmul::MatMulRows(*kernels_, job.down, mid, y + i0 * D, D, t.r0, t.r1);
+    qmatmul::MatMulRows(*kernels_, job.down, MidRows(job, plan, i0), y + i0 * D, D, t.r0, t.r1);
   }
 }
 

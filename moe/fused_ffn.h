@@ -84,6 +84,8 @@ class FusedFfn {
   void Plan(std::span<const FfnJob> jobs, const float* x, int64_t n_tok);
   void PlanUpTasks(std::span<const FfnJob> jobs);
   void RunUpTask(const FfnJob& job, const JobPlan& plan, int64_t f0, int64_t f1, int worker);
+  // The job's intermediate rows i0 .. i0 + min(down_chunk_, n - i0) as the down activation.
+  qmatmul::QuantizedRows MidRows(const FfnJob& job, const JobPlan& plan, int64_t i0) const;
   void RunDownTask(std::span<const FfnJob> jobs, int64_t n_tok, int64_t d0, int64_t d1, float* out,
                    int worker);
   void SizeScratch(int64_t max_up_block, int64_t down_block, size_t max_x_stride);
