@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 #include "core/base/int_math.h"
 #include "core/base/status.h"
@@ -261,10 +260,10 @@ void FusedFfn::RunDownTask(std::span<const FfnJob> jobs, int64_t n_tok, int64_t 
 // (8 experts x 24.8 MB of Q4_K): tails of 203.7 MB / 128 = 1.6 MB, ~100 us at 16 GB/s per
 // thread. Why no barrier: with the two phases each thread idled ~60-90 us per phase in a
 // typical V3 iteration (the second thread wakes ~20-35 us late, the last tasks end apart),
-// ~2% of 2 x 6.6 ms. Measured against the two-phase build (bench_moe_layer
+// ~2% of 2 x 6.6 ms; in the flow ~1.3%. Measured against the two-phase build (bench_moe_layer
 // v3/.*/repacked/decode/threads:2, GB/s_med, 3 alternating rounds, 2026-11-24 (k)): q4_K-q6_K
-// 29.9 / 31.1 / 31.4 against 29.7 / 30.3 / 30.2, q4_K-q4_K 30.9 / 31.9 / 32.1 against
-// 31.0 / 31.1 / 31.9; 1 thread unchanged within the noise.
+// 31.1 / 31.7 / 31.4 against 30.9 / 30.0 / 30.8, q4_K-q4_K 31.4 / 32.2 / 31.9 against
+// 32.0 / 31.2 / 31.8; 1 thread unchanged within the noise.
 constexpr int64_t kFlowTailParts = 64;
 
 void FusedFfn::PlanFlow(std::span<const FfnJob> jobs) {
@@ -364,12 +363,7 @@ void FusedFfn::RunFlowTask(std::span<const FfnJob> jobs, const FlowTask& t, int 
   }
   // The job's gate/up tasks were claimed before this one (list order), each by a thread that
   // runs it at once: wait for the last of them.
-  for (int spins = 0; up_left_[j].load(std::memory_order_acquire) != 0; ++spins) {
-    if ((spins & 63) == 63) std::this_thread::yield();
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
+  for (int spins = 0; up_left_[j].load(std::memory_order_acquire) != 0;) numa::CpuRelax(spins++);
   const int64_t D = job.down.rows;
   float* y = job_out_.data() + job_out_offset_[j];  // [n x D]
   for (int64_t i0 = 0; i0 < job.n; i0 += down_chunk_) {

@@ -15,12 +15,12 @@
 //      for every token t, zeroes it, and adds every job's weighted down rows into it in job
 //      order: no races, and the result does not depend on the thread count.
 // Row blocks are sized from each job's work (F x n_tok x D) so that every thread gets >= 4
-// tasks whether that is decode (1 token x k experts) or prefill (hundreds of tokens spread
-// unevenly over the experts); jobs with no tokens are simply absent.
+// tasks however unevenly hundreds of tokens spread over the experts; jobs with no tokens are
+// simply absent.
 // Decode (<= 8 tokens) runs without a barrier, in one ParallelFor ("flow", RunFlow): one task
 // list of gate/up tasks and per-job down tasks [d0, d1) that write the job's own output rows,
-// the down tasks of job j queued after the gate/up tasks of the job after j; a down task waits
-// (spins) until its job's gate/up tasks are done, which they almost always are by then. Tasks
+// a job's down tasks queued once enough gate/up work follows its own (PlanFlow); a down task
+// waits (spins) until its job's gate/up tasks are done, which they almost always are by then. Tasks
 // are claimed in list order from FusedFfn's own counter, so a wait is only ever for a task
 // another thread is running (any Executor, even one that runs its tasks serially, completes).
 // The combine then sums the jobs' rows into out in job order: the same float operations, in

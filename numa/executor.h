@@ -6,8 +6,21 @@
 
 #include <cstdint>
 #include <functional>
+#include <thread>
 
 namespace moesplit::numa {
+
+// One iteration of a spin-wait on another thread: a pause (~10-50 ns); every 16th iteration
+// yields instead, so that on an oversubscribed machine the thread waited for gets to run.
+inline void CpuRelax(int i) {
+  if ((i & 15) == 15) {
+    std::this_thread::yield();
+    return;
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 
 class Executor {
  public:

@@ -7,20 +7,9 @@
 namespace moesplit::numa {
 
 namespace {
-// Polls before sleeping. One iteration is a pause (~10-50 ns); every 16th yields so that on an
-// oversubscribed machine a spinning thread lets the thread it waits for run. ~2000 iterations
-// (~50-100 us) bridge the gap between two matmuls of a decode step.
+// Polls before sleeping (CpuRelax, executor.h). ~2000 iterations (~50-100 us) bridge the gap
+// between two matmuls of a decode step.
 constexpr int kSpinIterations = 2000;
-
-inline void CpuRelax(int i) {
-  if ((i & 15) == 15) {
-    std::this_thread::yield();
-    return;
-  }
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 constexpr uint64_t kIndexMask = (uint64_t{1} << 40) - 1;
 // In job_ only: bit 39 marks a broadcast (RunOnEachWorker), bits 0-38 hold n_tasks, so a
