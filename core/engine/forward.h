@@ -54,6 +54,7 @@ struct Workspace {
   std::vector<float> mla_wvb;  // [G x v x L] W_vb of each head, f32
   std::vector<float> mla_k;    // [G x ctx x (nope+R)] expanded keys [W_kb c_s, k_pe_s]
   std::vector<float> mla_vt;   // [G x v x ctx] expanded values, transposed
+  std::vector<float> gqa_vt;   // [Hk x v x ctx] GQA prefill: cached values, transposed
   std::array<qmatmul::QuantizedRows, 3> rows;  // an input in F32 / Q8_K / Q8_0 (Project)
   std::vector<WorkerScratch> workers;          // [threads]
 };
@@ -125,7 +126,14 @@ void FeedForward(const ForwardContext& ctx, int64_t il, const float* h, int64_t 
 // logits[n_out x V] = output(output_norm(x[rows]))   for the last n_out rows of x[T x D].
 void Logits(const ForwardContext& ctx, const float* x, int64_t n_tok, int64_t n_out, float* logits);
 
-// Causal softmax attention of one query against cached rows 0..n_ctx-1 (GQA's core):
+// n f32 rows of `cols` values, `stride` floats apart, as activation rows for qmatmul.
+qmatmul::QuantizedRows F32Rows(const float* x, int64_t n, int64_t cols, int64_t stride);
+
+// rows x cols f32 values, row r at data + r * stride floats, as a weight matrix.
+matmul::WeightMatrix F32Matrix(const float* data, int64_t rows, int64_t cols, int64_t stride);
+
+// Causal softmax attention of one query against cached rows 0..n_ctx-1 (GQA's core for decode
+// and batches under 32 tokens; longer prompts take forward_gqa.cc's batched core):
 // scores[s] = scale * (dot(q_a, ka_s) + dot(q_b, kb_s)); p = softmax(scores) by `softmax` (the
 // tier's GemvKernels::scaled_softmax, as in both MLA forms: 4096 positions x 32 heads = 131k
 // exps per layer and token); out[0..n_out) = sum_s p_s * v_s. ka_s = k_rows + s*k_stride (width

@@ -65,6 +65,19 @@ void Embed(const ForwardContext& ctx, const int32_t* tokens, int64_t n_tok, floa
   });
 }
 
+qmatmul::QuantizedRows F32Rows(const float* x, int64_t n, int64_t cols, int64_t stride) {
+  qmatmul::QuantizedRows r;
+  r.n_tok = n;
+  r.cols = cols;
+  r.stride = static_cast<size_t>(stride) * sizeof(float);
+  r.data = x;
+  return r;
+}
+
+matmul::WeightMatrix F32Matrix(const float* data, int64_t rows, int64_t cols, int64_t stride) {
+  return {GgmlType::kF32, data, cols, rows, stride * static_cast<int64_t>(sizeof(float))};
+}
+
 void AttendOne(const float* q_a, int64_t na, const float* q_b, int64_t nb, const float* k_rows,
                int64_t k_stride, int64_t kb_offset, const float* v_rows, int64_t v_stride,
                int64_t n_out, int64_t n_ctx, float scale, gemv::ScaledSoftmaxFn softmax,

@@ -102,21 +102,6 @@ void AbsorbQ(const ForwardContext& ctx, const HeadMaps& m, const float* q_nope, 
   qmatmul::MatMulRows(ctx.kernels, m.k, s.rows, q_abs, ldy, 0, L);
 }
 
-// n f32 rows of `cols` values, `stride` floats apart, as activation rows for qmatmul.
-qmatmul::QuantizedRows F32Rows(const float* x, int64_t n, int64_t cols, int64_t stride) {
-  qmatmul::QuantizedRows r;
-  r.n_tok = n;
-  r.cols = cols;
-  r.stride = static_cast<size_t>(stride) * sizeof(float);
-  r.data = x;
-  return r;
-}
-
-// rows x cols f32 values, row r at data + r * stride floats, as a weight matrix.
-matmul::WeightMatrix F32Matrix(const float* data, int64_t rows, int64_t cols, int64_t stride) {
-  return {GgmlType::kF32, data, cols, rows, stride * static_cast<int64_t>(sizeof(float))};
-}
-
 // Latent cache of one layer for positions [0, n_ctx): rows [n_ctx x (L+R)] and c transposed.
 struct LatentCache {
   const float* rows;  // [n_ctx x W]
