@@ -8,36 +8,22 @@
 
 #include <cmath>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include "core/engine/forward.h"
 #include "cpu_kernels/cpu_features.h"
 #include "moe/expert_store.h"
 #include "moe/grouped_experts.h"
+#include "tests/core/engine/f32_view.h"
+#include "tests/cpu_kernels/kquant_test_util.h"
 
 namespace moesplit::engine {
 namespace {
 
 constexpr int64_t D = 32, H = 4, Hk = 2, HD = 8;
 
-TensorView View(const std::vector<float>& v, std::array<int64_t, 4> ne, int n_dims) {
-  TensorView t;
-  t.type = GgmlType::kF32;
-  t.n_dims = n_dims;
-  t.ne = ne;
-  t.data = v.data();
-  t.nbytes = v.size() * 4;
-  return t;
-}
-
-std::vector<float> Random(int64_t n, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using gemv::kquant_testing::RandomRow;
+using testing::F32View;
 
 ModelConfig Config() {
   ModelConfig c;
@@ -63,18 +49,18 @@ class GqaTest : public ::testing::TestWithParam<cpu::IsaTier> {
 std::vector<float> Attend(cpu::IsaTier tier, const std::vector<float>& hs, int64_t first, int64_t n,
                           int64_t batch) {
   const ModelConfig c = Config();
-  static const std::vector<float> wq = Random(H * HD * D, 1, 0.4f),
-                                  wk = Random(Hk * HD * D, 2, 0.4f),
-                                  wv = Random(Hk * HD * D, 3, 0.4f),
-                                  wo = Random(D * H * HD, 4, 0.4f), qn = Random(HD, 5, 1.0f),
-                                  kn = Random(HD, 6, 1.0f);
+  static const std::vector<float> wq = RandomRow(H * HD * D, 1, 0.4f),
+                                  wk = RandomRow(Hk * HD * D, 2, 0.4f),
+                                  wv = RandomRow(Hk * HD * D, 3, 0.4f),
+                                  wo = RandomRow(D * H * HD, 4, 0.4f), qn = RandomRow(HD, 5, 1.0f),
+                                  kn = RandomRow(HD, 6, 1.0f);
   LayerWeights l;
-  l.attn_q = View(wq, {D, H * HD, 1, 1}, 2);
-  l.attn_k = View(wk, {D, Hk * HD, 1, 1}, 2);
-  l.attn_v = View(wv, {D, Hk * HD, 1, 1}, 2);
-  l.attn_output = View(wo, {H * HD, D, 1, 1}, 2);
-  l.attn_q_norm = View(qn, {HD, 1, 1, 1}, 1);
-  l.attn_k_norm = View(kn, {HD, 1, 1, 1}, 1);
+  l.attn_q = F32View(wq, {D, H * HD, 1, 1}, 2);
+  l.attn_k = F32View(wk, {D, Hk * HD, 1, 1}, 2);
+  l.attn_v = F32View(wv, {D, Hk * HD, 1, 1}, 2);
+  l.attn_output = F32View(wo, {H * HD, D, 1, 1}, 2);
+  l.attn_q_norm = F32View(qn, {HD, 1, 1, 1}, 1);
+  l.attn_k_norm = F32View(kn, {HD, 1, 1, 1}, 1);
   ModelWeights mw;
   mw.layers.push_back(l);
   numa::ThreadPool pool(3);
@@ -98,7 +84,7 @@ std::vector<float> Attend(cpu::IsaTier tier, const std::vector<float>& hs, int64
 }
 
 TEST_P(GqaTest, BatchedCoreMatchesOneTokenAtATime) {
-  const std::vector<float> hs = Random(48 * D, 7, 1.0f);
+  const std::vector<float> hs = RandomRow(48 * D, 7, 1.0f);
   for (int64_t first : {0, 8}) {
     const std::vector<float> batched = Attend(GetParam(), hs, first, 40, 40);  // >= 32: batched
     const std::vector<float> small = Attend(GetParam(), hs, first, 40, 8);     // AttendOne

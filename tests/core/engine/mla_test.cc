@@ -13,6 +13,7 @@
 #include "core/engine/forward.h"
 #include "moe/expert_store.h"
 #include "moe/grouped_experts.h"
+#include "tests/core/engine/f32_view.h"
 
 namespace moesplit::engine {
 namespace {
@@ -59,15 +60,7 @@ Weights MakeWeights(int64_t Q, uint32_t seed) {
   return w;
 }
 
-TensorView View(const std::vector<float>& v, std::array<int64_t, 4> ne, int n_dims) {
-  TensorView t;
-  t.type = GgmlType::kF32;
-  t.n_dims = n_dims;
-  t.ne = ne;
-  t.data = v.data();
-  t.nbytes = v.size() * 4;
-  return t;
-}
+using testing::F32View;
 
 ModelConfig Config(int64_t Q, bool split) {
   ModelConfig c;
@@ -88,21 +81,21 @@ LayerWeights Layer(const Weights& w, const ModelConfig& c) {
   LayerWeights l;
   const int64_t qw = H * (NOPE + R);
   if (w.Q > 0) {
-    l.attn_q_a = View(w.q_a, {D, w.Q, 1, 1}, 2);
-    l.attn_q_a_norm = View(w.q_a_norm, {w.Q, 1, 1, 1}, 1);
-    l.attn_q_b = View(w.q_b, {w.Q, qw, 1, 1}, 2);
+    l.attn_q_a = F32View(w.q_a, {D, w.Q, 1, 1}, 2);
+    l.attn_q_a_norm = F32View(w.q_a_norm, {w.Q, 1, 1, 1}, 1);
+    l.attn_q_b = F32View(w.q_b, {w.Q, qw, 1, 1}, 2);
   } else {
-    l.attn_q = View(w.q, {D, qw, 1, 1}, 2);
+    l.attn_q = F32View(w.q, {D, qw, 1, 1}, 2);
   }
-  l.attn_kv_a_mqa = View(w.kv_a, {D, L + R, 1, 1}, 2);
-  l.attn_kv_a_norm = View(w.kv_a_norm, {L, 1, 1, 1}, 1);
+  l.attn_kv_a_mqa = F32View(w.kv_a, {D, L + R, 1, 1}, 2);
+  l.attn_kv_a_norm = F32View(w.kv_a_norm, {L, 1, 1, 1}, 1);
   if (c.mla_split) {
-    l.attn_k_b = View(w.k_b, {NOPE, L, H, 1}, 3);
-    l.attn_v_b = View(w.v_b, {L, V, H, 1}, 3);
+    l.attn_k_b = F32View(w.k_b, {NOPE, L, H, 1}, 3);
+    l.attn_v_b = F32View(w.v_b, {L, V, H, 1}, 3);
   } else {
-    l.attn_kv_b = View(w.kv_b, {L, H * (NOPE + V), 1, 1}, 2);
+    l.attn_kv_b = F32View(w.kv_b, {L, H * (NOPE + V), 1, 1}, 2);
   }
-  l.attn_output = View(w.out, {H * V, D, 1, 1}, 2);
+  l.attn_output = F32View(w.out, {H * V, D, 1, 1}, 2);
   return l;
 }
 
