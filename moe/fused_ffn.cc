@@ -113,6 +113,9 @@ void FusedFfn::Plan(std::span<const FfnJob> jobs, const float* x, int64_t n_tok)
     JobPlan& p = plans_[j];
     p.x_gate = InputRows(qmatmul::ActTypeFor(*kernels_, job.gate.type), x, n_tok, D);
     p.x_up = InputRows(qmatmul::ActTypeFor(*kernels_, job.up.type), x, n_tok, D);
+    p.x_stride = std::max({p.x_gate->stride, p.x_up->stride,
+                           qmatmul::RowStride(p.x_gate->type, job.gate.cols),
+                           qmatmul::RowStride(p.x_up->type, job.up.cols)});
     p.act_down = qmatmul::ActTypeFor(*kernels_, job.down.type);
     MOESPLIT_CHECK(F % GetTypeTraits(p.act_down).block_size == 0, "F ", F);
     p.mid_stride = qmatmul::RowStride(p.act_down, F);
@@ -122,18 +125,20 @@ void FusedFfn::Plan(std::span<const FfnJob> jobs, const float* x, int64_t n_tok)
   mid_base_ = qmatmul::AlignedStorage(&mid_, offset);
 }
 
-void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs) {
-  const int64_t n_threads = pool_->size();
-  int64_t total = 0;  // sum of F x n: gate/up work in units of D multiply-adds
+void FusedFfn::OrderJobs(std::span<const FfnJob> jobs) {
   order_.resize(jobs.size());
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    total += jobs[j].gate.rows * jobs[j].n;
-    order_[j] = static_cast<int32_t>(j);
-  }
+  for (size_t j = 0; j < jobs.size(); ++j) order_[j] = static_cast<int32_t>(j);
   // Biggest jobs first: the dynamic task queue then ends on small tasks (list scheduling).
   std::stable_sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) {
     return jobs[a].gate.rows * jobs[a].n > jobs[b].gate.rows * jobs[b].n;
   });
+}
+
+void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs) {
+  const int64_t n_threads = pool_->size();
+  int64_t total = 0;  // sum of F x n: gate/up work in units of D multiply-adds
+  for (const FfnJob& job : jobs) total += job.gate.rows * job.n;
+  OrderJobs(jobs);
   up_tasks_.clear();
   max_up_block_ = 0;
   size_t max_x_stride = 0;
@@ -141,9 +146,7 @@ void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs) {
     const FfnJob& job = jobs[static_cast<size_t>(j)];
     const JobPlan& p = plans_[static_cast<size_t>(j)];
     const int64_t F = job.gate.rows, align = RowAlign(p.act_down);
-    max_x_stride = std::max({max_x_stride, p.x_gate->stride, p.x_up->stride,
-                             qmatmul::RowStride(p.x_gate->type, job.gate.cols),
-                             qmatmul::RowStride(p.x_up->type, job.up.cols)});
+    max_x_stride = std::max(max_x_stride, p.x_stride);
     const int64_t slab = RoundUp(std::max<int64_t>(1, kSlabBytes / job.gate.row_bytes), align);
     for (int64_t f0 = 0; f0 < F;) {
       int64_t block = RoundUp(CeilDiv(TaskWork(total, n_threads, 8), job.n), align);
@@ -268,7 +271,6 @@ constexpr int64_t kFlowTailParts = 64;
 
 void FusedFfn::PlanFlow(std::span<const FfnJob> jobs) {
   const int64_t n_threads = pool_->size(), D = jobs[0].down.rows;
-  order_.resize(jobs.size());
   int64_t total = 0;  // weight bytes of every task
   size_t max_x_stride = 0, max_mid_stride = 0, out_floats = 0;
   job_out_offset_.resize(jobs.size());
@@ -276,17 +278,12 @@ void FusedFfn::PlanFlow(std::span<const FfnJob> jobs) {
     const FfnJob& job = jobs[j];
     const JobPlan& p = plans_[j];
     total += job.gate.rows * (job.gate.row_bytes + job.up.row_bytes) + D * job.down.row_bytes;
-    order_[j] = static_cast<int32_t>(j);
-    max_x_stride = std::max({max_x_stride, p.x_gate->stride, p.x_up->stride,
-                             qmatmul::RowStride(p.x_gate->type, job.gate.cols),
-                             qmatmul::RowStride(p.x_up->type, job.up.cols)});
+    max_x_stride = std::max(max_x_stride, p.x_stride);
     max_mid_stride = std::max(max_mid_stride, p.mid_stride);
     job_out_offset_[j] = out_floats;
     out_floats += static_cast<size_t>(job.n * D);
   }
-  std::stable_sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) {
-    return jobs[a].gate.rows * jobs[a].n > jobs[b].gate.rows * jobs[b].n;
-  });
+  OrderJobs(jobs);
   up_chunk_ = ChunkTokens(max_x_stride);
   down_chunk_ = ChunkTokens(max_mid_stride);
   if (job_out_.size() < out_floats) job_out_.resize(out_floats);

@@ -65,9 +65,10 @@ class FusedFfn {
   struct JobPlan {
     const qmatmul::QuantizedRows* x_gate = nullptr;  // x in the gate kernel's activation type
     const qmatmul::QuantizedRows* x_up = nullptr;    // x in the up kernel's activation type
-    GgmlType act_down = GgmlType::kF32;              // the down kernel's activation type
-    size_t mid_stride = 0;                           // bytes per intermediate row
-    size_t mid_offset = 0;                           // bytes from mid_ base to the job's row 0
+    size_t x_stride = 0;  // bytes of the widest x row (either type, as stored or gathered)
+    GgmlType act_down = GgmlType::kF32;  // the down kernel's activation type
+    size_t mid_stride = 0;               // bytes per intermediate row
+    size_t mid_offset = 0;               // bytes from mid_ base to the job's row 0
   };
   struct UpTask {
     int32_t job;
@@ -82,6 +83,7 @@ class FusedFfn {
   const qmatmul::QuantizedRows* InputRows(GgmlType act_type, const float* x, int64_t n_tok,
                                           int64_t D);
   void Plan(std::span<const FfnJob> jobs, const float* x, int64_t n_tok);
+  void OrderJobs(std::span<const FfnJob> jobs);  // order_ = job indices, biggest work first
   void PlanUpTasks(std::span<const FfnJob> jobs);
   void RunUpTask(const FfnJob& job, const JobPlan& plan, int64_t f0, int64_t f1, int worker);
   // The job's intermediate rows i0 .. i0 + min(down_chunk_, n - i0) as the down activation.
