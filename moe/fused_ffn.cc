@@ -64,6 +64,17 @@ int64_t ChunkTokens(size_t row_stride) {
   return std::clamp<int64_t>(n / 8 * 8, 8, 256);
 }
 
+// Tokens per chunk where every kernel of the phase blocks for the caches itself
+// (TypeKernels::self_blocking: the AMX F16 / BF16 tiles pack the chunk's tokens once per call,
+// so 16-token chunks spent as long packing as multiplying): the biggest job, at most 256 tokens
+// (gathered f32 rows of V3's 7168 values: 2 x 256 x 28 KiB = 14 MiB per worker).
+constexpr int64_t kSelfBlockingMaxTokens = 256;
+
+bool SelfBlocking(const gemv::GemvKernels& k, GgmlType t) {
+  const gemv::TypeKernels* tk = k.For(t);
+  return tk != nullptr && tk->self_blocking;
+}
+
 // Rows i0 .. i0+nt of a job's tokens from x, as one activation block: x itself when they are
 // contiguous (all tokens) or a single row, else gathered into buf ([nt x RowStride]).
 QuantizedRows TokenRows(const QuantizedRows& x, const int32_t* tokens, int64_t i0, int64_t nt,
@@ -142,6 +153,15 @@ void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs) {
   up_tasks_.clear();
   max_up_block_ = 0;
   size_t max_x_stride = 0;
+  bool self_up = true, self_down = true;
+  int64_t max_n = 0;
+  for (const FfnJob& job : jobs) {
+    self_up =
+        self_up && SelfBlocking(*kernels_, job.gate.type) && SelfBlocking(*kernels_, job.up.type);
+    self_down = self_down && SelfBlocking(*kernels_, job.down.type);
+    max_n = std::max(max_n, job.n);
+  }
+  const int64_t self_chunk = std::min(max_n, kSelfBlockingMaxTokens);
   for (int32_t j : order_) {
     const FfnJob& job = jobs[static_cast<size_t>(j)];
     const JobPlan& p = plans_[static_cast<size_t>(j)];
@@ -150,17 +170,17 @@ void FusedFfn::PlanUpTasks(std::span<const FfnJob> jobs) {
     const int64_t slab = RoundUp(std::max<int64_t>(1, kSlabBytes / job.gate.row_bytes), align);
     for (int64_t f0 = 0; f0 < F;) {
       int64_t block = RoundUp(CeilDiv(TaskWork(total, n_threads, 8), job.n), align);
-      if (job.n > ChunkTokens(p.x_gate->stride)) block = std::min(block, slab);
+      if (!self_up && job.n > ChunkTokens(p.x_gate->stride)) block = std::min(block, slab);
       const int64_t f1 = std::min(F, f0 + block);
       max_up_block_ = std::max(max_up_block_, f1 - f0);
       up_tasks_.push_back({j, f0, f1});
       f0 = f1;
     }
   }
-  up_chunk_ = ChunkTokens(max_x_stride);
+  up_chunk_ = self_up ? self_chunk : ChunkTokens(max_x_stride);
   size_t max_mid_stride = 0;
   for (const JobPlan& p : plans_) max_mid_stride = std::max(max_mid_stride, p.mid_stride);
-  down_chunk_ = ChunkTokens(max_mid_stride);
+  down_chunk_ = self_down ? self_chunk : ChunkTokens(max_mid_stride);
   const int64_t D = jobs[0].down.rows;
   down_bounds_.assign(1, 0);
   int64_t down_block = 0;  // the widest down task

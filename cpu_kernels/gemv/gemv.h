@@ -57,6 +57,10 @@ struct TypeKernels {
   GgmlType act_type = GgmlType::kF32;
   DotFn dot = nullptr;    // set for every GGUF type that has a kernel; nullptr for row groups
   GemmFn gemm = nullptr;  // nullptr: this type has no kernel
+  // The gemm blocks for the caches itself (the AMX tier's F16 / BF16 tiles: K chunks whose
+  // packed tokens stay in L2): callers hand it every token and a big row range at once instead
+  // of L2-sized token chunks and row slabs, which would repeat its per-call token packing.
+  bool self_blocking = false;
 };
 
 // Function pointers for one ISA tier. Built once per process (immutable afterwards): taking a

@@ -129,7 +129,8 @@ void MatMulRows(const gemv::GemvKernels& k, const WeightMatrix& w, const Quantiz
   // At least 16 tokens per chunk: every prefill tile (K-quant, legacy block-major, f32 packed)
   // wants 12-16 tokens; 16 rows of 16 KB (f32 scores at 4096 positions) still fit L2.
   const int64_t row_bytes = std::max<int64_t>(1, RowBytes(rows.type, rows.cols));
-  const int64_t chunk = std::max<int64_t>(16, kChunkBytes / row_bytes / 8 * 8);
+  const int64_t chunk =
+      tk->self_blocking ? rows.n_tok : std::max<int64_t>(16, kChunkBytes / row_bytes / 8 * 8);
   const gemv::GemmFn gemm =
       f32_gemm != nullptr && w.type == GgmlType::kF32 && rows.type == GgmlType::kF32 ? f32_gemm
                                                                                      : tk->gemm;
@@ -160,8 +161,10 @@ void MatMulMany(numa::Executor& pool, const gemv::GemvKernels& k, std::span<cons
     const WeightMatrix& w = products[static_cast<size_t>(i)].w;
     const int64_t blocks = std::max<int64_t>(1, CeilDiv(w.rows * w.cols * rows.n_tok, target));
     int64_t b = RoundUp(CeilDiv(w.rows, blocks), kRowAlign);
-    if (prefill)
+    const gemv::TypeKernels* tk = k.For(w.type);
+    if (prefill && (tk == nullptr || !tk->self_blocking)) {
       b = std::min(b, RoundUp(std::max<int64_t>(1, kSlabBytes / w.row_bytes), kRowAlign));
+    }
     block[i] = std::max<int64_t>(1, b);
     first_task[i + 1] = first_task[i] + CeilDiv(w.rows, block[i]);
   }

@@ -3,6 +3,7 @@
 // (quant::DequantizeRow) and the activations.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -253,20 +254,22 @@ FloatMats ExtremeMats(GgmlType wtype, int64_t n, int64_t rows, int64_t toks) {
 
 TEST(FloatExtremeTest, AllTiersMatchFloat64) {
   for (GgmlType wtype : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16}) {
-    for (int64_t n : {33, 2048}) {
-      const FloatMats m = ExtremeMats(wtype, n, 6, 5);
+    // 6 rows x 5 tokens: the SIMD tiers' dot and packed forms; 32 x 20: the AMX tier's tiles.
+    for (const auto& [rows, toks, n] :
+         {std::array<int64_t, 3>{6, 5, 33}, {6, 5, 2048}, {32, 20, 96}, {32, 20, 2048}}) {
+      const FloatMats m = ExtremeMats(wtype, n, rows, toks);
       ASSERT_TRUE(std::isfinite(m.wd[0])) << "max weight rounded to inf";
       for (int t = 0; t < cpu::kNumIsaTiers; ++t) {
         const auto tier = static_cast<IsaTier>(t);
         if (!TierAvailable(tier)) continue;
         const TypeKernels* tk = KernelsFor(tier).For(wtype);
-        std::vector<float> y(5 * 6, kNaN);  // [5 tokens, 6 rows]
-        tk->gemm(m.w.data(), m.w_stride, 6, m.a.data(), m.a_stride, 5, n, y.data(), 6);
-        for (int64_t tok = 0; tok < 5; ++tok) {
-          for (int64_t r = 0; r < 6; ++r) {
+        std::vector<float> y(toks * rows, kNaN);  // [toks, rows]
+        tk->gemm(m.w.data(), m.w_stride, rows, m.a.data(), m.a_stride, toks, n, y.data(), rows);
+        for (int64_t tok = 0; tok < toks; ++tok) {
+          for (int64_t r = 0; r < rows; ++r) {
             double norm;
             const double exact = m.Exact(r, tok, &norm);
-            EXPECT_NEAR(y[tok * 6 + r], exact, 1e-5 * norm) << Tag(tier, wtype) << " n " << n;
+            EXPECT_NEAR(y[tok * rows + r], exact, 1e-5 * norm) << Tag(tier, wtype) << " n " << n;
             EXPECT_NEAR(tk->dot(m.WRow(r), m.ARow(tok), n), exact, 1e-5 * norm)
                 << Tag(tier, wtype) << " n " << n;
           }
@@ -294,6 +297,74 @@ TEST(FloatAmxTest, TilesRunAndOutOfRangeWeightsFallBack) {
   avx(x.w.data(), x.w_stride, rows, x.a.data(), x.a_stride, toks, n, b.data(), rows);
   EXPECT_EQ(a, b);
   for (float v : a) ASSERT_TRUE(std::isfinite(v));
+}
+
+// The AMX tier's F16 / BF16 GEMMs run their tiles (bits differ from the AVX-512 kernel's
+// somewhere), and a non-finite weight or activation sends the call to the AVX-512 kernel: the
+// same bits, +/-inf where f32 arithmetic gives it (the tiles would give NaN through the zero
+// parts of the other operand).
+TEST(FloatAmxTest, HalfWeightTilesRunAndNonFiniteValuesFallBack) {
+  if (!TierAvailable(IsaTier::kAmx)) GTEST_SKIP() << "this CPU lacks the AMX tier";
+  const int64_t rows = 32, toks = 17, n = 96;
+  for (GgmlType wtype : {GgmlType::kF16, GgmlType::kBF16}) {
+    const GemmFn amx = KernelsFor(IsaTier::kAmx).For(wtype)->gemm;
+    const GemmFn avx = KernelsFor(IsaTier::kAvx512).For(wtype)->gemm;
+    FloatMats m = RandomMats(wtype, n, rows, toks, 6);
+    std::vector<float> a(toks * rows, kNaN), b(toks * rows, kNaN);  // [toks, rows]
+    amx(m.w.data(), m.w_stride, rows, m.a.data(), m.a_stride, toks, n, a.data(), rows);
+    avx(m.w.data(), m.w_stride, rows, m.a.data(), m.a_stride, toks, n, b.data(), rows);
+    EXPECT_NE(a, b) << TypeName(wtype) << ": the AMX tier ran the AVX-512 kernel";
+    // +inf in row 20, value 40 (F16 0x7C00, BF16 0x7F80): that row is +/-inf or NaN, the rest
+    // finite, bit for bit the AVX-512 kernel's.
+    const uint16_t inf = wtype == GgmlType::kF16 ? 0x7C00 : 0x7F80;
+    std::memcpy(m.w.data() + 20 * m.w_stride + 40 * 2, &inf, 2);
+    amx(m.w.data(), m.w_stride, rows, m.a.data(), m.a_stride, toks, n, a.data(), rows);
+    avx(m.w.data(), m.w_stride, rows, m.a.data(), m.a_stride, toks, n, b.data(), rows);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << TypeName(wtype);
+    EXPECT_TRUE(std::isinf(a[20]) || std::isnan(a[20])) << TypeName(wtype);
+    EXPECT_TRUE(std::isfinite(a[21])) << TypeName(wtype);
+    // A NaN activation (token 16, value 90) instead, with finite weights.
+    m = RandomMats(wtype, n, rows, toks, 6);
+    reinterpret_cast<float*>(m.a.data() + 16 * m.a_stride)[90] = kNaN;
+    amx(m.w.data(), m.w_stride, rows, m.a.data(), m.a_stride, toks, n, a.data(), rows);
+    avx(m.w.data(), m.w_stride, rows, m.a.data(), m.a_stride, toks, n, b.data(), rows);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << TypeName(wtype);
+    EXPECT_TRUE(std::isnan(a[16 * rows])) << TypeName(wtype);
+    EXPECT_TRUE(std::isfinite(a[15 * rows])) << TypeName(wtype);
+  }
+}
+
+// The parts the AMX F16 / BF16 tiles sum, on values where every product and partial sum is
+// exact in f32: a = c (1 + 2^-9 + 2^-18) splits into the bf16 parts c, c 2^-9, c 2^-18 (c a power
+// of two per token), and the F16 weight 1 + 2^-9 into 1 + 2^-9 (BF16: the weight 1). Over 32
+// values: BF16 32 a; F16 32 c (1 + 2^-8 + 2^-17) (the w1 p2 = c 2^-27 terms are left out by
+// design). A kernel that left out the third activation part or the second weight part's
+// product with the second activation part is off by 32 c 2^-18, a few ulps: caught.
+TEST(FloatAmxTest, HalfWeightTilesSumEveryPartProduct) {
+  if (!TierAvailable(IsaTier::kAmx)) GTEST_SKIP() << "this CPU lacks the AMX tier";
+  const int64_t rows = 16, toks = 20, n = 32;
+  const float a1 = 1.0f + std::ldexp(1.0f, -9) + std::ldexp(1.0f, -18);
+  for (GgmlType wtype : {GgmlType::kF16, GgmlType::kBF16}) {
+    const bool f16 = wtype == GgmlType::kF16;
+    const std::vector<float> wf(rows * n, f16 ? 1.0f + std::ldexp(1.0f, -9) : 1.0f);
+    std::vector<float> af(toks * n);  // [toks, n]
+    for (int64_t t = 0; t < toks; ++t) {
+      for (int64_t i = 0; i < n; ++i) af[t * n + i] = std::ldexp(a1, static_cast<int>(t % 5) - 2);
+    }
+    const FloatMats m = MakeMats(wtype, n, rows, toks, wf, af);
+    ASSERT_EQ(m.wd[0], wf[0]) << "the weight is not exact in " << TypeName(wtype);
+    std::vector<float> y(toks * rows, kNaN);  // [toks, rows]
+    KernelsFor(IsaTier::kAmx)
+        .For(wtype)
+        ->gemm(m.w.data(), m.w_stride, rows, m.a.data(), m.a_stride, toks, n, y.data(), rows);
+    const float one = f16 ? 1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -17) : a1;
+    for (int64_t t = 0; t < toks; ++t) {
+      const float want = 32.0f * std::ldexp(one, static_cast<int>(t % 5) - 2);
+      for (int64_t r = 0; r < rows; ++r) {
+        ASSERT_EQ(y[t * rows + r], want) << TypeName(wtype) << " row " << r << " token " << t;
+      }
+    }
+  }
 }
 
 // ---- softmax of attention score rows ------------------------------------------------------

@@ -166,7 +166,9 @@ std::vector<Types> TypeSets() {
   return {{GgmlType::kQ4_K, GgmlType::kQ4_K, GgmlType::kQ8_0, 256, 96},  // V2-Lite routed mix
           {GgmlType::kQ4_K, GgmlType::kQ4_K, GgmlType::kQ6_K, 256, 256},
           {GgmlType::kQ4_K, GgmlType::kQ8_0, GgmlType::kQ5_0, 256, 160},  // gate/up differ
-          {GgmlType::kF32, GgmlType::kF32, GgmlType::kF32, 64, 48}};
+          {GgmlType::kF32, GgmlType::kF32, GgmlType::kF32, 64, 48},
+          // The AMX tier's self-blocking F16 / BF16 tiles (whole-job token chunks, no slabs).
+          {GgmlType::kBF16, GgmlType::kBF16, GgmlType::kF16, 64, 48}};
 }
 
 // The models of TypeSets(), 32 experts each plus a shared expert, built once per process
