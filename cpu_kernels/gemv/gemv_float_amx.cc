@@ -36,6 +36,7 @@
 // AVX-512 kernel.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -109,21 +110,42 @@ inline void LoadF16x32(const uint16_t* x, int64_t n_valid, __m512* lo, __m512* h
 }
 
 // 32 values (lo = 0..15, hi = 16..31) -> P bf16 parts, part p as 16 dwords (32 bf16 in value
-// order); each part takes bf16(what the parts before it left). False when part 0 is not finite.
-template <int P>
+// order), each part bf16(what the parts before it left), rounded to nearest (kRound) or
+// truncated. Truncated parts are exact: a part is the remainder with its low 16 bits cleared
+// (one AND instead of a conversion back from bf16), each takes the next 8 significant bits, so
+// three hold an f32 (24 bits) and two an f16 (11) exactly, normal or not; rounded parts leave
+// less per part (2^-9 of the remainder against 2^-8), which the two-part F32 scheme needs. False
+// when a value is not finite (rounded: when part 0 is not, i.e. also above bf16's largest
+// finite value; truncation cannot overflow).
+template <int P, bool kRound>
 inline bool SplitParts(__m512 lo, __m512 hi, __m512i* parts) {
+  // fpclass 0x99: QNaN | +inf | -inf | SNaN.
+  if (!kRound && (_mm512_fpclass_ps_mask(lo, 0x99) | _mm512_fpclass_ps_mask(hi, 0x99)) != 0) {
+    return false;
+  }
+  const __m512i keep = _mm512_set1_epi32(static_cast<int32_t>(0xFFFF0000u));
   for (int p = 0; p < P; ++p) {
-    const __m512i h = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
-    // Back to f32: a bf16 is the upper half of an f32.
-    const __m512 hl = _mm512_castsi512_ps(
-        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
-    const __m512 hh = _mm512_castsi512_ps(
-        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
-    // fpclass 0x99: QNaN | +inf | -inf | SNaN.
-    if (p == 0 && (_mm512_fpclass_ps_mask(hl, 0x99) | _mm512_fpclass_ps_mask(hh, 0x99)) != 0) {
-      return false;
+    if (!kRound && p == P - 1) {  // what is left fits one bf16: converted exactly
+      parts[p] = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+      break;
     }
-    parts[p] = h;
+    __m512 hl, hh;  // this part in f32
+    if (kRound) {
+      const __m512i h = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+      // Back to f32: a bf16 is the upper half of an f32.
+      hl = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+      hh = _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
+      if (p == 0 && (_mm512_fpclass_ps_mask(hl, 0x99) | _mm512_fpclass_ps_mask(hh, 0x99)) != 0) {
+        return false;
+      }
+      parts[p] = h;
+    } else {
+      hl = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(lo), keep));
+      hh = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(hi), keep));
+      parts[p] = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hh, hl));  // exact
+    }
     lo = _mm512_sub_ps(lo, hl);  // exact: the difference has <= 16 significant bits
     hi = _mm512_sub_ps(hi, hh);
   }
@@ -170,7 +192,7 @@ constexpr int64_t kChunkSteps = 32;  // K steps per chunk (1024 values)
 // Token tiles [tile0, tile0 + nt), K steps [s0, s1) in B form: b[(j x (s1 - s0) + s - s0) x P
 // + p] = 16 x 16 dwords, row i = value pair i of the tile's 16 tokens (part p). Missing tokens
 // and values are zero. False: a value's first part is not finite.
-template <int P>
+template <int P, bool kRoundTokens>
 bool PackTokens(const Call& c, int64_t tile0, int64_t nt, int64_t s0, int64_t s1, uint32_t* b) {
   for (int64_t j = 0; j < nt; ++j) {
     const int64_t t0 = (tile0 + j) * kT;
@@ -184,7 +206,7 @@ bool PackTokens(const Call& c, int64_t tile0, int64_t nt, int64_t s0, int64_t s1
           const auto* row = reinterpret_cast<const float*>(c.a + (t0 + t) * c.a_stride);
           __m512 lo, hi;
           LoadF32x32(row + s * kK, c.n - s * kK, &lo, &hi);
-          if (!SplitParts<P>(lo, hi, q)) return false;
+          if (!SplitParts<P, kRoundTokens>(lo, hi, q)) return false;
         }
         for (int p = 0; p < P; ++p) parts[p][t] = q[p];
       }
@@ -238,7 +260,7 @@ bool LoadA(const Call& c, int64_t r0, int64_t s, bool check, uint32_t* a_buf) {
           const auto* row = reinterpret_cast<const float*>(src + r * c.w_stride);
           LoadF32x32(row + s * kK, valid, &lo, &hi);
         }
-        if (!SplitParts<2>(lo, hi, q)) return false;
+        if (!SplitParts<2, W == Weights::kF32>(lo, hi, q)) return false;
       }
       _mm512_store_si512(a_buf + 16 * r, q[0]);
       _mm512_store_si512(a_buf + 256 + 16 * r, q[1]);
@@ -261,8 +283,8 @@ void StoreTransposed(const float* c, int64_t rows, int64_t toks, float* y, int64
 }
 
 // The product of every 16-row group with the token tiles [tb, tb + nt) over K steps [s0, s1)
-// (their B parts in b), C tiles kept in cg ([nt x 256] f32) between chunks and stored to y
-// after the last. False: a weight is not finite.
+// (their B parts in b), C tiles kept in cbuf ([groups x 4 x 256] f32; nullptr when K is one
+// chunk) between chunks and stored to y after the last. False: a weight is not finite.
 template <Weights W>
 bool ChunkProduct(const Call& c, int64_t tb, int64_t nt, int64_t s0, int64_t s1, const uint32_t* b,
                   float* cbuf) {
@@ -271,7 +293,7 @@ bool ChunkProduct(const Call& c, int64_t tb, int64_t nt, int64_t s0, int64_t s1,
   alignas(64) float ctile[256];
   const bool first = s0 == 0, last = s1 == c.n_steps;
   for (int64_t r0 = 0; r0 < c.n_rows; r0 += kT) {
-    float* cg = cbuf + (r0 / kT) * kBatchTiles * 256;
+    float* cg = cbuf == nullptr ? nullptr : cbuf + (r0 / kT) * kBatchTiles * 256;
     // Tile registers are named by immediates: one block per C tile.
 #define MOESPLIT_C_BEGIN(J)             \
   if (J < nt) {                         \
@@ -337,11 +359,15 @@ bool TiledGemm(const Call& c) {
   constexpr int P = Scheme<W>::kBParts;
   std::unique_ptr<uint32_t[]> b_storage, c_storage;
   // [4 tiles][32 steps][P parts][256] dwords: 384 KiB at P = 3.
-  uint32_t* b = Aligned(&b_storage, static_cast<size_t>(kBatchTiles * kChunkSteps * P * 256));
+  // [<= 4 tiles][<= 32 steps][P parts][256] dwords: 384 KiB at P = 3 (less for small calls).
+  const int64_t tiles = std::min(kBatchTiles, c.n_tiles), steps = std::min(kChunkSteps, c.n_steps);
+  uint32_t* b = Aligned(&b_storage, static_cast<size_t>(tiles * steps * P * 256));
+  // [groups][4 tiles][256] f32: C between K chunks (4 KiB per group); none with one chunk.
   const int64_t groups = (c.n_rows + kT - 1) / kT;
-  // [groups][4 tiles][256] f32: C between K chunks (4 KiB per group).
-  float* cbuf = reinterpret_cast<float*>(
-      Aligned(&c_storage, static_cast<size_t>(groups * kBatchTiles * 256)));
+  float* cbuf = c.n_steps <= kChunkSteps
+                    ? nullptr
+                    : reinterpret_cast<float*>(
+                          Aligned(&c_storage, static_cast<size_t>(groups * kBatchTiles * 256)));
   const TileConfig cfg = BfConfig();
   _tile_loadconfig(&cfg);
   bool ok = true;
@@ -349,7 +375,8 @@ bool TiledGemm(const Call& c) {
     const int64_t nt = c.n_tiles - tb < kBatchTiles ? c.n_tiles - tb : kBatchTiles;
     for (int64_t s0 = 0; ok && s0 < c.n_steps; s0 += kChunkSteps) {
       const int64_t s1 = c.n_steps - s0 < kChunkSteps ? c.n_steps : s0 + kChunkSteps;
-      ok = PackTokens<P>(c, tb, nt, s0, s1, b) && ChunkProduct<W>(c, tb, nt, s0, s1, b, cbuf);
+      ok = PackTokens<P, W == Weights::kF32>(c, tb, nt, s0, s1, b) &&
+           ChunkProduct<W>(c, tb, nt, s0, s1, b, cbuf);
     }
   }
   _tile_release();
