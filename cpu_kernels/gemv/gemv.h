@@ -5,7 +5,8 @@
 //   Q4_K, Q5_K, Q6_K        Q8_K          integer math per 256-value block (ggml's
 //                                         vec_dot_qX_K_q8_K); Q4_K/Q5_K mins via the Q8_K bsums
 //   Q8_0, Q4_0, Q5_0        Q8_0          integer dot per 32-value block, one f32 scale each
-//   F32, F16, BF16          F32           float FMA (weights widened to f32)
+//   F32, F16, BF16          F32           float FMA (weights widened to f32); the amx tier's
+//                                         F16 / BF16 gemm: AMX-BF16 tiles, f32-level results
 //
 // Every ISA tier computes the same integers per block; only the float summation order of the
 // per-block terms differs, so tiers agree with the scalar reference to ~1e-6 of sum |w_i a_i|

@@ -3,24 +3,24 @@
 // (cpu_kernels/gemv/float.cmake); reached through KernelsFor(IsaTier::kAmx).
 //
 // A TDPBF16PS multiplies bf16 pairs exactly and accumulates in f32, so each f32 operand is
-// split into bf16 parts, x = p0 + p1 + p2 + e, p0 = bf16(x), p1 = bf16(x - p0), p2 = bf16(x - p0
-// - p1) (each part's error <= 2^-9 of what is left: |x - p0| <= 2^-9 |x|, |e| <= 2^-27 |x|), and
-// the part products that matter are summed:
-//   BF16 weights (the table's BF16 gemm): w is one bf16, loaded into the A tile in place;
-//     w . a = w . p0 + w . p1 + w . p2 (3 products; drops w e <= 2^-27 |w a|: f32's own ~1e-7)
-//   F16 weights (the table's F16 gemm): w = w0 + w1 exactly (an f16 has 11 significant bits,
-//     bf16 8, the rest fits a second bf16; f16's range, subnormals included, is inside bf16's);
-//     w0 . (p0 + p1 + p2) + w1 . (p0 + p1) (5 products; drops w1 p2 <= 2^-9 x 2^-18 |w a|)
-//   F32 weights (GemvKernels::f32_gemm_bf16x3, not the table's F32 gemm): two parts each,
-//     w0 a0 + w1 a0 + w0 a1 (3 products): <= 3 x 2^-18 = 1.1e-5 of |w a| per product, so a result
-//     is within ~1.5e-5 of sum |w a| (f32 FMA: ~1e-7; llama.cpp's f16 K.Q: ~1e-3). For the f32
-//     products of CPU prefill that have no quantized weights: MLA's expanded keys and values
+// split into bf16 parts (SplitParts) and the part products that matter are summed:
+//   BF16 weights (the table's BF16 gemm): w is one bf16, loaded into the A tile in place; the
+//     activation a = p0 + p1 + p2 exactly (truncated parts: 3 x 8 significant bits hold an
+//     f32), w . a = w . p0 + w . p1 + w . p2 (3 products): exact up to the f32 accumulation
+//   F16 weights (the table's F16 gemm): w = w0 + w1 exactly (an f16 has 11 significant bits),
+//     w0 . (p0 + p1 + p2) + w1 . (p0 + p1) (5 products; drops w1 p2 < 2^-7 x 2^-15 = 2^-22 of
+//     |w a|; f16's range, subnormals included, is inside bf16's)
+//   F32 weights (GemvKernels::f32_gemm_bf16x3, not the table's F32 gemm): two rounded parts
+//     each, w0 a0 + w1 a0 + w0 a1 (3 products): <= 3 x 2^-18 = 1.1e-5 of |w a| per product, so a
+//     result is within ~1.5e-5 of sum |w a| (f32 FMA: ~1e-7; llama.cpp's f16 K.Q: ~1e-3). For the
+//     f32 products of CPU prefill that have no quantized weights: MLA's expanded keys and values
 //     against the queries and the softmax rows (35% of a V3 prefill step at 2048 tokens,
 //     PERFORMANCE.md (i)), the key / value expansion, F32 routers. A sharp 27-layer F32 model
 //     drifts past the oracle's bound with it, so it is not the F32 gemm itself.
-// A value whose first part is not finite (|x| above bf16's largest finite value, inf, NaN; a
-// non-finite BF16 weight, which the tile would turn into NaN through its zero parts instead of
-// +/-inf) sends the whole call to the AVX-512 kernel of its type, which keeps IEEE semantics.
+// llama.cpp instead rounds the activations to bf16 (BF16 weights) or f16 (F16 weights).
+// A non-finite value (inf, NaN; for rounded F32 parts also |x| above bf16's largest finite
+// value) sends the whole call to the AVX-512 kernel of its type, which keeps IEEE semantics (the
+// tiles would turn inf x a zero part into NaN where f32 arithmetic gives +/-inf).
 // bf16 has f32's exponent range: parts below 2^-126 are flushed (an absolute error below 2^-126
 // |a|).
 //
@@ -191,7 +191,7 @@ constexpr int64_t kChunkSteps = 32;  // K steps per chunk (1024 values)
 
 // Token tiles [tile0, tile0 + nt), K steps [s0, s1) in B form: b[(j x (s1 - s0) + s - s0) x P
 // + p] = 16 x 16 dwords, row i = value pair i of the tile's 16 tokens (part p). Missing tokens
-// and values are zero. False: a value's first part is not finite.
+// and values are zero. False: a value is not finite (see SplitParts).
 template <int P, bool kRoundTokens>
 bool PackTokens(const Call& c, int64_t tile0, int64_t nt, int64_t s0, int64_t s1, uint32_t* b) {
   for (int64_t j = 0; j < nt; ++j) {
