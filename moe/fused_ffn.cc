@@ -79,15 +79,8 @@ bool SelfBlocking(const gemv::GemvKernels& k, GgmlType t) {
 // contiguous (all tokens) or a single row, else gathered into buf ([nt x RowStride]).
 QuantizedRows TokenRows(const QuantizedRows& x, const int32_t* tokens, int64_t i0, int64_t nt,
                         uint8_t* buf) {
-  QuantizedRows v;
-  v.type = x.type;
-  v.cols = x.cols;
-  v.n_tok = nt;
-  v.stride = x.stride;
-  if (tokens == nullptr || nt == 1) {
-    v.data = x.Row(tokens == nullptr ? i0 : tokens[i0]);
-    return v;
-  }
+  if (tokens == nullptr || nt == 1) return x.View(tokens == nullptr ? i0 : tokens[i0], nt);
+  QuantizedRows v = x.View(0, nt);
   const size_t bytes = static_cast<size_t>(RowBytes(x.type, x.cols));
   v.stride = qmatmul::RowStride(x.type, x.cols);
   for (int64_t i = 0; i < nt; ++i) std::memcpy(buf + i * v.stride, x.Row(tokens[i0 + i]), bytes);

@@ -130,7 +130,7 @@ inline bool SplitParts(__m512 lo, __m512 hi, __m512i* parts) {
       break;
     }
     __m512 hl, hh;  // this part in f32
-    if (kRound) {
+    if constexpr (kRound) {
       const __m512i h = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
       // Back to f32: a bf16 is the upper half of an f32.
       hl = _mm512_castsi512_ps(
@@ -295,6 +295,7 @@ bool ChunkProduct(const Call& c, int64_t tb, int64_t nt, int64_t s0, int64_t s1,
   for (int64_t r0 = 0; r0 < c.n_rows; r0 += kT) {
     float* cg = cbuf == nullptr ? nullptr : cbuf + (r0 / kT) * kBatchTiles * 256;
     // Tile registers are named by immediates: one block per C tile.
+#define MOESPLIT_EACH_C_TILE(M) M(0) M(1) M(2) M(3)
 #define MOESPLIT_C_BEGIN(J)             \
   if (J < nt) {                         \
     if (first) {                        \
@@ -303,10 +304,7 @@ bool ChunkProduct(const Call& c, int64_t tb, int64_t nt, int64_t s0, int64_t s1,
       _tile_loadd(J, cg + J * 256, 64); \
     }                                   \
   }
-    MOESPLIT_C_BEGIN(0)
-    MOESPLIT_C_BEGIN(1)
-    MOESPLIT_C_BEGIN(2)
-    MOESPLIT_C_BEGIN(3)
+    MOESPLIT_EACH_C_TILE(MOESPLIT_C_BEGIN)
 #undef MOESPLIT_C_BEGIN
     for (int64_t s = s0; s < s1; ++s) {
       if (!LoadA<W>(c, r0, s, tb == 0, a_buf)) return false;
@@ -319,10 +317,7 @@ bool ChunkProduct(const Call& c, int64_t tb, int64_t nt, int64_t s0, int64_t s1,
       if (S::kAParts == 2 && p < S::kLoProducts) _tile_dpbf16ps(J, 5, 6);   \
     }                                                                       \
   }
-      MOESPLIT_STEP(0)
-      MOESPLIT_STEP(1)
-      MOESPLIT_STEP(2)
-      MOESPLIT_STEP(3)
+      MOESPLIT_EACH_C_TILE(MOESPLIT_STEP)
 #undef MOESPLIT_STEP
     }
     const int64_t rows = c.n_rows - r0 < kT ? c.n_rows - r0 : kT;
@@ -337,11 +332,9 @@ bool ChunkProduct(const Call& c, int64_t tb, int64_t nt, int64_t s0, int64_t s1,
       _tile_stored(J, cg + J * 256, 64);                                \
     }                                                                   \
   }
-    MOESPLIT_C_END(0)
-    MOESPLIT_C_END(1)
-    MOESPLIT_C_END(2)
-    MOESPLIT_C_END(3)
+    MOESPLIT_EACH_C_TILE(MOESPLIT_C_END)
 #undef MOESPLIT_C_END
+#undef MOESPLIT_EACH_C_TILE
   }
   return true;
 }

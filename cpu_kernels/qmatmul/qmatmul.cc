@@ -189,13 +189,8 @@ void MatMulMany(numa::Executor& pool, const gemv::GemvKernels& k, std::span<cons
     const Product& p = products[static_cast<size_t>(i)];
     if (tok_block[i] < rows.n_tok) {  // tokens [t0, t1), every row
       const int64_t t0 = (task - first_task[i]) * tok_block[i];
-      QuantizedRows part;  // a view: no storage of its own
-      part.type = rows.type;
-      part.cols = rows.cols;
-      part.stride = rows.stride;
-      part.n_tok = std::min(tok_block[i], rows.n_tok - t0);
-      part.data = rows.Row(t0);
-      MatMulRows(k, p.w, part, p.y + t0 * p.ldy, p.ldy, 0, p.w.rows);
+      MatMulRows(k, p.w, rows.View(t0, std::min(tok_block[i], rows.n_tok - t0)), p.y + t0 * p.ldy,
+                 p.ldy, 0, p.w.rows);
       return;
     }
     const int64_t r0 = (task - first_task[i]) * block[i];

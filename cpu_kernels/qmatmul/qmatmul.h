@@ -38,6 +38,16 @@ struct QuantizedRows {
   const void* Row(int64_t t) const {
     return static_cast<const uint8_t*>(data) + static_cast<size_t>(t) * stride;
   }
+  // Rows t0 .. t0 + nt as a view (no storage of its own).
+  QuantizedRows View(int64_t t0, int64_t nt) const {
+    QuantizedRows v;
+    v.type = type;
+    v.n_tok = nt;
+    v.cols = cols;
+    v.stride = stride;
+    v.data = Row(t0);
+    return v;
+  }
 };
 
 // The activation type the table's kernel for `weight_type` takes; kF32 when it has none (the
