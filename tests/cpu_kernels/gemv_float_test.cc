@@ -17,6 +17,7 @@
 #include "cpu_kernels/cpu_features.h"
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/quant/quant.h"
+#include "tests/isa_tiers.h"
 
 namespace moesplit::gemv {
 namespace {
@@ -213,12 +214,11 @@ std::string GemmName(const ::testing::TestParamInfo<GemmParam>& info) {
   return Tag(tier, wtype);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllTiers, FloatGemmTest,
-    ::testing::Combine(::testing::Values(IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
-                                         IsaTier::kAvx512Vnni, IsaTier::kAmx),
-                       ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16)),
-    GemmName);
+INSTANTIATE_TEST_SUITE_P(AllTiers, FloatGemmTest,
+                         ::testing::Combine(testing::AllIsaTiers(),
+                                            ::testing::Values(GgmlType::kF32, GgmlType::kF16,
+                                                              GgmlType::kBF16)),
+                         GemmName);
 
 // The AMX tier's F32 GEMM on AMX-BF16 tiles (GemvKernels::f32_gemm_bf16x3) over the same shapes:
 // two bf16 per value, within 1.1e-5 of |w a| per product (1.5e-5 of sum |w a| in all).

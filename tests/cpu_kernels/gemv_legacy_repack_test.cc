@@ -25,6 +25,7 @@
 #include "cpu_kernels/quant/quant.h"
 #include "cpu_kernels/quant/repack.h"
 #include "tests/cpu_kernels/kquant_test_util.h"
+#include "tests/isa_tiers.h"
 
 namespace moesplit::gemv {
 namespace {
@@ -240,12 +241,8 @@ TEST_P(LegacyR16GemmTest, ExtremeBlocksMatchFloat64) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTiers, LegacyR16GemmTest,
-                         ::testing::Values(IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
-                                           IsaTier::kAvx512Vnni, IsaTier::kAmx),
-                         [](const ::testing::TestParamInfo<IsaTier>& info) {
-                           return std::string(cpu::IsaTierName(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(AllTiers, LegacyR16GemmTest, testing::AllIsaTiers(),
+                         testing::IsaTierParamName());
 
 // Several tokens on AVX-512 VNNI: the R16 fill computes the values FillLegacyRowLane computes from
 // the file rows, so the row-lane tile gives the file type's GEMM bits (it uses row lanes from 4

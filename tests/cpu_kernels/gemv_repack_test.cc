@@ -25,6 +25,7 @@
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/quant/repack.h"
 #include "tests/cpu_kernels/kquant_test_util.h"
+#include "tests/isa_tiers.h"
 
 namespace moesplit::gemv {
 namespace {
@@ -264,12 +265,8 @@ TEST(R16GemmVnniTest, SeveralTokensGiveTheQ4KRowLaneBits) {
   for (int64_t i = 0; i < n_tok * rows; ++i) ASSERT_EQ(got[i], want[i]) << "i=" << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTiers, R16GemmTest,
-                         ::testing::Values(IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
-                                           IsaTier::kAvx512Vnni, IsaTier::kAmx),
-                         [](const ::testing::TestParamInfo<IsaTier>& info) {
-                           return std::string(cpu::IsaTierName(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(AllTiers, R16GemmTest, testing::AllIsaTiers(),
+                         testing::IsaTierParamName());
 
 }  // namespace
 }  // namespace moesplit::gemv

@@ -17,6 +17,7 @@
 
 #include "cpu_kernels/cpu_features.h"
 #include "cpu_kernels/quant/quant.h"
+#include "tests/isa_tiers.h"
 
 namespace moesplit::qmatmul {
 namespace {
@@ -163,8 +164,7 @@ std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
 // that have no kernel (Q4_1, Q2_K: the reference fallback).
 INSTANTIATE_TEST_SUITE_P(
     AllTiers, QMatMulTest,
-    ::testing::Combine(::testing::Values(IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
-                                         IsaTier::kAvx512Vnni, IsaTier::kAmx),
+    ::testing::Combine(testing::AllIsaTiers(),
                        ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
                                          GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0,
                                          GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,

@@ -27,6 +27,7 @@
 #include "numa/affinity.h"
 #include "numa/node_pool.h"
 #include "numa/thread_pool.h"
+#include "tests/isa_tiers.h"
 
 namespace moesplit::moe {
 namespace {
@@ -344,12 +345,8 @@ TEST_P(ExpertEngineTest, SameOutputOnEveryExecutor) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTiers, ExpertEngineTest,
-                         ::testing::Values(IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
-                                           IsaTier::kAvx512Vnni, IsaTier::kAmx),
-                         [](const auto& info) {
-                           return std::string(cpu::IsaTierName(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(AllTiers, ExpertEngineTest, testing::AllIsaTiers(),
+                         testing::IsaTierParamName());
 
 }  // namespace
 }  // namespace moesplit::moe

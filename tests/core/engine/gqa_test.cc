@@ -16,6 +16,7 @@
 #include "moe/grouped_experts.h"
 #include "tests/core/engine/f32_view.h"
 #include "tests/cpu_kernels/kquant_test_util.h"
+#include "tests/isa_tiers.h"
 
 namespace moesplit::engine {
 namespace {
@@ -99,13 +100,7 @@ TEST_P(GqaTest, BatchedCoreMatchesOneTokenAtATime) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTiers, GqaTest,
-                         ::testing::Values(cpu::IsaTier::kScalar, cpu::IsaTier::kAvx2,
-                                           cpu::IsaTier::kAvx512, cpu::IsaTier::kAvx512Vnni,
-                                           cpu::IsaTier::kAmx),
-                         [](const ::testing::TestParamInfo<cpu::IsaTier>& info) {
-                           return std::string(cpu::IsaTierName(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(AllTiers, GqaTest, testing::AllIsaTiers(), testing::IsaTierParamName());
 
 }  // namespace
 }  // namespace moesplit::engine

@@ -13,6 +13,7 @@
 
 #include "core/engine/engine.h"
 #include "tests/core/engine/logits_util.h"
+#include "tests/isa_tiers.h"
 #include "tests/testdata.h"
 
 namespace moesplit::engine {
@@ -116,13 +117,8 @@ TEST_P(OracleTierTest, BatchEqualsDecodeClosely) {
     EXPECT_GT(Pearson(&a[i * kVocab], &b[i * kVocab], kVocab), 0.9999);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTiers, OracleTierTest,
-                         ::testing::Values(cpu::IsaTier::kScalar, cpu::IsaTier::kAvx2,
-                                           cpu::IsaTier::kAvx512, cpu::IsaTier::kAvx512Vnni,
-                                           cpu::IsaTier::kAmx),
-                         [](const auto& info) {
-                           return std::string(cpu::IsaTierName(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(AllTiers, OracleTierTest, testing::AllIsaTiers(),
+                         testing::IsaTierParamName());
 
 TEST(OracleTest, F16CacheIsHalfTheBytes) {
   MOESPLIT_REQUIRE_TESTDATA();

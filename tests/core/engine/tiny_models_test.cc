@@ -21,6 +21,7 @@
 #include "core/synth/model_spec.h"
 #include "core/synth/model_writer.h"
 #include "tests/core/engine/logits_util.h"
+#include "tests/isa_tiers.h"
 #include "tests/testdata.h"
 
 namespace moesplit::engine {
@@ -191,17 +192,13 @@ TEST_P(TinyModelsTest, MatchesLlamaCpp) {
           c.min_pearson);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Archs, TinyModelsTest,
-    ::testing::Combine(::testing::ValuesIn(Cases()),
-                       ::testing::Values(cpu::IsaTier::kScalar, cpu::IsaTier::kAvx2,
-                                         cpu::IsaTier::kAvx512, cpu::IsaTier::kAvx512Vnni,
-                                         cpu::IsaTier::kAmx)),
-    [](const auto& info) {
-      std::string n = std::get<0>(info.param).name;
-      std::replace(n.begin(), n.end(), '-', '_');
-      return n + "_" + std::string(cpu::IsaTierName(std::get<1>(info.param)));
-    });
+INSTANTIATE_TEST_SUITE_P(Archs, TinyModelsTest,
+                         ::testing::Combine(::testing::ValuesIn(Cases()), testing::AllIsaTiers()),
+                         [](const auto& info) {
+                           std::string n = std::get<0>(info.param).name;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n + "_" + std::string(cpu::IsaTierName(std::get<1>(info.param)));
+                         });
 
 }  // namespace
 }  // namespace moesplit::engine

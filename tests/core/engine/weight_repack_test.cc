@@ -21,6 +21,7 @@
 #include "moe/expert_store.h"
 #include "moe/grouped_experts.h"
 #include "numa/thread_pool.h"
+#include "tests/isa_tiers.h"
 
 namespace moesplit::engine {
 namespace {
@@ -187,13 +188,8 @@ TEST_P(WeightRepackTest, MlaFormsReadRepackedHeadMaps) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTiers, WeightRepackTest,
-                         ::testing::Values(cpu::IsaTier::kScalar, cpu::IsaTier::kAvx2,
-                                           cpu::IsaTier::kAvx512, cpu::IsaTier::kAvx512Vnni,
-                                           cpu::IsaTier::kAmx),
-                         [](const ::testing::TestParamInfo<cpu::IsaTier>& i) {
-                           return std::string(cpu::IsaTierName(i.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(AllTiers, WeightRepackTest, testing::AllIsaTiers(),
+                         testing::IsaTierParamName());
 
 }  // namespace
 }  // namespace moesplit::engine
