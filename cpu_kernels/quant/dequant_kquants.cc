@@ -97,15 +97,10 @@ void DequantQ6_K(const void* src, float* dst, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, dst += kQkK) {
     const BlockQ6_K& b = blocks[i];
     const float d = Half(b.d);
+    uint8_t L[kQkK];
+    internal::Q6KLevels(b, L);
     for (int v = 0; v < kQkK; ++v) {
-      // v = 128h + 32k + l: k selects the ql half-byte (k / 2 -> nibble, k % 2 -> +32) and the
-      // qh bit pair 2k.
-      const int h = v / 128, k = (v % 128) / 32, l = v % 32;
-      const uint8_t* ql = b.ql + 64 * h + 32 * (k % 2);
-      const uint8_t* qh = b.qh + 32 * h;
-      const int low = (ql[l] >> (4 * (k / 2))) & 0xF;
-      const int high = (qh[l] >> (2 * k)) & 3;
-      const int q = (low | (high << 4)) - 32;
+      const int q = L[v] - 32;
       dst[v] = d * static_cast<float>(b.scales[v / 16]) * static_cast<float>(q);
     }
   }

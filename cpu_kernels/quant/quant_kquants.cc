@@ -71,21 +71,6 @@ void QuantizeScaleMinBlock(const float* x, const AffineSearch& search, ScaleMinH
   }
 }
 
-// Q6_K's 256 levels (0..63, zero at 32) -> ql / qh (layout in BlockQ6_K).
-void PackQ6K(const int8_t* L, BlockQ6_K* b) {
-  for (int h = 0; h < 2; ++h) {
-    const int8_t* v = L + 128 * h;
-    uint8_t* ql = b->ql + 64 * h;
-    uint8_t* qh = b->qh + 32 * h;
-    for (int l = 0; l < 32; ++l) {
-      ql[l] = static_cast<uint8_t>((v[l] & 0xF) | ((v[l + 64] & 0xF) << 4));
-      ql[l + 32] = static_cast<uint8_t>((v[l + 32] & 0xF) | ((v[l + 96] & 0xF) << 4));
-      qh[l] = static_cast<uint8_t>((v[l] >> 4) | ((v[l + 32] >> 4) << 2) | ((v[l + 64] >> 4) << 4) |
-                                   ((v[l + 96] >> 4) << 6));
-    }
-  }
-}
-
 void QuantizeQ6KBlock(const float* x, BlockQ6_K* b) {
   int8_t L[kQkK];
   float scales[16];
@@ -115,7 +100,7 @@ void QuantizeQ6KBlock(const float* x, BlockQ6_K* b) {
       L[16 * j + l] = static_cast<int8_t>(q + 32);
     }
   }
-  PackQ6K(L, b);
+  PackQ6KLevels(reinterpret_cast<const uint8_t*>(L), b);  // L: levels 0..63
 }
 
 }  // namespace

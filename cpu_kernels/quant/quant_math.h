@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/base/float16.h"
+#include "cpu_kernels/quant/blocks.h"
 
 namespace moesplit::quant::internal {
 
@@ -87,6 +88,39 @@ inline void Pack2Bit(const uint8_t* L, uint8_t* qs) {
     for (int l = 0; l < 32; ++l) {
       qs[32 * h + l] =
           static_cast<uint8_t>(v[l] | (v[l + 32] << 2) | (v[l + 64] << 4) | (v[l + 96] << 6));
+    }
+  }
+}
+
+// A Q6_K block's 256 levels (0..63, zero at 32) in value order (layout in BlockQ6_K); eight
+// values per 64-bit word (the masks keep every byte's bits in that byte).
+inline void Q6KLevels(const BlockQ6_K& b, uint8_t* L) {
+  constexpr uint64_t k0F = 0x0F0F0F0F0F0F0F0FULL, k03 = 0x0303030303030303ULL;
+  for (int h = 0; h < 2; ++h) {
+    for (int l = 0; l < 32; l += 8) {
+      uint64_t q0, q1, hb;
+      std::memcpy(&q0, b.ql + 64 * h + l, 8);
+      std::memcpy(&q1, b.ql + 64 * h + 32 + l, 8);
+      std::memcpy(&hb, b.qh + 32 * h + l, 8);
+      const uint64_t v[4] = {(q0 & k0F) | (hb & k03) << 4, (q1 & k0F) | (hb >> 2 & k03) << 4,
+                             (q0 >> 4 & k0F) | (hb >> 4 & k03) << 4,
+                             (q1 >> 4 & k0F) | (hb >> 6 & k03) << 4};
+      for (int k = 0; k < 4; ++k) std::memcpy(L + 128 * h + 32 * k + l, &v[k], 8);
+    }
+  }
+}
+
+// The inverse: 256 levels (0..63) -> ql / qh.
+inline void PackQ6KLevels(const uint8_t* L, BlockQ6_K* b) {
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* v = L + 128 * h;
+    uint8_t* ql = b->ql + 64 * h;
+    uint8_t* qh = b->qh + 32 * h;
+    for (int l = 0; l < 32; ++l) {
+      ql[l] = static_cast<uint8_t>((v[l] & 0xF) | ((v[l + 64] & 0xF) << 4));
+      ql[l + 32] = static_cast<uint8_t>((v[l + 32] & 0xF) | ((v[l + 96] & 0xF) << 4));
+      qh[l] = static_cast<uint8_t>((v[l] >> 4) | ((v[l + 32] >> 4) << 2) | ((v[l + 64] >> 4) << 4) |
+                                   ((v[l + 96] >> 4) << 6));
     }
   }
 }

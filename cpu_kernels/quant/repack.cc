@@ -129,8 +129,22 @@ void RepackQ6KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
     for (int r = 0; r < kR16Rows; ++r) {
       BlockQ6_K in;
       std::memcpy(&in, s + r * src_stride + b * sizeof(BlockQ6_K), sizeof(in));
-      for (int i = 0; i < 32; ++i) std::memcpy(&o.ql[i][r], in.ql + 4 * i, 4);
-      for (int k = 0; k < 16; ++k) std::memcpy(&o.qh[k][r], in.qh + 4 * k, 4);
+      uint8_t L[kQkK];
+      internal::Q6KLevels(in, L);
+      // Step i = 4Q + t, vector c < 3, 4 bytes j (one 32-bit word, masks per byte): the levels
+      // of values 64Q + 16c + 4t + j, bits 6-7 = bits 4 - 2c, 5 - 2c of the levels of values
+      // 64Q + 48 + 4t + j.
+      for (int i = 0; i < 16; ++i) {
+        const uint8_t* base = L + 64 * (i / 4) + 4 * (i % 4);
+        uint32_t top;
+        std::memcpy(&top, base + 48, 4);
+        for (int c = 0; c < 3; ++c) {
+          uint32_t lv;
+          std::memcpy(&lv, base + 16 * c, 4);
+          const uint32_t word = lv | (top >> (4 - 2 * c) & 0x03030303u) << 6;
+          std::memcpy(&o.q[3 * i + c][r], &word, 4);
+        }
+      }
       for (int j = 0; j < 16; ++j) o.sc[j][r] = in.scales[j];
       o.d[r] = in.d;
     }
@@ -144,9 +158,21 @@ void UnpackQ6KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
   for (int64_t b = 0; b < n / kQkK; ++b) {
     const BlockQ6_K_R16& g = in[b];
     for (int r = 0; r < kR16Rows; ++r) {
+      uint8_t L[kQkK];
+      for (int i = 0; i < 16; ++i) {  // the inverse of RepackQ6KRows16's words
+        uint8_t* base = L + 64 * (i / 4) + 4 * (i % 4);
+        uint32_t top = 0;
+        for (int c = 0; c < 3; ++c) {
+          uint32_t word;
+          std::memcpy(&word, &g.q[3 * i + c][r], 4);
+          const uint32_t lv = word & 0x3F3F3F3Fu;
+          std::memcpy(base + 16 * c, &lv, 4);
+          top |= (word >> 6 & 0x03030303u) << (4 - 2 * c);
+        }
+        std::memcpy(base + 48, &top, 4);
+      }
       BlockQ6_K o;
-      for (int i = 0; i < 32; ++i) std::memcpy(o.ql + 4 * i, &g.ql[i][r], 4);
-      for (int k = 0; k < 16; ++k) std::memcpy(o.qh + 4 * k, &g.qh[k][r], 4);
+      internal::PackQ6KLevels(L, &o);
       for (int j = 0; j < 16; ++j) o.scales[j] = g.sc[j][r];
       o.d = g.d[r];
       std::memcpy(d + r * dst_stride + b * sizeof(BlockQ6_K), &o, sizeof(o));

@@ -27,14 +27,14 @@
 // 16 x 18.
 //
 // kQ6_K_R16: Q6_K with 16 rows interleaved, one BlockQ6_K_R16 per (16-row group, 256 columns),
-// at exactly Q6_K's 210 bytes per row and block (16 x 210 = 3360). Lane r of every 64-byte
-// vector is row r: ql dword i (i < 32) holds the low nibbles of values 128n + 4m .. +3 and, in
-// its high nibbles, of values 128n + 64 + 4m .. +3 (n = i / 16, m = i % 16); qh dword k (k < 16)
-// holds the 2-bit high parts of values 128n + 4l + 32f .. +3 in bit pair f (n = k / 8, l = k % 8,
-// f < 4), so ql dword i takes its high bits from qh dword 8n + m % 8, bit pairs m / 8 (low
-// nibbles) and 2 + m / 8 (high nibbles). The kernels build the 6-bit values with shifts and ands
-// on whole vectors and feed vpdpbusd with the token's matching dword broadcast
-// (gemv_kquants_q6k_r16_avx512vnni.inc).
+// at exactly Q6_K's 210 bytes per row and block (16 x 210 = 3360). The 6-bit levels L (0..63)
+// are regrouped so that a kernel builds them with ~8 vector ops per 256 (the file's nibble /
+// bit-pair split costs 13, gemv_kquants_q6k_r16_avx512vnni.inc). Step i < 16 (quad Q = i / 4,
+// t = i % 4) is three 64-byte vectors q[3i + c], c < 3; byte j < 4 of lane (row) r holds
+//   bits 0-5: L of value 16 (4Q + c) + 4t + j            (sub-block 4Q + c)
+//   bits 6-7: bits 4 - 2c, 5 - 2c of L of value 16 (4Q + 3) + 4t + j   (sub-block 4Q + 3)
+// so c < 3 is one AND (& 0x3F), and sub-block 4Q + 3 is the three top bit pairs put side by side
+// (two 16-bit shifts, two bit selects, one AND: 4 L in bits 2-7).
 //
 // kQ5_K_R16: Q5_K with 16 rows interleaved, one BlockQ5_K_R16 per (16-row group, 256 columns):
 // kQ4_K_R16's fields for the low 4 bits, the scales and the mins (q dword i = row r's qs bytes
@@ -70,10 +70,9 @@ struct BlockQ4_K_R16 {
 static_assert(sizeof(BlockQ4_K_R16) == kR16Rows * 148, "16 rows x 148 bytes");
 
 struct BlockQ6_K_R16 {
-  uint32_t ql[32][kR16Rows];  // [dword i][row r] row r's ql bytes 4i .. 4i+3, as stored in Q6_K
-  uint32_t qh[16][kR16Rows];  // [dword k][row r] row r's qh bytes 4k .. 4k+3, as stored
-  int8_t sc[16][kR16Rows];    // [sub-block s][row] signed 8-bit scale of values 16s .. 16s+15
-  uint16_t d[kR16Rows];       // [row] f16 super-scale
+  uint32_t q[48][kR16Rows];  // [3 step + c][row r] 4 levels + 4 bit pairs (layout above)
+  int8_t sc[16][kR16Rows];   // [sub-block s][row] signed 8-bit scale of values 16s .. 16s+15
+  uint16_t d[kR16Rows];      // [row] f16 super-scale
 };
 static_assert(sizeof(BlockQ6_K_R16) == kR16Rows * 210, "16 rows x 210 bytes");
 
