@@ -34,6 +34,7 @@
 
 #include "cpu_kernels/gemv/amx_tile_config.h"
 #include "cpu_kernels/gemv/gemv_internal.h"
+#include "cpu_kernels/gemv/q6k_r16_values_avx512.h"
 #include "cpu_kernels/quant/blocks.h"
 #include "cpu_kernels/quant/repack.h"
 
@@ -294,11 +295,9 @@ void GemmKR16_Q8K_Amx(const void* w, size_t w_stride, int64_t n_rows, const void
 // 4 x 64): 16 TDPBSSD per group block, each 16 x 16 x 16. B holds the values made signed,
 // q - 32 in [-32, 31], so no bsum correction is needed (TDPBSSD: s8 x s8), and
 //   y[t][r] += d_a[t] * sum_s (d_r sc_rs) C_s[t][r],   |C_s| <= 16 * 32 * 127 (exact).
-// The values are built once per group block as in the VNNI group kernel (step i < 16, quad
-// Q = i / 4, t = i % 4, A / B / C = q[3i .. 3i + 2], layout in cpu_kernels/quant/repack.h):
-//   A & 0x3F, B & 0x3F, C & 0x3F -> sub-blocks 4Q, 4Q + 1, 4Q + 2, dword t of each
-//   (sel(0xC0, A, B >> 2) then sel(0xF0, ., C >> 4)) & 0xFC = 4 L -> sub-block 4Q + 3
-// (>> 2 as a 16-bit shift: bits 0-1 of every byte are 0, so nothing crosses bytes).
+// The values are built once per group block as in the VNNI group kernel (Q6R16StepValues: step
+// i < 16 gives sub-blocks 4 (i / 4) + c, c < 4, dword i % 4 of each; the fourth as 4x its
+// levels, shifted back here).
 // Per 16 x 16 x 256: 16 TDPBSSD + 16 tile stores and 16 (cvt + fma) + 1 fma per token row,
 // against the VNNI group tile's 64 vpdpbusd + 16 (vpmulld + add) per token row.
 
@@ -308,23 +307,14 @@ struct alignas(64) AmxQ6Block {
 };
 
 void FillAmxBlock(const quant::BlockQ6_K_R16& in, AmxQ6Block* out) {
-  const __m512i m3f = _mm512_set1_epi8(0x3F), mc0 = _mm512_set1_epi8(static_cast<char>(0xC0)),
-                mf0 = _mm512_set1_epi8(static_cast<char>(0xF0)),
-                mfc = _mm512_set1_epi8(static_cast<char>(0xFC));
   const __m512i c32 = _mm512_set1_epi8(32);
   for (int i = 0; i < 16; ++i) {
-    const __m512i qa = _mm512_loadu_si512(in.q[3 * i]);
-    const __m512i qb = _mm512_loadu_si512(in.q[3 * i + 1]);
-    const __m512i qc = _mm512_loadu_si512(in.q[3 * i + 2]);
-    const int s = 4 * (i / 4), k = i % 4;
-    // sel(m, x, y) = m ? x : y bit by bit: vpternlogd truth table 0xCA.
-    const __m512i u = _mm512_ternarylogic_epi32(mc0, qa, _mm512_srli_epi16(qb, 2), 0xCA);
-    const __m512i w = _mm512_ternarylogic_epi32(mf0, u, _mm512_srli_epi16(qc, 4), 0xCA);
-    const __m512i v3 = _mm512_srli_epi16(_mm512_and_si512(w, mfc), 2);
-    _mm512_store_si512(out->b[s][k], _mm512_sub_epi8(_mm512_and_si512(qa, m3f), c32));
-    _mm512_store_si512(out->b[s + 1][k], _mm512_sub_epi8(_mm512_and_si512(qb, m3f), c32));
-    _mm512_store_si512(out->b[s + 2][k], _mm512_sub_epi8(_mm512_and_si512(qc, m3f), c32));
-    _mm512_store_si512(out->b[s + 3][k], _mm512_sub_epi8(v3, c32));
+    __m512i v[4];
+    Q6R16StepValues(in, i, v);
+    v[3] = _mm512_srli_epi16(v[3], 2);  // bits 0-1 are 0: nothing crosses bytes
+    for (int c = 0; c < 4; ++c) {
+      _mm512_store_si512(out->b[4 * (i / 4) + c][i % 4], _mm512_sub_epi8(v[c], c32));
+    }
   }
   const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.d)));
   for (int s = 0; s < 16; ++s) {

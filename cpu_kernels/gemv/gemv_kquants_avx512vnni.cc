@@ -9,6 +9,7 @@
 
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/gemv/gemv_isa_common.h"
+#include "cpu_kernels/gemv/q6k_r16_values_avx512.h"
 #include "cpu_kernels/quant/blocks.h"
 #include "cpu_kernels/quant/repack.h"
 
