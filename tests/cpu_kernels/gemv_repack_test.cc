@@ -2,9 +2,10 @@
 // kQ5_K_R16 / kQ6_K_R16 kernels of every ISA tier:
 //   - the repack is lossless (random block bytes round-trip exactly) and never a file type;
 //   - every tier's R16 gemm against the scalar Q4_K / Q5_K / Q6_K dot of the original rows
-//     (1e-5 of sum |w a|), for 16..48 rows, 1..48 tokens (on AVX-512 VNNI: Q5_K one or two
-//     tokens on the group kernel, more on the row-lane tile; Q6_K the group tile 4, 2, 1 tokens
-//     at a time), 1..28 blocks, NaN-poisoned outputs, guard cells;
+//     (1e-5 of sum |w a|), for 16..48 rows (48: one Q4_K token runs groups two at a time, then
+//     one), 1..48 tokens (on AVX-512 VNNI: Q5_K one or two tokens on the group kernel, more on the
+//     row-lane tile; Q6_K the group tile 4, 2, 1 tokens at a time), 1..28 blocks, NaN-poisoned
+//     outputs, guard cells;
 //   - AVX-512 VNNI: several Q4_K tokens give the Q4_K row-lane GEMM's bits (same buffer values);
 //   - extreme blocks (max quants, scales and mins, activations at +-127) stay exact-ish:
 //     the integer sums must not overflow;
