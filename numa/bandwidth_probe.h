@@ -14,7 +14,9 @@
 //
 // Read kernels:
 //   kProbe    SSE2 128-bit loads, four 64-bit integer add chains per 64-byte line (every byte
-//             read once; 4 loads per line at 2 loads/cycle never limit a DRAM stream);
+//             read once; 4 loads per line at 2 loads/cycle never limit a DRAM stream), each
+//             thread's slice read as two sequential streams, its two halves in turn (one core
+//             reads 5-10% more from two streams than from one; see ProbeTwoStreams);
 //   kStream   the STREAM-style check: s += a[i] over doubles with 8 independent partial sums
 //             (what a compiler makes of a sum reduction); probe and STREAM should agree within
 //             10% — the evidence that the probe measures memory, not its own instructions;
