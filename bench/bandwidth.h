@@ -12,7 +12,8 @@
 //
 // Two read kernels:
 //   kProbe         SSE2 128-bit loads, four 64-bit integer add chains per 64-byte line (every
-//                  byte read once; the adds are never the bottleneck: ~4 loads/line at 2/cycle);
+//                  byte read once; the adds are never the bottleneck: ~4 loads/line at 2/cycle),
+//                  each thread's slice as two sequential streams (numa/bandwidth_probe.h);
 //   kSumReduction  the STREAM-style check: s += a[i] over doubles in plain C++ with 8
 //                  independent partial sums (what a compiler makes of a sum reduction).
 // bench_bandwidth prints both; they agree within a few % on Zen 4 (README.md), which is the
