@@ -19,28 +19,32 @@ namespace {
 constexpr int64_t kLine = 64;     // bytes per cache line; slices are whole lines
 constexpr int64_t kStride = 256;  // kStrided reads one line per 256 bytes; slices are whole strides
 
-// Reads [p, p + bytes) once: 4 x 16-byte loads per 64-byte line into four independent 64-bit
-// add chains (one vector add per load: the adds keep pace with the loads at any DRAM speed).
+// Reads S streams once, stream k the lines at p + k * gap + i for i in [0, span) by `step`, the
+// streams' line i in turn: 4 x 16-byte loads per 64-byte line into four independent 64-bit add
+// chains (one vector add per load: the adds keep pace with the loads at any DRAM speed).
 // `step` = bytes from one line to the next (64: every line; 256: the strided kernel).
-uint64_t ProbeRead(const uint8_t* p, int64_t bytes, int64_t step) {
+template <int S>
+uint64_t ProbeRead(const uint8_t* p, int64_t span, int64_t step, int64_t gap = 0) {
 #if defined(__SSE2__)
-  __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = 0; i < bytes; i += step) {
-    const auto* v = reinterpret_cast<const __m128i*>(p + i);
-    a0 = _mm_add_epi64(a0, _mm_load_si128(v + 0));
-    a1 = _mm_add_epi64(a1, _mm_load_si128(v + 1));
-    a2 = _mm_add_epi64(a2, _mm_load_si128(v + 2));
-    a3 = _mm_add_epi64(a3, _mm_load_si128(v + 3));
+  __m128i acc[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(),
+                    _mm_setzero_si128()};
+  for (int64_t i = 0; i < span; i += step) {
+    for (int k = 0; k < S; ++k) {
+      const auto* v = reinterpret_cast<const __m128i*>(p + k * gap + i);
+      for (int j = 0; j < 4; ++j) acc[j] = _mm_add_epi64(acc[j], _mm_load_si128(v + j));
+    }
   }
-  const __m128i s = _mm_add_epi64(_mm_add_epi64(a0, a1), _mm_add_epi64(a2, a3));
+  const __m128i s = _mm_add_epi64(_mm_add_epi64(acc[0], acc[1]), _mm_add_epi64(acc[2], acc[3]));
   alignas(16) uint64_t lanes[2];
   _mm_store_si128(reinterpret_cast<__m128i*>(lanes), s);
   return lanes[0] + lanes[1];
 #else
   uint64_t s[8] = {};
-  for (int64_t i = 0; i < bytes; i += step) {
-    const auto* w = reinterpret_cast<const uint64_t*>(p + i);
-    for (int j = 0; j < 8; ++j) s[j] += w[j];
+  for (int64_t i = 0; i < span; i += step) {
+    for (int k = 0; k < S; ++k) {
+      const auto* w = reinterpret_cast<const uint64_t*>(p + k * gap + i);
+      for (int j = 0; j < 8; ++j) s[j] += w[j];
+    }
   }
   return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
 #endif
@@ -56,27 +60,7 @@ uint64_t ProbeRead(const uint8_t* p, int64_t bytes, int64_t step) {
 // faster pattern, never the slower.
 uint64_t ProbeTwoStreams(const uint8_t* p, int64_t bytes) {
   const int64_t half = bytes / 128 * 64;  // bytes per stream, whole lines
-#if defined(__SSE2__)
-  __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = 0; i < half; i += 64) {
-    const auto* v = reinterpret_cast<const __m128i*>(p + i);
-    const auto* w = reinterpret_cast<const __m128i*>(p + half + i);
-    a0 = _mm_add_epi64(a0, _mm_load_si128(v + 0));
-    a1 = _mm_add_epi64(a1, _mm_load_si128(v + 1));
-    a2 = _mm_add_epi64(a2, _mm_load_si128(v + 2));
-    a3 = _mm_add_epi64(a3, _mm_load_si128(v + 3));
-    a0 = _mm_add_epi64(a0, _mm_load_si128(w + 0));
-    a1 = _mm_add_epi64(a1, _mm_load_si128(w + 1));
-    a2 = _mm_add_epi64(a2, _mm_load_si128(w + 2));
-    a3 = _mm_add_epi64(a3, _mm_load_si128(w + 3));
-  }
-  const __m128i s = _mm_add_epi64(_mm_add_epi64(a0, a1), _mm_add_epi64(a2, a3));
-  alignas(16) uint64_t lanes[2];
-  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), s);
-  return lanes[0] + lanes[1] + ProbeRead(p + 2 * half, bytes - 2 * half, 64);
-#else
-  return ProbeRead(p, bytes, 64);
-#endif
+  return ProbeRead<2>(p, half, kLine, half) + ProbeRead<1>(p + 2 * half, bytes - 2 * half, kLine);
 }
 
 // STREAM-style sum reduction over doubles: 8 partial sums (a single accumulator would be bound
@@ -118,7 +102,7 @@ double ReadOnce(ReadKernel kernel, const uint8_t* p, int64_t bytes) {
     case ReadKernel::kStream:
       return SumReduction(p, bytes);
     case ReadKernel::kStrided:
-      return static_cast<double>(ProbeRead(p, bytes, kStride));
+      return static_cast<double>(ProbeRead<1>(p, bytes, kStride));
     case ReadKernel::kProbe:
       break;
   }
