@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/base/int_math.h"
 #include "core/engine/forward.h"
 #include "core/engine/hybrid_forward.h"
 #include "core/engine/kv_cache.h"
@@ -39,41 +40,39 @@ const gemv::GemvKernels* ResolveKernels(std::optional<cpu::IsaTier> tier) {
 }
 }  // namespace
 
-Session::Session(const Model& model, const SessionOptions& options, Tag)
+Engine::Engine(const Model& model, const EngineOptions& options, Tag)
     : model_(model),
       kernels_(ResolveKernels(options.isa_tier)),
       ws_(std::make_unique<Workspace>()),
       ctx_(ResolveCtx(model.config(), options.ctx_size)) {
-  // A hybrid session keeps its latent cache on the device (HybridForward).
+  // A hybrid engine keeps its latent cache on the device (HybridForward).
   if (options.backend == nullptr) {
     kv_ = std::make_unique<KvCache>(model.config(), ctx_, options.kv_type);
   }
 }
 
-Session::Session(const Model& model, const SessionOptions& options)
-    : Session(model, options, Tag{}) {
+Engine::Engine(const Model& model, const EngineOptions& options) : Engine(model, options, Tag{}) {
   MOESPLIT_CHECK(options.placement.groups.empty() && options.backend == nullptr,
-                 "a session with a CPU placement or a device is made with Session::Create");
+                 "an engine with a CPU placement or a device is made with Engine::Create");
   const Status s = Place(options);  // the default placement only maps: it cannot fail
   MOESPLIT_CHECK(s.ok(), s.ToString());
 }
 
-StatusOr<std::unique_ptr<Session>> Session::Create(const Model& model,
-                                                   const SessionOptions& options) {
-  std::unique_ptr<Session> s(new Session(model, options, Tag{}));
-  MOESPLIT_RETURN_IF_ERROR(s->Place(options));
-  return s;
+StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model,
+                                                 const EngineOptions& options) {
+  std::unique_ptr<Engine> e(new Engine(model, options, Tag{}));
+  MOESPLIT_RETURN_IF_ERROR(e->Place(options));
+  return e;
 }
 
-Session::~Session() = default;
+Engine::~Engine() = default;
 
-numa::NumaMode Session::numa_mode() const { return store_->mode(); }
+numa::NumaMode Engine::numa_mode() const { return store_->mode(); }
 
-int64_t Session::ctx_size() const { return ctx_; }
-uint64_t Session::kv_cache_bytes() const {
+uint64_t Engine::kv_cache_bytes() const {
   return hybrid_ != nullptr ? hybrid_->kv_cache_bytes() : kv_->bytes();
 }
-int Session::n_threads() const {
+int Engine::n_threads() const {
   if (fanout_ == nullptr) return exec_->size();
   int n = 0;
   for (int g = 0; g < fanout_->num_nodes(); ++g) n += fanout_->pool(g).size();
@@ -96,43 +95,87 @@ std::vector<GgmlType> Model::FallbackTypes(const gemv::GemvKernels& kernels) con
   return qmatmul::MissingKernelTypes(kernels, types);
 }
 
-StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool all_logits) {
-  const ModelConfig& c = model_.config();
-  const int64_t n_tok = static_cast<int64_t>(tokens.size());
-  if (n_tok == 0) return InvalidArgumentError("Eval: no tokens to evaluate");
-  for (int64_t i = 0; i < n_tok; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= c.n_vocab) {
-      return InvalidArgumentError("token ", i, " has id ", tokens[i],
-                                  ", outside the vocabulary [0, ", c.n_vocab, ")");
+Status Engine::CheckStep(std::span<const StepSeq> seqs) const {
+  const int64_t V = model_.config().n_vocab;
+  if (seqs.empty()) return InvalidArgumentError("Step: no sequences to evaluate");
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const StepSeq& s = seqs[i];
+    const int64_t n = static_cast<int64_t>(s.tokens.size());
+    if (n == 0) return InvalidArgumentError("Step: sequence ", i, " has no tokens");
+    if (s.n_logits < 0 || s.n_logits > n) {
+      return InvalidArgumentError("Step: sequence ", i, " asks for ", s.n_logits,
+                                  " logits rows of ", n, " tokens");
+    }
+    for (int64_t t = 0; t < n; ++t) {
+      if (s.tokens[t] < 0 || s.tokens[t] >= V) {
+        return InvalidArgumentError("token ", t, " has id ", s.tokens[t],
+                                    ", outside the vocabulary [0, ", V, ")");
+      }
+    }
+    if (s.pos0 < 0 || s.pos0 + n > ctx_) {
+      return OutOfRangeError("context overflow: position ", s.pos0, " + ", n,
+                             " tokens > context size ", ctx_,
+                             " (use a larger --ctx-size or start a new session)");
+    }
+    if (kv_ == nullptr) continue;
+    const int64_t need = CeilDiv(s.pos0 + n, kv_->block_size());
+    if (static_cast<int64_t>(s.blocks.size()) < need) {
+      return InvalidArgumentError("Step: sequence ", i, " has ", s.blocks.size(),
+                                  " KV blocks for ", s.pos0 + n, " positions (", need, " needed)");
+    }
+    for (int64_t b = 0; b < need; ++b) {
+      if (s.blocks[b] < 0 || s.blocks[b] >= kv_->n_blocks()) {
+        return InvalidArgumentError("Step: sequence ", i, " names KV block ", s.blocks[b],
+                                    " of a pool of ", kv_->n_blocks());
+      }
     }
   }
-  if (position_ + n_tok > ctx_size()) {
-    return OutOfRangeError("context overflow: position ", position_, " + ", n_tok,
-                           " tokens > context size ", ctx_size(),
-                           " (use a larger --ctx-size or start a new session)");
-  }
-  const auto t_eval = std::chrono::steady_clock::now();
-  const int64_t n_out = all_logits ? n_tok : 1;
-  std::vector<float> logits(static_cast<size_t>(n_out * c.n_vocab));  // [n_out x V]
-  if (hybrid_ != nullptr) {
-    MOESPLIT_RETURN_IF_ERROR(hybrid_->Eval(tokens, position_, n_out, logits.data(), profile_));
-  } else {
-    ForwardCpu(tokens, n_out, logits.data());
-  }
-  position_ += n_tok;
-  if (profile_ != nullptr) {
-    profile_->eval_ns += NsSince(t_eval);
-    profile_->tokens += n_tok;
-    profile_->evals += 1;
-  }
-  return logits;
+  return Status::Ok();
 }
 
-void Session::ForwardCpu(std::span<const int32_t> tokens, int64_t n_out, float* logits) {
+Status Engine::Step(std::span<const StepSeq> seqs, std::vector<float>* logits) {
+  MOESPLIT_RETURN_IF_ERROR(CheckStep(seqs));
+  const int64_t V = model_.config().n_vocab;
+  const auto t_eval = std::chrono::steady_clock::now();
+  step_tokens_.clear();
+  step_seqs_.clear();
+  step_rows_.clear();
+  for (const StepSeq& s : seqs) {
+    const int64_t row0 = static_cast<int64_t>(step_tokens_.size());
+    const int64_t n = static_cast<int64_t>(s.tokens.size());
+    step_tokens_.insert(step_tokens_.end(), s.tokens.begin(), s.tokens.end());
+    step_seqs_.push_back({s.blocks, row0, n, s.pos0});
+    for (int64_t r = n - s.n_logits; r < n; ++r) step_rows_.push_back(row0 + r);
+  }
+  const size_t at = logits->size();
+  logits->resize(at + step_rows_.size() * static_cast<size_t>(V));  // [n_out x V]
+  if (hybrid_ != nullptr) {
+    const StepSeq& s = seqs[0];
+    bool from_zero = seqs.size() == 1;
+    for (size_t b = 0; from_zero && b < s.blocks.size(); ++b) from_zero = s.blocks[b] == int(b);
+    if (!from_zero) {
+      return UnimplementedError("the hybrid pass evaluates one sequence per step (not built: "
+                                "batched and paged hybrid steps; serve runs the CPU pass)");
+    }
+    MOESPLIT_RETURN_IF_ERROR(hybrid_->Eval(s.tokens, s.pos0, s.n_logits, logits->data() + at,
+                                           profile_));
+  } else {
+    ForwardCpu(step_tokens_, step_seqs_, step_rows_, logits->data() + at);
+  }
+  if (profile_ != nullptr) {
+    profile_->eval_ns += NsSince(t_eval);
+    profile_->tokens += static_cast<int64_t>(step_tokens_.size());
+    profile_->evals += 1;
+  }
+  return Status::Ok();
+}
+
+void Engine::ForwardCpu(std::span<const int32_t> tokens, std::span<const SeqRows> seqs,
+                        std::span<const int64_t> out_rows, float* logits) {
   const ModelConfig& c = model_.config();
   const int64_t n_tok = static_cast<int64_t>(tokens.size());
-  const ForwardContext ctx{c,         *weights_, *exec_,  *kv_, *experts_, RopeParamsFor(c),
-                           *kernels_, *ws_,      profile_};
+  const ForwardContext ctx{c,         *weights_, *exec_,   *kv_, *experts_, RopeParamsFor(c),
+                           *kernels_, *ws_,      profile_, seqs};
   const int64_t D = c.n_embd;
   float* x = Grow(ws_->x, n_tok * D);      // [T x D] residual stream
   float* h = Grow(ws_->h, n_tok * D);      // [T x D] normalised input of the next block
@@ -148,9 +191,9 @@ void Session::ForwardCpu(std::span<const int32_t> tokens, int64_t n_out, float* 
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& l = ctx.w.layers[static_cast<size_t>(il)];
     if (c.arch == ModelArch::kDeepseek2) {
-      MlaAttention(ctx, il, h, n_tok, position_, out);
+      MlaAttention(ctx, il, h, n_tok, out);
     } else {
-      GqaAttention(ctx, il, h, n_tok, position_, out);
+      GqaAttention(ctx, il, h, n_tok, out);
     }
     // x += attention(attn_norm(x)); h = ffn_norm(x): one pass per token.
     {
@@ -172,7 +215,43 @@ void Session::ForwardCpu(std::span<const int32_t> tokens, int64_t n_out, float* 
       if (!last) ops::RmsNorm(xt, next_norm, D, c.rms_eps, h + t * D);
     });
   }
-  Logits(ctx, x, n_tok, n_out, logits);
+  if (!out_rows.empty()) Logits(ctx, x, out_rows, logits);
 }
+
+namespace {
+// 0, 1, 2, ... over the pool (or, in the hybrid pass, over the ctx positions its device cache
+// holds in order).
+std::vector<int32_t> WholePool(Engine& e) {
+  if (e.kv() != nullptr) return IdentityBlocks(*e.kv());
+  std::vector<int32_t> blocks(static_cast<size_t>(CeilDiv(e.ctx_size(), kKvBlockSize)));
+  for (size_t b = 0; b < blocks.size(); ++b) blocks[b] = static_cast<int32_t>(b);
+  return blocks;
+}
+}  // namespace
+
+Session::Session(std::unique_ptr<Engine> engine)
+    : engine_(std::move(engine)), blocks_(WholePool(*engine_)) {}
+
+Session::Session(const Model& model, const SessionOptions& options)
+    : Session(std::make_unique<Engine>(model, options)) {}
+
+StatusOr<std::unique_ptr<Session>> Session::Create(const Model& model,
+                                                   const SessionOptions& options) {
+  MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Create(model, options));
+  return std::unique_ptr<Session>(new Session(std::move(engine)));
+}
+
+Session::~Session() = default;
+
+StatusOr<std::vector<float>> Session::Eval(std::span<const int32_t> tokens, bool all_logits) {
+  const int64_t n_tok = static_cast<int64_t>(tokens.size());
+  if (n_tok == 0) return InvalidArgumentError("Eval: no tokens to evaluate");
+  const StepSeq seq{tokens, blocks_, position_, all_logits ? n_tok : 1};
+  std::vector<float> logits;
+  MOESPLIT_RETURN_IF_ERROR(engine_->Step({&seq, 1}, &logits));
+  position_ += n_tok;
+  return logits;
+}
+
 
 }  // namespace moesplit::engine

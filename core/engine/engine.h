@@ -6,8 +6,10 @@
 //   /*all_logits=*/true));
 //   // logits: [tokens.size() x n_vocab] row-major (or [1 x n_vocab] for the last token)
 //
-// A Model is immutable and shareable (weights stay memory-mapped, zero copy); a Session holds the
-// KV cache, the thread pool and scratch of one conversation, and appends tokens at position().
+// A Model is immutable and shareable (weights stay memory-mapped, zero copy); an Engine holds what
+// is placed once per process (pools, expert stores, repacked weights, the KV block pool) and
+// evaluates steps that mix many sequences (Engine::Step, the server); a Session is one
+// conversation on its own Engine, appending tokens at position().
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,7 @@ namespace moesplit::engine {
 
 struct Workspace;
 struct DenseRepack;
+struct SeqRows;
 class DenseBackend;
 class HybridForward;
 
@@ -118,9 +121,96 @@ struct SessionOptions {
   std::vector<ExpertHome> expert_homes;
 };
 
-class Session {
+using EngineOptions = SessionOptions;
+
+// One sequence's part of a step (Engine::Step).
+struct StepSeq {
+  std::span<const int32_t> tokens;  // [n] evaluated at positions pos0 .. pos0 + n - 1
+  std::span<const int32_t> blocks;  // its KV block table, covering positions [0, pos0 + n)
+  int64_t pos0 = 0;
+  int64_t n_logits = 0;  // logits wanted for its last n_logits tokens (0 .. n)
+};
+
+// What is placed once per process: the pools, the expert stores, the repacked matrices, the
+// dense backend, the KV block pool and the scratch of a step. Sequences are not objects here: a
+// sequence is a block table and a position that the caller (Session, the server's scheduler)
+// keeps; Step evaluates any mix of them at once. Not thread-safe: one thread drives it.
+class Engine {
  public:
   // Any placement; errors: node ids the machine lacks, memory that cannot be allocated.
+  static StatusOr<std::unique_ptr<Engine>> Create(const Model& model, const EngineOptions& options);
+  // The default placement only (options.placement.groups empty; CHECKed): cannot fail.
+  Engine(const Model& model, const EngineOptions& options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Evaluates every sequence's tokens in one forward pass: norms, projections, router and
+  // experts over all the step's rows (each expert's weights read once per step), attention per
+  // sequence over its own blocks. Appends the logits asked for to *logits, [sum n_logits x
+  // n_vocab] in sequence order. Errors (nothing is evaluated): no tokens, a token id outside
+  // the vocabulary, a block table that does not cover the positions or names blocks the pool
+  // lacks (InvalidArgument); the hybrid pass evaluates one sequence from block 0 (Unimplemented
+  // otherwise).
+  Status Step(std::span<const StepSeq> seqs, std::vector<float>* logits);
+
+  const Model& model() const { return model_; }
+  // The CPU pass's block pool (nullptr in the hybrid pass: its cache is on the device).
+  KvCache* kv() { return kv_.get(); }
+  int64_t ctx_size() const { return ctx_; }  // positions asked for (the pool may hold more)
+  uint64_t kv_cache_bytes() const;
+  int n_threads() const;
+  cpu::IsaTier isa_tier() const { return kernels_->tier; }
+  // Start-up lines: pools (node, workers, cpus), pinning not honoured, where the experts are.
+  const std::vector<std::string>& placement_report() const { return report_; }
+  numa::NumaMode numa_mode() const;
+  bool hybrid() const { return hybrid_ != nullptr; }
+  // Adds time and bytes per forward-pass phase of every later Step to *profile (not owned).
+  void set_profile(Profile* profile) { profile_ = profile; }
+  std::vector<GgmlType> FallbackTypes() const { return model_.FallbackTypes(*kernels_); }
+
+ private:
+  struct Tag {};
+  Engine(const Model& model, const EngineOptions& options, Tag);
+  Status Place(const EngineOptions& options);
+  Status CheckStep(std::span<const StepSeq> seqs) const;
+  // The CPU forward pass: logits [n_out x V] of rows out_rows of the step's T rows.
+  void ForwardCpu(std::span<const int32_t> tokens, std::span<const SeqRows> seqs,
+                  std::span<const int64_t> out_rows, float* logits);
+  // Hybrid: [n_layer] true where a MoE layer's routed experts go to the device (expert_homes
+  // against the device memory left). ResourceExhausted when kDevice layers do not fit.
+  StatusOr<std::vector<bool>> DeviceExpertLayers(const EngineOptions& options) const;
+  // After Place's pools: the dense matrices repacked (weight_repack.h) when p.repack, weights_.
+  Status PlaceDenseWeights(const CpuPlacement& p);
+
+  const Model& model_;
+  const gemv::GemvKernels* kernels_;
+  std::unique_ptr<numa::ThreadPool> pool_;     // the default: unpinned workers
+  std::unique_ptr<numa::NodePool> node_pool_;  // single / interleave placement
+  std::unique_ptr<numa::NodeFanout> fanout_;   // replicate / shard: one pool per group
+  numa::Executor* exec_ = nullptr;             // attention, dense layers, head: one of the above
+  std::unique_ptr<KvCache> kv_;                // the CPU pass's block pool (null in hybrid)
+  std::unique_ptr<moe::ExpertStore> store_;
+  std::unique_ptr<moe::GroupedExperts> experts_;
+  // The dense matrices repacked at load (weight_repack.h), when any were; the forward pass reads
+  // weights_: dense_->weights, or the model's file views.
+  std::unique_ptr<DenseRepack> dense_;
+  const ModelWeights* weights_ = nullptr;
+  std::unique_ptr<Workspace> ws_;
+  std::unique_ptr<HybridForward> hybrid_;  // with options.backend: the forward pass
+  int64_t ctx_ = 0;                        // KV cache positions asked for
+  std::vector<std::string> report_;
+  Profile* profile_ = nullptr;
+  // Step's scratch: the step's tokens [T], sequences, rows wanted.
+  std::vector<int32_t> step_tokens_;
+  std::vector<SeqRows> step_seqs_;
+  std::vector<int64_t> step_rows_;
+};
+
+// One conversation on its own Engine (run, chat, bench, eval, perplexity): the whole block pool
+// is its cache, read in place.
+class Session {
+ public:
   static StatusOr<std::unique_ptr<Session>> Create(const Model& model,
                                                    const SessionOptions& options);
   // The default placement only (options.placement.groups empty; CHECKed): cannot fail.
@@ -137,50 +227,24 @@ class Session {
 
   void Reset() { position_ = 0; }  // forget the conversation (the cache is overwritten)
   int64_t position() const { return position_; }
-  int64_t ctx_size() const;
-  uint64_t kv_cache_bytes() const;
-  int n_threads() const;
-  cpu::IsaTier isa_tier() const { return kernels_->tier; }
-  // Start-up lines: pools (node, workers, cpus), pinning not honoured, where the experts are.
-  const std::vector<std::string>& placement_report() const { return report_; }
-  numa::NumaMode numa_mode() const;
-  // True when the forward pass runs on options.backend (the hybrid split).
-  bool hybrid() const { return hybrid_ != nullptr; }
-  // Adds time and bytes per forward-pass phase of every later Eval to *profile (not owned; it
-  // must outlive its use); nullptr stops measuring.
-  void set_profile(Profile* profile) { profile_ = profile; }
-  // Model::FallbackTypes at this session's tier.
-  std::vector<GgmlType> FallbackTypes() const { return model_.FallbackTypes(*kernels_); }
+  int64_t ctx_size() const { return engine_->ctx_size(); }
+  uint64_t kv_cache_bytes() const { return engine_->kv_cache_bytes(); }
+  int n_threads() const { return engine_->n_threads(); }
+  cpu::IsaTier isa_tier() const { return engine_->isa_tier(); }
+  const std::vector<std::string>& placement_report() const { return engine_->placement_report(); }
+  numa::NumaMode numa_mode() const { return engine_->numa_mode(); }
+  bool hybrid() const { return engine_->hybrid(); }
+  void set_profile(Profile* profile) {
+    profile_ = profile;
+    engine_->set_profile(profile);
+  }
+  std::vector<GgmlType> FallbackTypes() const { return engine_->FallbackTypes(); }
+  Engine& engine() { return *engine_; }
 
  private:
-  struct Tag {};
-  Session(const Model& model, const SessionOptions& options, Tag);
-  Status Place(const SessionOptions& options);
-  // The CPU forward pass of Eval: logits [n_out x V] of the last n_out tokens.
-  void ForwardCpu(std::span<const int32_t> tokens, int64_t n_out, float* logits);
-  // Hybrid: [n_layer] true where a MoE layer's routed experts go to the device (expert_homes
-  // against the device memory left). ResourceExhausted when kDevice layers do not fit.
-  StatusOr<std::vector<bool>> DeviceExpertLayers(const SessionOptions& options) const;
-  // After Place's pools: the dense matrices repacked (weight_repack.h) when p.repack, weights_.
-  Status PlaceDenseWeights(const CpuPlacement& p);
-
-  const Model& model_;
-  const gemv::GemvKernels* kernels_;
-  std::unique_ptr<numa::ThreadPool> pool_;     // the default: unpinned workers
-  std::unique_ptr<numa::NodePool> node_pool_;  // single / interleave placement
-  std::unique_ptr<numa::NodeFanout> fanout_;   // replicate / shard: one pool per group
-  numa::Executor* exec_ = nullptr;             // attention, dense layers, head: one of the above
-  std::unique_ptr<KvCache> kv_;                // the CPU pass's cache (null in hybrid sessions)
-  std::unique_ptr<moe::ExpertStore> store_;
-  std::unique_ptr<moe::GroupedExperts> experts_;
-  // The dense matrices repacked at load (weight_repack.h), when any were; the forward pass reads
-  // weights_: dense_->weights, or the model's file views.
-  std::unique_ptr<DenseRepack> dense_;
-  const ModelWeights* weights_ = nullptr;
-  std::unique_ptr<Workspace> ws_;
-  std::unique_ptr<HybridForward> hybrid_;  // with options.backend: the forward pass
-  int64_t ctx_ = 0;                        // KV cache positions
-  std::vector<std::string> report_;
+  explicit Session(std::unique_ptr<Engine> engine);
+  std::unique_ptr<Engine> engine_;
+  std::vector<int32_t> blocks_;  // 0, 1, 2, ...: the whole pool in order
   Profile* profile_ = nullptr;
   int64_t position_ = 0;
 };

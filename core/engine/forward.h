@@ -1,5 +1,8 @@
-// Internal to core/engine: the per-layer steps of the forward pass. Every function reads T
-// token rows at positions pos0 .. pos0 + T - 1 and writes T rows; shapes are in the comments
+// Internal to core/engine: the per-layer steps of the forward pass. Every function reads the T
+// token rows of a step and writes T rows; the rows belong to one or more sequences (SeqRows:
+// consecutive rows of one sequence at consecutive positions, with the sequence's KV block
+// table). Only attention looks at sequences; everything else treats rows alike. Shapes are in
+// the comments
 // (D = n_embd, H = n_head, L = kv_lora, V = n_vocab). All matrix products go through
 // cpu_kernels/qmatmul on the session's kernel table; buffers live in the session's Workspace so
 // that a decode step allocates nothing.
@@ -55,8 +58,21 @@ struct Workspace {
   std::vector<float> mla_k;    // [G x ctx x (nope+R)] expanded keys [W_kb c_s, k_pe_s]
   std::vector<float> mla_vt;   // [G x v x ctx] expanded values, transposed
   std::vector<float> gqa_vt;   // [Hk x v x ctx] GQA prefill: cached values, transposed
+  std::vector<int64_t> slot;   // [T] the KV cache slot of each row (RowSlots)
+  std::vector<int64_t> pos;    // [T] the position of each row in its sequence (RowSlots)
+  // Per sequence of the step (gathered when its blocks are not consecutive): [n_seq] buffers.
+  std::vector<std::vector<float>> seq_rows, seq_rows_t;
   std::array<qmatmul::QuantizedRows, 3> rows;  // an input in F32 / Q8_K / Q8_0 (Project)
   std::vector<WorkerScratch> workers;          // [threads]
+};
+
+// The rows of one sequence in a step: rows [row0, row0 + n_tok) at positions pos0 .. pos0 +
+// n_tok - 1; its KV cache blocks cover positions [0, pos0 + n_tok).
+struct SeqRows {
+  std::span<const int32_t> blocks;  // [>= ceil((pos0 + n_tok) / B)] block table
+  int64_t row0 = 0;
+  int64_t n_tok = 0;
+  int64_t pos0 = 0;
 };
 
 struct ForwardContext {
@@ -69,7 +85,17 @@ struct ForwardContext {
   const gemv::GemvKernels& kernels;
   Workspace& ws;
   Profile* prof = nullptr;  // time and bytes per phase (bench --verbose); null: not measured
+  // The step's sequences, in row order, covering rows [0, T). Empty: the single-sequence
+  // overloads below supply one.
+  std::span<const SeqRows> seqs = {};
 };
+
+// Block table 0, 1, 2, ... of kv's first blocks: a lone sequence reading the pool from slot 0
+// (tests, one-sequence helpers).
+std::vector<int32_t> IdentityBlocks(const KvCache& kv);
+
+// ws.slot[t] / ws.pos[t] = the cache slot / position of row t of ctx.seqs (T rows).
+void RowSlots(const ForwardContext& ctx, int64_t n_tok);
 
 // nbytes of a tensor the model has, 0 for an absent one (the profile's byte counts).
 inline uint64_t BytesOf(const TensorView& t) { return Present(t) ? t.nbytes : 0; }
@@ -112,19 +138,26 @@ enum class MlaForm { kAuto, kAbsorbed, kExpanded };
 
 bool MlaExpandedIsCheaper(const ModelConfig& c, int64_t n_tok, int64_t pos0);
 
-// out[T x D] = MLA attention of h[T x D] (already attn_norm'ed); writes the latent cache rows.
+// out[T x D] = MLA attention of h[T x D] (already attn_norm'ed) for the sequences ctx.seqs;
+// writes the latent cache rows.
+void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok,
+                  float* out, MlaForm form = MlaForm::kAuto);
+// One sequence at pos0 reading the pool from block 0 (ctx.seqs ignored).
 void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok,
                   int64_t pos0, float* out, MlaForm form = MlaForm::kAuto);
 
 // out[T x D] = GQA attention of h[T x D] (qwen3moe / llama); writes K/V cache rows.
+void GqaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok,
+                  float* out);
 void GqaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok,
                   int64_t pos0, float* out);
 
 // out[T x D] = dense FFN or MoE (routed + shared experts) of h[T x D] (already ffn_norm'ed).
 void FeedForward(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok, float* out);
 
-// logits[n_out x V] = output(output_norm(x[rows]))   for the last n_out rows of x[T x D].
-void Logits(const ForwardContext& ctx, const float* x, int64_t n_tok, int64_t n_out, float* logits);
+// logits[n_out x V] = output(output_norm(x[rows[i]]))   for the rows asked for, of x[T x D].
+void Logits(const ForwardContext& ctx, const float* x, std::span<const int64_t> rows,
+            float* logits);
 
 // n f32 rows of `cols` values, `stride` floats apart, as activation rows for qmatmul.
 qmatmul::QuantizedRows F32Rows(const float* x, int64_t n, int64_t cols, int64_t stride);

@@ -156,17 +156,40 @@ void FeedForward(const ForwardContext& ctx, int64_t il, const float* h, int64_t 
   ctx.experts.Forward(il, h, n_tok, ids, weights, static_cast<int>(k), out);
 }
 
-void Logits(const ForwardContext& ctx, const float* x, int64_t n_tok, int64_t n_out,
+void Logits(const ForwardContext& ctx, const float* x, std::span<const int64_t> rows,
             float* logits) {
   PhaseTimer timer(ctx.prof, Phase::kOutput, BytesOf(ctx.w.output));
-  const int64_t D = ctx.cfg.n_embd;
+  const int64_t D = ctx.cfg.n_embd, n_out = static_cast<int64_t>(rows.size());
   float* xn = Grow(ctx.ws.xn, n_out * D);  // [n_out x D]
   const float* norm = static_cast<const float*>(ctx.w.output_norm.data);
   ForTokens(ctx, n_out, [&](int64_t i) {
-    ops::RmsNorm(x + (n_tok - n_out + i) * D, norm, D, ctx.cfg.rms_eps, xn + i * D);
+    ops::RmsNorm(x + rows[static_cast<size_t>(i)] * D, norm, D, ctx.cfg.rms_eps, xn + i * D);
   });
   const qmatmul::Product p{matmul::FromTensor(ctx.w.output), logits, ctx.cfg.n_vocab};
   Project(ctx, xn, D, n_out, {&p, 1});
+}
+
+std::vector<int32_t> IdentityBlocks(const KvCache& kv) {
+  std::vector<int32_t> blocks(static_cast<size_t>(kv.n_blocks()));
+  for (size_t b = 0; b < blocks.size(); ++b) blocks[b] = static_cast<int32_t>(b);
+  return blocks;
+}
+
+void RowSlots(const ForwardContext& ctx, int64_t n_tok) {
+  int64_t* slot = Grow(ctx.ws.slot, n_tok);
+  int64_t* pos = Grow(ctx.ws.pos, n_tok);
+  int64_t covered = 0;
+  for (const SeqRows& s : ctx.seqs) {
+    MOESPLIT_CHECK(s.row0 == covered && s.row0 + s.n_tok <= n_tok, "RowSlots: sequence rows [",
+                   s.row0, ", ", s.row0 + s.n_tok, ") after ", covered, " of ", n_tok);
+    for (int64_t t = 0; t < s.n_tok; ++t) {
+      slot[s.row0 + t] = ctx.kv.Slot(s.blocks, s.pos0 + t);
+      pos[s.row0 + t] = s.pos0 + t;
+    }
+    covered += s.n_tok;
+  }
+  MOESPLIT_CHECK(covered == n_tok, "RowSlots: the sequences cover ", covered, " of ", n_tok,
+                 " rows");
 }
 
 }  // namespace moesplit::engine

@@ -3,6 +3,8 @@
 //   q = Wq h, k = Wk h, v = Wv h;  score_s = kq_scale * q . k_s;  o = sum_s softmax_s v_s
 #include <algorithm>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "core/base/int_math.h"
 #include "core/engine/forward.h"
@@ -79,6 +81,15 @@ void BatchedCore(const ForwardContext& ctx, const float* q, const float* kc, con
 
 void GqaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok,
                   int64_t pos0, float* out) {
+  const std::vector<int32_t> blocks = IdentityBlocks(ctx.kv);
+  const SeqRows seq{blocks, 0, n_tok, pos0};
+  ForwardContext one = ctx;
+  one.seqs = {&seq, 1};
+  GqaAttention(one, il, h, n_tok, out);
+}
+
+void GqaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok,
+                  float* out) {
   const ModelConfig& c = ctx.cfg;
   const LayerWeights& l = ctx.w.layers[static_cast<size_t>(il)];
   const int64_t D = c.n_embd, H = c.n_head, Hk = c.n_head_kv;
@@ -96,36 +107,55 @@ void GqaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
     Project(ctx, h, D, n_tok, p);  // q, k, v share one quantization of h
   }
   // The core reads a K and a V row per position.
-  std::optional<PhaseTimer> core_timer(
-      std::in_place, ctx.prof, Phase::kAttnCore,
-      static_cast<uint64_t>(pos0 + n_tok) * Hk * (hd + hv) * ctx.kv.element_bytes());
+  uint64_t positions = 0;
+  for (const SeqRows& s : ctx.seqs) positions += static_cast<uint64_t>(s.pos0 + s.n_tok);
+  std::optional<PhaseTimer> core_timer(std::in_place, ctx.prof, Phase::kAttnCore,
+                                       positions * Hk * (hd + hv) * ctx.kv.element_bytes());
+  RowSlots(ctx, n_tok);
   float* cs_all = Grow(ctx.ws.cs, n_tok * c.n_rot);  // [T x n_rot]
   ForTokens(ctx, n_tok, [&](int64_t t) {
     float* cs = cs_all + t * c.n_rot;
-    ops::RopeCosSin(ctx.rope, pos0 + t, cs);
+    ops::RopeCosSin(ctx.rope, ctx.ws.pos[t], cs);
     NormRopeHeads(ctx, l.attn_q_norm, q + t * H * hd, H, hd, cs);
     NormRopeHeads(ctx, l.attn_k_norm, k + t * Hk * hd, Hk, hd, cs);
-    ctx.kv.Write(KvCache::kK, il, pos0 + t, k + t * Hk * hd);  // disjoint rows
-    ctx.kv.Write(KvCache::kV, il, pos0 + t, v + t * Hk * hv);
+    ctx.kv.Write(KvCache::kK, il, ctx.ws.slot[t], k + t * Hk * hd);  // disjoint slots
+    ctx.kv.Write(KvCache::kV, il, ctx.ws.slot[t], v + t * Hk * hv);
   });
 
-  const int64_t n_ctx_max = pos0 + n_tok, group = H / Hk;
+  const int64_t group = H / Hk;
   const int n_threads = ctx.pool.size();
   if (ctx.ws.workers.size() < static_cast<size_t>(n_threads)) ctx.ws.workers.resize(n_threads);
-  for (WorkerScratch& s : ctx.ws.workers) Grow(s.scores, n_ctx_max);
-  float* o = Grow(ctx.ws.o, n_tok * H * hv);  // [T x H*hv]
-  const float* kc = ctx.kv.Rows(KvCache::kK, il, n_ctx_max, &ctx.ws.cache_f32);
-  const float* vc = ctx.kv.Rows(KvCache::kV, il, n_ctx_max, &ctx.ws.cache_f32_v);
-  if (n_tok >= kBatchedMinTokens) {
-    BatchedCore(ctx, q, kc, vc, n_tok, pos0, o);
-  } else {
-    ctx.pool.ParallelFor(n_tok * H, [&](int64_t task, int worker) {
-      const int64_t t = task / H, hh = task % H, g = hh / group;
-      AttendOne(q + (t * H + hh) * hd, hd, nullptr, 0, kc + g * hd, Hk * hd, 0, vc + g * hv,
-                Hk * hv, hv, pos0 + t + 1, c.kq_scale, ctx.kernels.scaled_softmax,
-                ctx.ws.workers[static_cast<size_t>(worker)].scores.data(), o + (t * H + hh) * hv);
-    });
+  const size_t n_seq = ctx.seqs.size();
+  if (ctx.ws.seq_rows.size() < n_seq) {
+    ctx.ws.seq_rows.resize(n_seq);
+    ctx.ws.seq_rows_t.resize(n_seq);
   }
+  float* o = Grow(ctx.ws.o, n_tok * H * hv);  // [T x H*hv]
+  // Per sequence: its K / V rows (in place or gathered); long prompts in the batched core, the
+  // rest one (token, head) at a time in one parallel loop over every sequence's rows.
+  std::vector<const float*> kc(n_seq), vc(n_seq);
+  std::vector<std::pair<int64_t, size_t>> one_rows;  // (row, sequence) for AttendOne
+  for (size_t i = 0; i < n_seq; ++i) {
+    const SeqRows& s = ctx.seqs[i];
+    const int64_t n_ctx = s.pos0 + s.n_tok;
+    for (WorkerScratch& w : ctx.ws.workers) Grow(w.scores, n_ctx);
+    kc[i] = ctx.kv.Rows(KvCache::kK, il, s.blocks, n_ctx, &ctx.ws.seq_rows[i]);
+    vc[i] = ctx.kv.Rows(KvCache::kV, il, s.blocks, n_ctx, &ctx.ws.seq_rows_t[i]);
+    const bool batched = s.n_tok >= kBatchedMinTokens;
+    if (batched) {
+      BatchedCore(ctx, q + s.row0 * H * hd, kc[i], vc[i], s.n_tok, s.pos0, o + s.row0 * H * hv);
+    } else {
+      for (int64_t t = 0; t < s.n_tok; ++t) one_rows.emplace_back(s.row0 + t, i);
+    }
+  }
+  const int64_t n_one = static_cast<int64_t>(one_rows.size());
+  ctx.pool.ParallelFor(n_one * H, [&](int64_t task, int worker) {
+    const auto [t, i] = one_rows[static_cast<size_t>(task / H)];
+    const int64_t hh = task % H, g = hh / group;
+    AttendOne(q + (t * H + hh) * hd, hd, nullptr, 0, kc[i] + g * hd, Hk * hd, 0, vc[i] + g * hv,
+              Hk * hv, hv, ctx.ws.pos[t] + 1, c.kq_scale, ctx.kernels.scaled_softmax,
+              ctx.ws.workers[static_cast<size_t>(worker)].scores.data(), o + (t * H + hh) * hv);
+  });
   core_timer.reset();
   PhaseTimer timer(ctx.prof, Phase::kAttnOut, BytesOf(l.attn_output));
   const qmatmul::Product po{matmul::FromTensor(l.attn_output), out, D};

@@ -67,10 +67,10 @@ void Project(const ForwardContext& ctx, const LayerWeights& l, const float* h, i
   engine::Project(ctx, qa, Q, n_tok, {&qb, 1});
 }
 
-// Latent cache rows at pos0..pos0+T-1: [rmsnorm(kv_a[:L]), rope(kv_a[L:])] (in place in ws.kv),
-// and RoPE of every head's q_pe (in place in ws.q).
-void RopeAndCache(const ForwardContext& ctx, const LayerWeights& l, int64_t il, int64_t n_tok,
-                  int64_t pos0) {
+// Latent cache rows of the T rows (each at its own position ws.pos, cache slot ws.slot):
+// [rmsnorm(kv_a[:L]), rope(kv_a[L:])] (in place in ws.kv), and RoPE of every head's q_pe (in
+// place in ws.q).
+void RopeAndCache(const ForwardContext& ctx, const LayerWeights& l, int64_t il, int64_t n_tok) {
   const ModelConfig& c = ctx.cfg;
   const int64_t H = c.n_head, L = c.kv_lora_rank, R = c.qk_rope, W = L + R;
   const int64_t hk = c.head_dim_k, nope = c.qk_nope;
@@ -82,10 +82,10 @@ void RopeAndCache(const ForwardContext& ctx, const LayerWeights& l, int64_t il, 
     float* row = kv + t * W;  // [L + R] becomes the cache row
     float* cs = cs_all + t * R;
     ops::RmsNorm(row, norm, L, c.rms_eps, row);
-    ops::RopeCosSin(ctx.rope, pos0 + t, cs);
+    ops::RopeCosSin(ctx.rope, ctx.ws.pos[t], cs);
     ops::RopeApply(ctx.rope, cs, row + L);
     for (int64_t hh = 0; hh < H; ++hh) ops::RopeApply(ctx.rope, cs, q + (t * H + hh) * hk + nope);
-    ctx.kv.Write(KvCache::kK, il, pos0 + t, row);  // disjoint rows: safe in parallel
+    ctx.kv.Write(KvCache::kK, il, ctx.ws.slot[t], row);  // disjoint slots: safe in parallel
   });
 }
 
@@ -110,7 +110,9 @@ struct LatentCache {
   int64_t n_ctx;
 };
 
-// Attention of tokens [t0, t0+nt) (positions pos0 + t) x heads [h0, h0+nh), all as matrix
+// Attention of one sequence's tokens [t0, t0+nt) (positions pos0 + t; query rows q [.. x
+// H*hk], output rows o [.. x H*v], both from the sequence's first row) x heads [h0, h0+nh), all
+// as matrix
 // products over the cache so that a task reads the cache once for all its (token, head) rows:
 //   qc[(i, j)]  = [W_kb[h]^T q_nope, q_pe]                      [nt*nh x (L+R)]
 //   s           = qc rows^T: scores against positions < the block's end  [nt*nh x n]
@@ -118,8 +120,8 @@ struct LatentCache {
 //   o_lat       = p C = p (C^T)^T                                [nt*nh x L]
 //   o[t, h]     = W_vb[h] o_lat                                   [v]
 void AttendBlock(const ForwardContext& ctx, const LayerWeights& l, const LatentCache& cache,
-                 int64_t pos0, int64_t t0, int64_t nt, int64_t h0, int64_t nh, WorkerScratch& s,
-                 float* o) {
+                 const float* q, int64_t pos0, int64_t t0, int64_t nt, int64_t h0, int64_t nh,
+                 WorkerScratch& s, float* o) {
   const ModelConfig& c = ctx.cfg;
   const int64_t H = c.n_head, L = c.kv_lora_rank, R = c.qk_rope, nope = c.qk_nope;
   const int64_t hk = c.head_dim_k, hv = c.head_dim_v, W = L + R;
@@ -128,7 +130,6 @@ void AttendBlock(const ForwardContext& ctx, const LayerWeights& l, const LatentC
   float* qc = Grow(s.a, rows * W);           // [(i, j) x W]
   float* scores = Grow(s.scores, rows * n);  // [(i, j) x n]
   float* o_lat = Grow(s.b, rows * L);        // [(i, j) x L]
-  const float* q = ctx.ws.q.data();
   for (int64_t j = 0; j < nh; ++j) {
     const float* qh = q + (t0 * H + h0 + j) * hk;  // token t0, head h0 + j
     AbsorbQ(ctx, MapsForHead(c, l, h0 + j), qh, H * hk, nt, s, qc + j * W, nh * W);
@@ -204,7 +205,7 @@ int64_t ExpandedGroupHeads(const ModelConfig& c, int64_t n_ctx) {
 // and transposed values V_h^T [v x ctx] = W_vb[h] C^T over position blocks, a second one runs
 // (token block, head) tasks: s = K_h q (causal), p = softmax, o = V_h^T p.
 void ExpandedAttention(const ForwardContext& ctx, const LayerWeights& l, const LatentCache& cache,
-                       int64_t n_tok, int64_t pos0, float* o) {
+                       const float* q, int64_t n_tok, int64_t pos0, float* o) {
   const ModelConfig& c = ctx.cfg;
   const int64_t H = c.n_head, L = c.kv_lora_rank, R = c.qk_rope, W = L + R;
   const int64_t nope = c.qk_nope, hk = c.head_dim_k, hv = c.head_dim_v;
@@ -213,7 +214,6 @@ void ExpandedAttention(const ForwardContext& ctx, const LayerWeights& l, const L
   float* wvb = Grow(ctx.ws.mla_wvb, G * hv * L);
   float* kx = Grow(ctx.ws.mla_k, G * n_ctx * hk);
   float* vt = Grow(ctx.ws.mla_vt, G * hv * n_ctx);
-  const float* q = ctx.ws.q.data();
   // F32 products on AMX-BF16 tiles where the tier has them (~1.5e-5 of sum |w a|; see gemv.h).
   const gemv::GemmFn f32 = ctx.kernels.f32_gemm_bf16x3;
   constexpr int64_t kPosBlock = 64, kTokBlock = 16;
@@ -282,11 +282,48 @@ bool MlaExpandedIsCheaper(const ModelConfig& c, int64_t n_tok, int64_t pos0) {
   return expanded < absorbed;
 }
 
+namespace {
+
+// One sequence's absorbed-form tasks: (block of <= 16 tokens, group of heads), >= 4 per thread
+// where the heads allow; the latest token blocks (longest causal rows) first. Every task reads
+// the layer's cache ((L+R) + L floats per position): past ~2 MB (decode at long context) one
+// head group per thread, so that the cache streams from DRAM/L3 once per thread, not 4x.
+struct AbsorbedTask {
+  int64_t seq, t0, nt, h0, nh;
+};
+void AddAbsorbedTasks(const ModelConfig& c, int n_threads, int64_t seq, const SeqRows& s,
+                      std::vector<AbsorbedTask>* tasks) {
+  const int64_t H = c.n_head;
+  const int64_t tb = std::min<int64_t>(s.n_tok, 16);
+  const int64_t n_blocks = CeilDiv(s.n_tok, tb);
+  const int64_t n_ctx_max = s.pos0 + s.n_tok;
+  const bool big_cache = n_ctx_max * (2 * c.kv_lora_rank + c.qk_rope) * 4 > (int64_t{2} << 20);
+  const int64_t tasks_wanted = (big_cache ? 1 : 4) * static_cast<int64_t>(n_threads);
+  const int64_t groups_wanted = std::clamp<int64_t>(CeilDiv(tasks_wanted, n_blocks), 1, H);
+  const int64_t hg = CeilDiv(H, groups_wanted);  // heads per task
+  const int64_t n_groups = CeilDiv(H, hg);
+  for (int64_t task = 0; task < n_blocks * n_groups; ++task) {
+    const int64_t t0 = (n_blocks - 1 - task / n_groups) * tb, h0 = (task % n_groups) * hg;
+    tasks->push_back({seq, t0, std::min(tb, s.n_tok - t0), h0, std::min(hg, H - h0)});
+  }
+}
+
+}  // namespace
+
 void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok,
                   int64_t pos0, float* out, MlaForm form) {
+  const std::vector<int32_t> blocks = IdentityBlocks(ctx.kv);
+  const SeqRows seq{blocks, 0, n_tok, pos0};
+  ForwardContext one = ctx;
+  one.seqs = {&seq, 1};
+  MlaAttention(one, il, h, n_tok, out, form);
+}
+
+void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok,
+                  float* out, MlaForm form) {
   const ModelConfig& c = ctx.cfg;
   const LayerWeights& l = ctx.w.layers[static_cast<size_t>(il)];
-  const int64_t H = c.n_head, hv = c.head_dim_v;
+  const int64_t H = c.n_head, hv = c.head_dim_v, hk = c.head_dim_k;
   {
     PhaseTimer timer(
         ctx.prof, Phase::kAttnProj,
@@ -294,46 +331,50 @@ void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
     Project(ctx, l, h, n_tok);
   }
   // The core reads the head maps and, per position, a cache row (L+R) and a transposed latent (L).
+  uint64_t positions = 0;
+  for (const SeqRows& s : ctx.seqs) positions += static_cast<uint64_t>(s.pos0 + s.n_tok);
   const uint64_t core_bytes = BytesOf(l.attn_k_b) + BytesOf(l.attn_v_b) + BytesOf(l.attn_kv_b) +
-                              static_cast<uint64_t>(pos0 + n_tok) *
-                                  (2 * c.kv_lora_rank + c.qk_rope) * ctx.kv.element_bytes();
+                              positions * (2 * c.kv_lora_rank + c.qk_rope) * ctx.kv.element_bytes();
   std::optional<PhaseTimer> core_timer(std::in_place, ctx.prof, Phase::kAttnCore, core_bytes);
-  RopeAndCache(ctx, l, il, n_tok, pos0);
+  RowSlots(ctx, n_tok);
+  RopeAndCache(ctx, l, il, n_tok);
 
-  // Tasks: (block of <= 16 tokens, group of heads), >= 4 per thread where the heads allow;
-  // the latest token blocks (longest causal rows) are handed out first. Every task reads the
-  // layer's cache ((L+R) + L floats per position): past ~2 MB (decode at long context) one
-  // head group per thread, so that the cache streams from DRAM/L3 once per thread, not 4x.
   const int n_threads = ctx.pool.size();
-  const int64_t tb = std::min<int64_t>(n_tok, 16);
-  const int64_t n_blocks = CeilDiv(n_tok, tb);
-  const int64_t n_ctx_max = pos0 + n_tok;
-  const bool big_cache = n_ctx_max * (2 * c.kv_lora_rank + c.qk_rope) * 4 > (int64_t{2} << 20);
-  const int64_t tasks_wanted = (big_cache ? 1 : 4) * static_cast<int64_t>(n_threads);
-  const int64_t groups_wanted = std::clamp<int64_t>(CeilDiv(tasks_wanted, n_blocks), 1, H);
-  const int64_t hg = CeilDiv(H, groups_wanted);  // heads per task
-  const int64_t n_groups = CeilDiv(H, hg);
   if (ctx.ws.workers.size() < static_cast<size_t>(n_threads)) ctx.ws.workers.resize(n_threads);
-  const bool expanded = form == MlaForm::kExpanded ||
-                        (form == MlaForm::kAuto && MlaExpandedIsCheaper(c, n_tok, pos0));
-  LatentCache cache;
-  cache.rows = ctx.kv.Rows(KvCache::kK, il, n_ctx_max, &ctx.ws.cache_f32);  // [ctx x W]
-  cache.c_t = nullptr;  // the absorbed form's C^T; the expanded form reads rows only
-  cache.t_stride = 0;
-  if (!expanded) {
-    cache.c_t = ctx.kv.LatentTransposed(il, n_ctx_max, &ctx.ws.cache_f32_v, &cache.t_stride);
+  const size_t n_seq = ctx.seqs.size();
+  if (ctx.ws.seq_rows.size() < n_seq) {
+    ctx.ws.seq_rows.resize(n_seq);
+    ctx.ws.seq_rows_t.resize(n_seq);
   }
-  cache.n_ctx = n_ctx_max;
   float* o = Grow(ctx.ws.o, n_tok * H * hv);  // [T x H*v]
-  if (expanded) {
-    ExpandedAttention(ctx, l, cache, n_tok, pos0, o);
-  } else {
-    ctx.pool.ParallelFor(n_blocks * n_groups, [&](int64_t task, int worker) {
-      const int64_t t0 = (n_blocks - 1 - task / n_groups) * tb, h0 = (task % n_groups) * hg;
-      AttendBlock(ctx, l, cache, pos0, t0, std::min(tb, n_tok - t0), h0, std::min(hg, H - h0),
-                  ctx.ws.workers[static_cast<size_t>(worker)], o);
-    });
+  const float* q = ctx.ws.q.data();           // [T x H*hk]
+  std::vector<LatentCache> caches(n_seq);
+  std::vector<AbsorbedTask> tasks;
+  for (size_t i = 0; i < n_seq; ++i) {
+    const SeqRows& s = ctx.seqs[i];
+    const bool expanded = form == MlaForm::kExpanded ||
+                          (form == MlaForm::kAuto && MlaExpandedIsCheaper(c, s.n_tok, s.pos0));
+    LatentCache& cache = caches[i];
+    cache.n_ctx = s.pos0 + s.n_tok;
+    cache.rows = ctx.kv.Rows(KvCache::kK, il, s.blocks, cache.n_ctx, &ctx.ws.seq_rows[i]);
+    cache.c_t = nullptr;  // the absorbed form's C^T; the expanded form reads rows only
+    cache.t_stride = 0;
+    if (expanded) {  // its own parallel loops, one sequence at a time
+      ExpandedAttention(ctx, l, cache, q + s.row0 * H * hk, s.n_tok, s.pos0, o + s.row0 * H * hv);
+      continue;
+    }
+    cache.c_t =
+        ctx.kv.LatentTransposed(il, s.blocks, cache.n_ctx, &ctx.ws.seq_rows_t[i], &cache.t_stride);
+    AddAbsorbedTasks(c, n_threads, static_cast<int64_t>(i), s, &tasks);
   }
+  // Every absorbed sequence's tasks in one parallel loop (decode of many sequences: one barrier).
+  ctx.pool.ParallelFor(static_cast<int64_t>(tasks.size()), [&](int64_t k, int worker) {
+    const AbsorbedTask& t = tasks[static_cast<size_t>(k)];
+    const SeqRows& s = ctx.seqs[static_cast<size_t>(t.seq)];
+    AttendBlock(ctx, l, caches[static_cast<size_t>(t.seq)], q + s.row0 * H * hk, s.pos0, t.t0,
+                t.nt, t.h0, t.nh, ctx.ws.workers[static_cast<size_t>(worker)],
+                o + s.row0 * H * hv);
+  });
   core_timer.reset();
   PhaseTimer timer(ctx.prof, Phase::kAttnOut, BytesOf(l.attn_output));
   const qmatmul::Product p{matmul::FromTensor(l.attn_output), out, c.n_embd};

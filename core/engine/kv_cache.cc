@@ -1,13 +1,21 @@
 #include "core/engine/kv_cache.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/base/float16.h"
+#include "core/base/int_math.h"
+#include "core/base/status.h"
 
 namespace moesplit::engine {
 
-KvCache::KvCache(const ModelConfig& c, int64_t ctx_size, KvCacheType type)
-    : ctx_size_(ctx_size), type_(type) {
+KvCache::KvCache(const ModelConfig& c, int64_t positions, KvCacheType type, int64_t block_size)
+    : block_(block_size),
+      n_blocks_(CeilDiv(std::max<int64_t>(positions, 1), block_size)),
+      slots_(n_blocks_ * block_size),
+      n_layer_(c.n_layer),
+      type_(type) {
+  MOESPLIT_CHECK(block_size > 0, "KvCache: block size ", block_size);
   if (c.arch == ModelArch::kDeepseek2) {
     width_[kK] = c.kv_lora_rank + c.qk_rope;
     width_[kV] = 0;
@@ -17,14 +25,14 @@ KvCache::KvCache(const ModelConfig& c, int64_t ctx_size, KvCacheType type)
     width_[kV] = c.n_head_kv * c.head_dim_v;
   }
   for (int p = 0; p < 2; ++p) {
-    const size_t n = static_cast<size_t>(c.n_layer * ctx_size * width_[p]);
+    const size_t n = static_cast<size_t>(c.n_layer * slots_ * width_[p]);
     if (type_ == KvCacheType::kF32) {
       f32_[p].assign(n, 0.0f);
     } else {
       f16_[p].assign(n, 0);
     }
   }
-  const size_t nt = static_cast<size_t>(c.n_layer * latent_t_ * ctx_size);
+  const size_t nt = static_cast<size_t>(c.n_layer * latent_t_ * slots_);
   if (type_ == KvCacheType::kF32) {
     t_f32_.assign(nt, 0.0f);
   } else {
@@ -37,42 +45,104 @@ uint64_t KvCache::bytes() const {
          (f16_[0].size() + f16_[1].size() + t_f16_.size()) * sizeof(uint16_t);
 }
 
-void KvCache::Write(Part part, int64_t il, int64_t pos, const float* row) {
-  const size_t at = Index(part, il, pos);
+uint64_t KvCache::bytes_per_block() const { return bytes() / static_cast<uint64_t>(n_blocks_); }
+
+void KvCache::Write(Part part, int64_t il, int64_t slot, const float* row) {
+  const size_t at = Index(part, il, slot);
   const int64_t nt = part == kK ? latent_t_ : 0;  // the transposed latent copy (MLA)
-  const size_t t0 = static_cast<size_t>(il * latent_t_ * ctx_size_ + pos);
+  const size_t t0 = static_cast<size_t>(il * latent_t_ * slots_ + slot);
   if (type_ == KvCacheType::kF32) {
     std::copy(row, row + width_[part], f32_[part].begin() + static_cast<std::ptrdiff_t>(at));
-    for (int64_t i = 0; i < nt; ++i) t_f32_[t0 + i * ctx_size_] = row[i];
+    for (int64_t i = 0; i < nt; ++i) t_f32_[t0 + i * slots_] = row[i];
     return;
   }
   for (int64_t i = 0; i < width_[part]; ++i) f16_[part][at + i] = Fp32ToFp16(row[i]);
-  for (int64_t i = 0; i < nt; ++i) t_f16_[t0 + i * ctx_size_] = Fp32ToFp16(row[i]);
+  for (int64_t i = 0; i < nt; ++i) t_f16_[t0 + i * slots_] = Fp32ToFp16(row[i]);
 }
 
-const float* KvCache::Rows(Part part, int64_t il, int64_t n, std::vector<float>* buffer) const {
-  const size_t at = Index(part, il, 0);
-  if (type_ == KvCacheType::kF32) return f32_[part].data() + at;
-  const size_t count = static_cast<size_t>(n * width_[part]);
-  buffer->resize(count);
-  for (size_t i = 0; i < count; ++i) (*buffer)[i] = Fp16ToFp32(f16_[part][at + i]);
+bool KvCache::Contiguous(std::span<const int32_t> blocks, int64_t n) const {
+  const int64_t nb = CeilDiv(n, block_);
+  MOESPLIT_CHECK(static_cast<int64_t>(blocks.size()) >= nb, "KvCache: block table of ",
+                 blocks.size(), " blocks for ", n, " positions");
+  for (int64_t b = 1; b < nb; ++b) {
+    if (blocks[b] != blocks[0] + b) return false;
+  }
+  return true;
+}
+
+const float* KvCache::Rows(Part part, int64_t il, std::span<const int32_t> blocks, int64_t n,
+                           std::vector<float>* buffer) const {
+  const int64_t w = width_[part];
+  const bool contiguous = Contiguous(blocks, n);
+  if (type_ == KvCacheType::kF32 && contiguous) {
+    return f32_[part].data() + Index(part, il, n > 0 ? int64_t{blocks[0]} * block_ : 0);
+  }
+  buffer->resize(static_cast<size_t>(n * w));
+  for (int64_t p0 = 0; p0 < n; p0 += block_) {  // one block's rows at a time
+    const size_t at = Index(part, il, Slot(blocks, p0));
+    const size_t count = static_cast<size_t>(std::min(block_, n - p0) * w);
+    float* dst = buffer->data() + p0 * w;
+    if (type_ == KvCacheType::kF32) {
+      std::memcpy(dst, f32_[part].data() + at, count * sizeof(float));
+    } else {
+      for (size_t i = 0; i < count; ++i) dst[i] = Fp16ToFp32(f16_[part][at + i]);
+    }
+  }
   return buffer->data();
 }
 
-const float* KvCache::LatentTransposed(int64_t il, int64_t n, std::vector<float>* buffer,
-                                       int64_t* stride) const {
-  const size_t at = static_cast<size_t>(il * latent_t_ * ctx_size_);
-  if (type_ == KvCacheType::kF32) {
-    *stride = ctx_size_;
-    return t_f32_.data() + at;
+const float* KvCache::LatentTransposed(int64_t il, std::span<const int32_t> blocks, int64_t n,
+                                       std::vector<float>* buffer, int64_t* stride) const {
+  const size_t at = static_cast<size_t>(il * latent_t_ * slots_);
+  if (type_ == KvCacheType::kF32 && Contiguous(blocks, n)) {
+    *stride = slots_;
+    return t_f32_.data() + at + (n > 0 ? int64_t{blocks[0]} * block_ : 0);
   }
   buffer->resize(static_cast<size_t>(latent_t_ * n));
   for (int64_t i = 0; i < latent_t_; ++i) {
-    for (int64_t s = 0; s < n; ++s)
-      (*buffer)[i * n + s] = Fp16ToFp32(t_f16_[at + i * ctx_size_ + s]);
+    float* dst = buffer->data() + i * n;
+    for (int64_t p0 = 0; p0 < n; p0 += block_) {
+      const size_t src = at + static_cast<size_t>(i * slots_ + Slot(blocks, p0));
+      const int64_t count = std::min(block_, n - p0);
+      if (type_ == KvCacheType::kF32) {
+        std::memcpy(dst + p0, t_f32_.data() + src, static_cast<size_t>(count) * sizeof(float));
+      } else {
+        for (int64_t s = 0; s < count; ++s) dst[p0 + s] = Fp16ToFp32(t_f16_[src + s]);
+      }
+    }
   }
   *stride = n;
   return buffer->data();
+}
+
+void KvCache::CopyBlock(int32_t src, int32_t dst) {
+  MOESPLIT_CHECK(src >= 0 && src < n_blocks_ && dst >= 0 && dst < n_blocks_,
+                 "KvCache::CopyBlock: blocks ", src, " -> ", dst, " of ", n_blocks_);
+  auto copy = [&](auto& v, int64_t rows_per_layer, int64_t width, int64_t row_stride) {
+    // rows_per_layer groups of `block_` consecutive elements x width each.
+    for (int64_t il = 0; il < n_layer_; ++il) {
+      for (int64_t r = 0; r < rows_per_layer; ++r) {
+        const int64_t base = (il * rows_per_layer + r) * row_stride;
+        std::copy_n(v.begin() + base + src * block_ * width, block_ * width,
+                    v.begin() + base + dst * block_ * width);
+      }
+    }
+  };
+  for (int p = 0; p < 2; ++p) {
+    if (width_[p] == 0) continue;
+    if (type_ == KvCacheType::kF32) {
+      copy(f32_[p], 1, width_[p], slots_ * width_[p]);
+    } else {
+      copy(f16_[p], 1, width_[p], slots_ * width_[p]);
+    }
+  }
+  if (latent_t_ > 0) {
+    if (type_ == KvCacheType::kF32) {
+      copy(t_f32_, latent_t_, 1, slots_);
+    } else {
+      copy(t_f16_, latent_t_, 1, slots_);
+    }
+  }
 }
 
 }  // namespace moesplit::engine

@@ -1,17 +1,26 @@
-// The KV cache of one session: per layer, per position, what attention needs of past tokens.
-//  - deepseek2 (MLA): the latent form, one row per token of [kv_lora + qk_rope] values: the
-//    normalised compressed kv (c, 512 for V3) followed by the roped shared key (k_pe, 64):
-//    576 values per token per layer (V3, 61 layers, f16: 70 KB per token, 288 MB at 4096).
-//    The c part is also kept transposed ([kv_lora][ctx] per layer): attention's second product
+// The KV cache: one pool of fixed-size blocks shared by every sequence of an Engine (the
+// PagedAttention idea of vLLM, for MLA's latent rows and for GQA's K/V rows). A sequence owns a
+// block table; its logical position p lives in cache slot blocks[p / B] * B + p % B (B =
+// block_size(), kBlockSize = 32 positions). Per layer and slot, what attention needs of a past
+// token:
+//  - deepseek2 (MLA): the latent form, one row of [kv_lora + qk_rope] values: the normalised
+//    compressed kv (c, 512 for V3) followed by the roped shared key (k_pe, 64): 576 values per
+//    token per layer (V3, 61 layers, f16: 70 KB per token, 288 MB at 4096).
+//    The c part is also kept transposed ([kv_lora][slots] per layer): attention's second product
 //    o_lat = P C (probabilities times cached latents) is then a plain matrix product over the
 //    cache's rows (kernel form y = x W^T with W = C^T), like the first one, scores = Q C^T.
 //    That costs another kv_lora values per token per layer (1.9x the memory).
 //  - GQA archs (qwen3moe, llama): K rows [n_head_kv x head_dim_k] and V rows [n_head_kv x
 //    head_dim_v] per token.
-// Stored as f32 or f16 (llama.cpp's default); attention reads rows back as f32.
+// Stored as f32 or f16 (llama.cpp's default); attention reads rows back as f32. A sequence whose
+// blocks are consecutive (the usual case for a lone sequence: blocks are handed out lowest
+// first) is read in place, exactly as an unpaged cache; a fragmented one (a shared prefix, a
+// pool with holes) is gathered into a scratch buffer per layer: (kv_lora + W) floats per
+// position copied, about the bytes attention reads anyway.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/model/model_config.h"
@@ -20,40 +29,63 @@ namespace moesplit::engine {
 
 enum class KvCacheType { kF32, kF16 };
 
+// Positions per block. 32 x 576 x 2 B = 36 KB per block and layer (MLA, f16): small enough that
+// a shared prefix wastes little, large enough that a block table stays short (128 entries at 4K).
+inline constexpr int64_t kKvBlockSize = 32;
+
 class KvCache {
  public:
   enum Part { kK = 0, kV = 1 };  // MLA uses kK for the latent row
 
-  KvCache(const ModelConfig& config, int64_t ctx_size, KvCacheType type = KvCacheType::kF32);
+  // A pool of ceil(positions / block_size) blocks.
+  KvCache(const ModelConfig& config, int64_t positions, KvCacheType type = KvCacheType::kF32,
+          int64_t block_size = kKvBlockSize);
 
-  int64_t ctx_size() const { return ctx_size_; }
+  int64_t block_size() const { return block_; }
+  int64_t n_blocks() const { return n_blocks_; }
+  int64_t slots() const { return slots_; }  // n_blocks x block_size
   KvCacheType type() const { return type_; }
   uint64_t element_bytes() const { return type_ == KvCacheType::kF16 ? 2 : 4; }
   uint64_t bytes() const;
+  uint64_t bytes_per_block() const;
   int64_t width(Part part) const { return width_[part]; }  // values per row
 
-  // Stores row[width(part)] for layer il at position pos.
-  void Write(Part part, int64_t il, int64_t pos, const float* row);
-  // Rows [0, n) of layer il as f32 [n x width(part)]: a pointer into the cache (f32) or into
-  // *buffer after conversion (f16). Valid until the next Write or buffer change.
-  const float* Rows(Part part, int64_t il, int64_t n, std::vector<float>* buffer) const;
+  // The slot of logical position pos of a sequence with block table `blocks`.
+  int64_t Slot(std::span<const int32_t> blocks, int64_t pos) const {
+    return int64_t{blocks[static_cast<size_t>(pos / block_)]} * block_ + pos % block_;
+  }
 
-  // MLA only: the latent c of positions [0, n) of layer il transposed, [kv_lora rows x n], row
-  // i at result + i * *stride (stride ctx_size for f32; n after conversion into *buffer, f16).
-  const float* LatentTransposed(int64_t il, int64_t n, std::vector<float>* buffer,
-                                int64_t* stride) const;
+  // Stores row[width(part)] for layer il in cache slot `slot`.
+  void Write(Part part, int64_t il, int64_t slot, const float* row);
+  // Positions [0, n) of a sequence (block table `blocks`) for layer il as f32 [n x width(part)]:
+  // a pointer into the pool (f32, consecutive blocks) or into *buffer (converted / gathered).
+  // Valid until the next Write or buffer change.
+  const float* Rows(Part part, int64_t il, std::span<const int32_t> blocks, int64_t n,
+                    std::vector<float>* buffer) const;
+  // MLA only: the latent c of positions [0, n) transposed, [kv_lora rows x n], row i at
+  // result + i * *stride (stride slots() in place; n when converted / gathered into *buffer).
+  const float* LatentTransposed(int64_t il, std::span<const int32_t> blocks, int64_t n,
+                                std::vector<float>* buffer, int64_t* stride) const;
+  // Copies block src's rows (every layer and part) into block dst: copy-on-write of a shared
+  // block before a sequence writes into it.
+  void CopyBlock(int32_t src, int32_t dst);
 
  private:
-  size_t Index(Part part, int64_t il, int64_t pos) const {
-    return static_cast<size_t>((il * ctx_size_ + pos) * width_[part]);
+  // Whether the first ceil(n / B) blocks of the table are consecutive.
+  bool Contiguous(std::span<const int32_t> blocks, int64_t n) const;
+  size_t Index(Part part, int64_t il, int64_t slot) const {
+    return static_cast<size_t>((il * slots_ + slot) * width_[part]);
   }
-  int64_t ctx_size_;
+  int64_t block_;
+  int64_t n_blocks_;
+  int64_t slots_;
+  int64_t n_layer_;
   KvCacheType type_;
   int64_t width_[2];              // values per row: [K or latent, V (0 for MLA)]
-  std::vector<float> f32_[2];     // [n_layer][ctx_size][width] when type_ == kF32
+  std::vector<float> f32_[2];     // [n_layer][slots][width] when type_ == kF32
   std::vector<uint16_t> f16_[2];  // the same in IEEE half when type_ == kF16
   int64_t latent_t_ = 0;          // MLA: kv_lora (rows of the transposed copy); else 0
-  std::vector<float> t_f32_;      // [n_layer][latent_t_][ctx_size] when type_ == kF32
+  std::vector<float> t_f32_;      // [n_layer][latent_t_][slots] when type_ == kF32
   std::vector<uint16_t> t_f16_;   // the same in IEEE half when type_ == kF16
 };
 

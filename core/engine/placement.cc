@@ -1,4 +1,4 @@
-// Session::Place: builds the pools and the expert store of a CpuPlacement (engine.h).
+// Engine::Place: builds the pools and the expert store of a CpuPlacement (engine.h).
 #include <sstream>
 #include <thread>
 
@@ -55,7 +55,7 @@ std::string PoolLine(const numa::NodePool& p, const char* what) {
 
 }  // namespace
 
-StatusOr<std::vector<bool>> Session::DeviceExpertLayers(const SessionOptions& options) const {
+StatusOr<std::vector<bool>> Engine::DeviceExpertLayers(const EngineOptions& options) const {
   const ModelConfig& c = model_.config();
   const ModelWeights& w = model_.weights();
   const size_t n = static_cast<size_t>(c.n_layer);
@@ -107,7 +107,7 @@ StatusOr<std::vector<bool>> Session::DeviceExpertLayers(const SessionOptions& op
   return on_device;
 }
 
-Status Session::Place(const SessionOptions& options) {
+Status Engine::Place(const EngineOptions& options) {
   const ModelConfig& c = model_.config();
   MOESPLIT_ASSIGN_OR_RETURN(const std::vector<bool> device_experts, DeviceExpertLayers(options));
   std::vector<moe::ExpertEngine::Layer> layers(static_cast<size_t>(c.n_layer));
@@ -195,7 +195,7 @@ Status Session::Place(const SessionOptions& options) {
   return Status::Ok();
 }
 
-Status Session::PlaceDenseWeights(const CpuPlacement& p) {
+Status Engine::PlaceDenseWeights(const CpuPlacement& p) {
   weights_ = &model_.weights();
   if (!p.repack) return Status::Ok();
   // The dense matrices go where the pool that multiplies them (exec_) keeps its memory.

@@ -1,0 +1,88 @@
+// The paged KV pool: slots of a block table, reads in place or gathered, copy-on-write copies.
+#include "core/engine/kv_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace moesplit::engine {
+namespace {
+
+ModelConfig Mla() {
+  ModelConfig c;
+  c.arch = ModelArch::kDeepseek2;
+  c.n_layer = 2;
+  c.kv_lora_rank = 6;
+  c.qk_rope = 2;
+  return c;
+}
+
+// The value written for (layer, position, column) of a sequence: distinct everywhere.
+float Value(int64_t il, int64_t pos, int64_t i) { return 1000.0f * il + 10.0f * pos + i; }
+
+void Fill(KvCache& kv, std::span<const int32_t> blocks, int64_t n) {
+  std::vector<float> row(static_cast<size_t>(kv.width(KvCache::kK)));
+  for (int64_t il = 0; il < 2; ++il) {
+    for (int64_t p = 0; p < n; ++p) {
+      for (size_t i = 0; i < row.size(); ++i) row[i] = Value(il, p, static_cast<int64_t>(i));
+      kv.Write(KvCache::kK, il, kv.Slot(blocks, p), row.data());
+    }
+  }
+}
+
+void ExpectSequence(const KvCache& kv, std::span<const int32_t> blocks, int64_t n,
+                    bool in_place) {
+  const int64_t W = kv.width(KvCache::kK);
+  for (int64_t il = 0; il < 2; ++il) {
+    std::vector<float> buf(3, NAN), buf_t(3, NAN);
+    const float* rows = kv.Rows(KvCache::kK, il, blocks, n, &buf);
+    EXPECT_EQ(rows != buf.data(), in_place) << "layer " << il;
+    int64_t stride = 0;
+    const float* t = kv.LatentTransposed(il, blocks, n, &buf_t, &stride);
+    for (int64_t p = 0; p < n; ++p) {
+      for (int64_t i = 0; i < W; ++i) {
+        ASSERT_EQ(rows[p * W + i], Value(il, p, i)) << "layer " << il << " pos " << p;
+      }
+      for (int64_t i = 0; i < 6; ++i) {
+        ASSERT_EQ(t[i * stride + p], Value(il, p, i)) << "transposed, layer " << il;
+      }
+    }
+  }
+}
+
+TEST(KvCacheTest, PoolIsWholeBlocks) {
+  KvCache kv(Mla(), 10, KvCacheType::kF32, 4);
+  EXPECT_EQ(kv.n_blocks(), 3);
+  EXPECT_EQ(kv.slots(), 12);
+  // 2 layers x 12 slots x (8 + 6 transposed) floats.
+  EXPECT_EQ(kv.bytes(), 2u * 12u * 14u * 4u);
+  const std::vector<int32_t> blocks = {2, 0};
+  EXPECT_EQ(kv.Slot(blocks, 0), 8);
+  EXPECT_EQ(kv.Slot(blocks, 5), 1);
+}
+
+TEST(KvCacheTest, ConsecutiveBlocksReadInPlaceOthersGathered) {
+  for (KvCacheType type : {KvCacheType::kF32, KvCacheType::kF16}) {
+    KvCache kv(Mla(), 16, type, 4);
+    const std::vector<int32_t> run = {1, 2}, scattered = {3, 0};
+    Fill(kv, run, 7);
+    Fill(kv, scattered, 6);
+    ExpectSequence(kv, run, 7, type == KvCacheType::kF32);
+    ExpectSequence(kv, scattered, 6, false);
+  }
+}
+
+TEST(KvCacheTest, CopyBlockCopiesEveryLayerAndTheTransposedRows) {
+  for (KvCacheType type : {KvCacheType::kF32, KvCacheType::kF16}) {
+    KvCache kv(Mla(), 16, type, 4);
+    const std::vector<int32_t> a = {1, 2};
+    Fill(kv, a, 8);
+    kv.CopyBlock(2, 3);  // a's second block into block 3
+    const std::vector<int32_t> b = {1, 3};
+    ExpectSequence(kv, b, 8, false);
+  }
+}
+
+}  // namespace
+}  // namespace moesplit::engine
