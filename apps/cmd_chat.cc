@@ -15,13 +15,14 @@
 #include "core/tokenizer/tokenizer.h"
 
 namespace moesplit::app {
-namespace {
 
-StatusOr<chat::ChatTemplate> ChooseTemplate(const ChatArgs& args, const engine::Model& model,
-                                            const tokenizer::Tokenizer& tok) {
+StatusOr<chat::ChatTemplate> ChooseChatTemplate(const std::string& name,
+                                                const engine::Model& model,
+                                                const std::string& model_path,
+                                                const tokenizer::Tokenizer& tok) {
   chat::ChatTemplate t;
-  if (!args.chat_template.empty()) {
-    MOESPLIT_ASSIGN_OR_RETURN(t, chat::ChatTemplateFromName(args.chat_template));
+  if (!name.empty()) {
+    MOESPLIT_ASSIGN_OR_RETURN(t, chat::ChatTemplateFromName(name));
   } else {
     auto src = model.file().GetString("tokenizer.chat_template");
     if (!src.ok()) {
@@ -29,7 +30,7 @@ StatusOr<chat::ChatTemplate> ChooseTemplate(const ChatArgs& args, const engine::
       for (std::string_view n : chat::ChatTemplateNames())
         names += StrCat(names.empty() ? "" : ", ", n);
       return InvalidArgumentError(
-          args.model, " has no tokenizer.chat_template; pass --chat-template NAME (", names, ")");
+          model_path, " has no tokenizer.chat_template; pass --chat-template NAME (", names, ")");
     }
     MOESPLIT_ASSIGN_OR_RETURN(t, chat::DetectChatTemplate(*src));
   }
@@ -37,6 +38,8 @@ StatusOr<chat::ChatTemplate> ChooseTemplate(const ChatArgs& args, const engine::
   if (tok.special().eos != tokenizer::kNoToken) t.eos_token = tok.TokenText(tok.special().eos);
   return t;
 }
+
+namespace {
 
 // Keeps what the session has evaluated so that each turn only evaluates the new suffix of the
 // rendered conversation (when the rendering of the history is unchanged, which is the usual case).
@@ -65,7 +68,7 @@ Status RunChat(const ChatArgs& args, std::istream& in, std::ostream& out, std::o
   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Model> model, engine::Model::Load(args.model));
   MOESPLIT_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok,
                             tokenizer::Tokenizer::FromGguf(model->file()));
-  MOESPLIT_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, ChooseTemplate(args, *model, tok));
+  MOESPLIT_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, ChooseChatTemplate(args.chat_template, *model, args.model, tok));
   MOESPLIT_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::Create(args.sampling));
   MOESPLIT_ASSIGN_OR_RETURN(
       OpenedSession opened,

@@ -13,7 +13,10 @@
 
 #include "apps/cpu_placement.h"
 #include "core/base/status.h"
+#include "core/chat/chat_template.h"
+#include "core/engine/engine.h"
 #include "core/sampling/sampler.h"
+#include "core/tokenizer/tokenizer.h"
 
 namespace moesplit::app {
 
@@ -35,5 +38,13 @@ Status RunChat(const ChatArgs& args, std::istream& in, std::ostream& out, std::o
                std::atomic<bool>* stop);
 
 void RegisterChat(CLI::App& app, std::function<int()>* action);
+
+// The chat template: `name` (--chat-template) or the one detected from the model's
+// tokenizer.chat_template, with the vocabulary's BOS / EOS texts. Errors name the file or the
+// template and list the known names.
+StatusOr<chat::ChatTemplate> ChooseChatTemplate(const std::string& name,
+                                                const engine::Model& model,
+                                                const std::string& model_path,
+                                                const tokenizer::Tokenizer& tok);
 
 }  // namespace moesplit::app

@@ -14,6 +14,7 @@
 #include "apps/cmd_perplexity.h"
 #include "apps/cmd_plan.h"
 #include "apps/cmd_run.h"
+#include "apps/cmd_serve.h"
 #include "apps/cmd_tokenize.h"
 #include "apps/cmd_topo.h"
 #include "apps/cmd_version.h"
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   moesplit::app::RegisterPerplexity(app, &action);
   moesplit::app::RegisterPlan(app, &action);
   moesplit::app::RegisterRun(app, &action);
+  moesplit::app::RegisterServe(app, &action);
   moesplit::app::RegisterTokenize(app, &action);
   moesplit::app::RegisterTopo(app, &action);
   moesplit::app::RegisterVersion(app, &action);
@@ -44,6 +46,7 @@ int main(int argc, char** argv) {
     if (a == "-sys") a = "--system";
     if (a == "-ngl") a = "--n-gpu-layers";
     if (a == "-ot") a = "--override-tensor";
+    if (a == "-np") a = "--parallel";
   }
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order
   try {
