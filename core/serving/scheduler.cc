@@ -388,7 +388,25 @@ void Scheduler::FinishSeq(Seq& s, FinishReason r, Status error) {
     stats_.generated_tokens_total += s.n_generated;
     if (r == FinishReason::kCancelled) stats_.requests_cancelled += 1;
   }
+  PublishStats();  // a client that reads /metrics after its answer sees it finished
   s.st->Finish(r, std::move(error));
+}
+
+void Scheduler::PublishStats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.running = 0;
+  stats_.queued = static_cast<int>(waiting_.size());
+  stats_.kv_blocks_used = blocks_.used();
+  stats_.kv_blocks_cached = blocks_.cached();
+  stats_.kv_blocks_free = blocks_.free();
+  stats_.kv_evictions = blocks_.evictions();
+  stats_.slots.clear();
+  for (const auto& s : running_) {
+    if (s->finished) continue;
+    stats_.running += 1;
+    stats_.slots.push_back(
+        {s->st->id(), s->n_prompt, s->n_past, s->n_generated, s->n_past < s->n_prompt});
+  }
 }
 
 void Scheduler::Loop() {
@@ -405,18 +423,8 @@ void Scheduler::Loop() {
     Admit();
     if (!running_.empty()) RunStep();
     std::erase_if(running_, [](const auto& s) { return s->finished; });
+    PublishStats();
     std::unique_lock<std::mutex> lock(mu_);
-    stats_.running = static_cast<int>(running_.size());
-    stats_.queued = static_cast<int>(waiting_.size());
-    stats_.kv_blocks_used = blocks_.used();
-    stats_.kv_blocks_cached = blocks_.cached();
-    stats_.kv_blocks_free = blocks_.free();
-    stats_.kv_evictions = blocks_.evictions();
-    stats_.slots.clear();
-    for (const auto& s : running_) {
-      stats_.slots.push_back({s->st->id(), s->n_prompt, s->n_past, s->n_generated,
-                              s->n_past < s->n_prompt});
-    }
     if (running_.empty() && !waiting_.empty()) {
       cv_.wait_for(lock, std::chrono::milliseconds(5));  // nothing admitted: no busy loop
     }

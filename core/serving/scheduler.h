@@ -156,6 +156,7 @@ class Scheduler {
   void Consume(Seq& s, const float* logits);  // sample, emit, maybe finish
   void FinishSeq(Seq& s, FinishReason r, Status error = Status::Ok());
   void Emit(Seq& s, const std::string& text, int32_t id, const float* logits);
+  void PublishStats();  // the snapshot Stats() returns (running, queue, blocks, slots)
 
   engine::Engine* engine_;
   const tokenizer::Tokenizer* tok_;
