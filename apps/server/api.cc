@@ -225,7 +225,9 @@ std::optional<ApiError> Sampling(const json& b, const Limits& limits, ApiRequest
   r->gen.max_tokens = max_tokens;
   if (auto e = Boolean(b, "ignore_eos", &r->gen.ignore_eos)) return e;
   if (auto e = Stop(b, &r->gen.stop)) return e;
-  if (auto e = Boolean(b, "logprobs", &r->logprobs)) return e;
+  if (r->chat) {
+    if (auto e = Boolean(b, "logprobs", &r->logprobs)) return e;
+  }
   int64_t top = 0;
   if (auto e = Integer(b, "top_logprobs", 0, 20, &top)) return e;
   if (!r->chat && b.contains("logprobs") && b["logprobs"].is_number_integer()) {
@@ -250,9 +252,15 @@ std::optional<ApiError> Sampling(const json& b, const Limits& limits, ApiRequest
 
 std::variant<ApiRequest, ApiError> ParseRequest(std::string_view body_text, bool chat,
                                                 const Limits& limits) {
-  json b = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
-  if (b.is_discarded()) {
-    return Bad("", "the request body is not valid JSON");
+  json b;
+  try {
+    b = json::parse(body_text);
+  } catch (const json::exception& e) {
+    // e.what(): "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
+    std::string what = e.what();
+    const size_t at = what.find("] ");
+    return Bad("", "the request body is not valid JSON: " +
+                       (at == std::string::npos ? what : what.substr(at + 2)));
   }
   if (!b.is_object()) return Bad("", StrCat("the request body must be a JSON object, got ",
                                             TypeName(b)));

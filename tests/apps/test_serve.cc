@@ -1,0 +1,188 @@
+// `moesplit serve` in-process over loopback: the HTTP errors a client can cause, the endpoints
+// beside the completions, a stream whose client leaves. (The OpenAI client, load and browser
+// tests are in tests/apps/server_js, run by scripts/test-server.sh.)
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/cmd_serve.h"
+#include "apps/server/http_server.h"
+#include "tests/testdata.h"
+
+namespace moesplit::app {
+namespace {
+
+using nlohmann::json;
+
+TEST(ServeLoadingTest, BeforeTheModelIsReadyOnlyHealthAnswersAnd503) {
+  server::HttpServer http({.host = "127.0.0.1", .port = 0});
+  ASSERT_TRUE(http.Bind().ok());
+  std::thread t([&] { http.Run(); });
+  httplib::Client c("127.0.0.1", http.port());
+  auto health = c.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 503);
+  auto chat = c.Post("/v1/chat/completions", "{}", "application/json");
+  ASSERT_TRUE(chat);
+  EXPECT_EQ(chat->status, 503);
+  EXPECT_EQ(chat->get_header_value("Retry-After"), "5");
+  EXPECT_EQ(json::parse(chat->body)["error"]["type"], "unavailable_error");
+  http.Stop();
+  t.join();
+}
+
+class ServeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MOESPLIT_REQUIRE_TESTDATA();
+    ServeArgs a;
+    a.model = testing::TestDataPath("models/ds-tiny-Q4_K_M.gguf");
+    a.chat_template = "deepseek3";
+    a.ctx_size = 256;
+    a.n_parallel = 2;
+    a.threads = 2;
+    a.http.port = 0;
+    a.http.api_key = "sekrit";
+    a.http.metrics = true;
+    a.http.max_body_bytes = 4096;
+    std::promise<int> port;
+    server_ = std::thread([this, a, &port] {
+      const Status s = RunServe(a, log_, &stop_, [&port](int p) { port.set_value(p); });
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    });
+    port_ = port.get_future().get();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    client_->set_bearer_token_auth("sekrit");
+    for (int i = 0; i < 200; ++i) {  // until the model is loaded
+      auto r = client_->Get("/health");
+      if (r && r->status == 200) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL() << "the server did not become ready:\n" << log_.str();
+  }
+  void TearDown() override {
+    stop_ = true;
+    if (server_.joinable()) server_.join();
+  }
+  json Metrics() {
+    auto r = client_->Get("/metrics");
+    EXPECT_TRUE(r && r->status == 200);
+    json m = json::object();
+    std::istringstream in(r ? r->body : "");
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      const size_t sp = line.find(' ');
+      m[line.substr(9, sp - 9)] = std::stod(line.substr(sp + 1));  // after "moesplit:"
+    }
+    return m;
+  }
+  std::atomic<bool> stop_{false};
+  std::ostringstream log_;
+  std::thread server_;
+  int port_ = 0;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(ServeTest, ErrorsClientsCanCause) {
+  httplib::Client anon("127.0.0.1", port_);
+  EXPECT_EQ(anon.Get("/health")->status, 200);  // no key needed
+  auto r = anon.Get("/v1/models");
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(json::parse(r->body)["error"]["type"], "authentication_error");
+  httplib::Client wrong("127.0.0.1", port_);
+  wrong.set_bearer_token_auth("sekrix");
+  EXPECT_EQ(wrong.Get("/v1/models")->status, 401);
+
+  r = client_->Post("/v1/chat/completions", std::string(5000, ' '), "application/json");
+  EXPECT_EQ(r->status, 413);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], 413);
+  r = client_->Post("/v1/chat/completions", "{\"messages\": [", "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(json::parse(r->body)["error"]["message"].get<std::string>().find("JSON"),
+            std::string::npos);
+  r = client_->Get("/v2/nothing");
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(json::parse(r->body)["error"]["type"], "not_found_error");
+  // A prompt longer than the context (256): 400 naming the limit.
+  std::string words;
+  for (int i = 0; i < 400; ++i) words += "word ";
+  r = client_->Post("/v1/completions", json{{"prompt", words}, {"max_tokens", 4}}.dump(),
+                    "application/json");
+  EXPECT_EQ(r->status, 400);
+  const json e = json::parse(r->body)["error"];
+  EXPECT_EQ(e["param"], "prompt");
+  EXPECT_NE(e["message"].get<std::string>().find("context holds 256"), std::string::npos) << e;
+  EXPECT_EQ(client_->Get("/health")->status, 200);  // still serving
+}
+
+TEST_F(ServeTest, EndpointsBesideCompletions) {
+  auto r = client_->Get("/v1/models");
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body)["data"][0]["id"], "ds-tiny-Q4_K_M");
+  r = client_->Post("/tokenize", R"({"content": "hello world"})", "application/json");
+  ASSERT_EQ(r->status, 200);
+  const json tokens = json::parse(r->body)["tokens"];
+  EXPECT_FALSE(tokens.empty());
+  r = client_->Post("/detokenize", json{{"tokens", tokens}}.dump(), "application/json");
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body)["content"], "hello world");
+  EXPECT_EQ(client_->Post("/detokenize", R"({"tokens": [-1]})", "application/json")->status, 400);
+  r = client_->Get("/props");
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body)["total_slots"], 2);
+  EXPECT_EQ(json::parse(r->body)["default_generation_settings"]["n_ctx"], 256);
+  r = client_->Get("/slots");
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body).size(), 2u);
+  r = client_->Post("/v1/chat/completions",
+                    R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3,
+                        "temperature": 0, "logprobs": true, "top_logprobs": 2})",
+                    "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json c = json::parse(r->body);
+  EXPECT_EQ(c["usage"]["completion_tokens"].get<int>() +
+                (c["choices"][0]["finish_reason"] == "stop" ? 1 : 0) >=
+                1,
+            true);
+  EXPECT_EQ(c["choices"][0]["logprobs"]["content"].size(),
+            c["usage"]["completion_tokens"].get<size_t>());
+  const json m = Metrics();
+  EXPECT_EQ(m["requests_processing"], 0);
+  EXPECT_GE(m["tokens_predicted_total"].get<double>(), 1);
+  EXPECT_EQ(m["kv_blocks_used"], 0);
+}
+
+// A client that reads two chunks of a long stream and leaves: its sequence stops and its
+// blocks go back to the pool.
+TEST_F(ServeTest, AStreamWhoseClientLeavesIsCancelled) {
+  int chunks = 0;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.headers = {{"Authorization", "Bearer sekrit"}, {"Content-Type", "application/json"}};
+  req.body = R"({"prompt": "Once upon a time", "max_tokens": 200, "stream": true,
+                 "ignore_eos": true})";
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 2; };
+  auto res = client_->send(req);
+  EXPECT_GE(chunks, 2);
+  for (int i = 0; i < 100; ++i) {
+    const json m = Metrics();
+    if (m["requests_cancelled_total"] == 1 && m["requests_processing"] == 0) {
+      EXPECT_EQ(m["kv_blocks_used"], 0);
+      EXPECT_LT(m["tokens_predicted_total"].get<double>(), 200);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  FAIL() << "the stream's sequence was not cancelled: " << Metrics();
+}
+
+}  // namespace
+}  // namespace moesplit::app
