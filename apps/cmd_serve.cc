@@ -11,11 +11,14 @@
 #include "apps/cmd_chat.h"
 #include "apps/cmd_version.h"
 #include "apps/cpu_tier.h"
+#include "apps/model_shape_source.h"
 #include "apps/model_summary.h"
 #include "apps/text_file.h"
 #include "core/engine/engine.h"
 #include "core/serving/scheduler.h"
 #include "core/tokenizer/tokenizer.h"
+#include "numa/planner.h"
+#include "numa/topology.h"
 
 namespace moesplit::app {
 namespace {
@@ -46,6 +49,28 @@ const char* FallbackTemplate(ModelArch arch) {
     case ModelArch::kQwen3Moe: return "qwen3";
     default: return "chatml";
   }
+}
+
+// "planner: decode ~12.3 t/s (dram_bandwidth), prefill ~140 t/s (compute) per sequence"; the
+// planner's prediction for this machine with assumed bandwidths (moesplit topo --measure saves a
+// measured profile; moesplit plan explains the numbers). Empty when it cannot plan the model.
+std::string PlannerLine(const ServeArgs& a, int threads) {
+  StatusOr<numa::ModelShape> shape = ModelShapeFromGguf(a.model);
+  StatusOr<numa::Topology> topo = numa::LoadTopology("");
+  if (!shape.ok() || !topo.ok()) return "";
+  numa::PlanRequest rq;
+  rq.model = std::move(*shape);
+  rq.ctx_size = a.ctx_size;
+  rq.threads = threads;
+  StatusOr<numa::Plan> plan = numa::MakePlan(*topo, numa::AssumedProfile(*topo), rq);
+  if (!plan.ok()) return "planner: " + plan.status().message();
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "planner (assumed bandwidths; `moesplit plan -m` explains): one sequence "
+                "decodes ~%.1f t/s (%s), prefills ~%.0f t/s (%s)",
+                plan->predicted.decode_tok_s, plan->predicted.bottleneck.c_str(),
+                plan->predicted.prefill_tok_s, plan->predicted.prefill_bottleneck.c_str());
+  return line;
 }
 
 std::string ModelName(const ServeArgs& a) {
@@ -129,6 +154,7 @@ Status RunServe(const ServeArgs& args_in, std::ostream& err, const std::atomic<b
                                                             .placement = placement,
                                                             .progress = CopyProgress(err)}));
   for (const std::string& line : eng->placement_report()) err << "numa: " << line << "\n";
+  if (const std::string p = PlannerLine(args, eng->n_threads()); !p.empty()) err << p << "\n";
   LogKernels(err, eng->isa_tier(), std::to_string(eng->n_threads()), eng->FallbackTypes());
   serving::Scheduler scheduler(eng.get(), &tok,
                                {.max_running = args.n_parallel,

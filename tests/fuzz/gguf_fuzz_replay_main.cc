@@ -34,6 +34,6 @@ int main(int argc, char** argv) {
       ++n;
     }
   }
-  std::printf("gguf_fuzz_replay: ran %zu inputs\n", n);
+  std::printf("%s: ran %zu inputs\n", argv[0], n);
   return n > 0 ? 0 : 1;  // an empty corpus means a wrong path, not a pass
 }
