@@ -99,13 +99,17 @@ Status RunServe(const ServeArgs& args_in, std::ostream& err, const std::atomic<b
   server::HttpServer http(args.http);
   MOESPLIT_RETURN_IF_ERROR(http.Bind());
   std::thread listener([&http] { http.Run(); });
+  // Every return below stops the listener and waits for its handler threads before what they
+  // use (the scheduler, the model) goes away.
   struct Joiner {
     server::HttpServer& h;
     std::thread& t;
-    ~Joiner() {
+    void Join() {
+      if (!t.joinable()) return;
       h.Stop();
       t.join();
     }
+    ~Joiner() { Join(); }
   } joiner{http, listener};
   err << "serve: listening on http://" << args.http.host << ":" << http.port()
       << (args.http.api_key.empty() ? "" : " (API key required)") << "; loading the model\n"
@@ -186,7 +190,9 @@ Status RunServe(const ServeArgs& args_in, std::ostream& err, const std::atomic<b
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   err << "serve: stopping\n";
-  http.Stop();
+  scheduler.Shutdown();  // running streams end now (cancelled) instead of at their max_tokens
+  joiner.Join();
+  http.SetReady(nullptr);
   return Status::Ok();
 }
 

@@ -135,10 +135,11 @@ StatusOr<std::shared_ptr<RequestState>> Scheduler::Submit(std::vector<int32_t> p
   std::shared_ptr<RequestState> st = seq->st;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (shutting_down_) return ResourceExhaustedError("the server is shutting down");
     if (static_cast<int>(waiting_.size()) >= opt_.max_queue) {
-      return ResourceExhaustedError("the server is busy: ", running_.size(), " requests running and ",
-                                    waiting_.size(), " queued (--max-queue ", opt_.max_queue,
-                                    "); retry later");
+      return ResourceExhaustedError("the server is busy: ", stats_.running,
+                                    " requests running and ", waiting_.size(),
+                                    " queued (--max-queue ", opt_.max_queue, "); retry later");
     }
     st->id_ = next_id_++;
     waiting_.push_back(std::move(seq));
@@ -147,6 +148,14 @@ StatusOr<std::shared_ptr<RequestState>> Scheduler::Submit(std::vector<int32_t> p
   }
   cv_.notify_all();
   return st;
+}
+
+void Scheduler::Shutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shutting_down_ = true;
+  for (auto& s : waiting_) s->st->Cancel();
+  cancel_all_ = true;
+  cv_.notify_all();
 }
 
 SchedulerStats Scheduler::Stats() const {
@@ -416,7 +425,13 @@ void Scheduler::Loop() {
       cv_.wait(lock, [&] { return stop_ || !waiting_.empty() || !running_.empty(); });
       if (stop_) return;
     }
+    bool cancel_all = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancel_all = cancel_all_;
+    }
     for (auto& s : running_) {
+      if (cancel_all) s->st->Cancel();
       if (s->st->cancelled()) FinishSeq(*s, FinishReason::kCancelled);
     }
     std::erase_if(running_, [](const auto& s) { return s->finished; });

@@ -143,6 +143,8 @@ class Scheduler {
   // context, bad sampling parameters), Unavailable (the queue is full: retry later).
   StatusOr<std::shared_ptr<RequestState>> Submit(std::vector<int32_t> prompt, GenParams params);
   SchedulerStats Stats() const;
+  // Cancels every request and refuses new ones (the server is stopping): streams end at once.
+  void Shutdown();
   int64_t ctx_size() const { return ctx_; }  // the most positions one sequence may hold
 
  private:
@@ -172,6 +174,8 @@ class Scheduler {
   int64_t next_id_ = 1;
   int64_t admit_counter_ = 0;  // scheduler thread only
   bool stop_ = false;
+  bool shutting_down_ = false;  // guarded by mu_
+  bool cancel_all_ = false;     // guarded by mu_
   std::vector<float> logits_;  // [rows x V] of a step
   std::thread thread_;
 };
