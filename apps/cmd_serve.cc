@@ -163,7 +163,8 @@ Status RunServe(const ServeArgs& args_in, std::ostream& err, const std::atomic<b
   serving::Scheduler scheduler(eng.get(), &tok,
                                {.max_running = args.n_parallel,
                                 .max_queue = args.max_queue,
-                                .batch_tokens = args.batch_tokens});
+                                .batch_tokens = args.batch_tokens,
+                                .itl_factor = args.itl_factor});
   server::Serving serving;
   serving.tok = &tok;
   serving.tmpl = tmpl;
@@ -221,6 +222,10 @@ void RegisterServe(CLI::App& app, std::function<int()>* action) {
       ->capture_default_str();
   cmd->add_option("-b,--batch-tokens", args->batch_tokens,
                   "tokens per step: decode tokens + prompt chunks")
+      ->capture_default_str();
+  cmd->add_option("--itl-factor", args->itl_factor,
+                  "while streams decode, prompt chunks keep a step within this many times a "
+                  "decode step (0 = chunks of --batch-tokens)")
       ->capture_default_str();
   cmd->add_option("-t,--threads", args->threads, "threads (0 = all hardware threads)");
   cmd->add_option("--api-key", args->http.api_key,

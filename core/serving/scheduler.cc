@@ -260,6 +260,7 @@ void Scheduler::RunStep() {
   std::vector<Planned> plan;
   int64_t budget = opt_.batch_tokens;
   for (int pass = 0; pass < 2; ++pass) {  // 0: decode tokens, 1: prompt chunks
+    if (pass == 1 && !plan.empty()) budget = std::min(budget, PromptBudgetWithDecodes());
     for (size_t i = 0; i < running_.size(); ++i) {
       Seq& s = *running_[i];
       const int64_t pending = static_cast<int64_t>(s.tokens.size()) - s.n_past;
@@ -307,6 +308,7 @@ void Scheduler::RunStep() {
   const Clock::time_point t0 = Clock::now();
   const Status status = engine_->Step(step, &logits_);
   const double seconds = MsBetween(t0, Clock::now()) / 1000.0;
+  LearnStepCost(n_decode, n_prompt, seconds * 1000.0);
   size_t row = 0;
   for (const Planned& p : plan) {
     if (!status.ok()) {
@@ -325,6 +327,36 @@ void Scheduler::RunStep() {
   stats_.prompt_tokens_total += n_prompt;
   stats_.prompt_seconds += seconds * static_cast<double>(n_prompt) / total;
   stats_.generate_seconds += seconds * static_cast<double>(n_decode) / total;
+}
+
+// A step's time is about t(d) + b * p for d decode tokens and p prompt tokens: the expert weights
+// are read once per step whatever its size (t(d): a decode step, mostly DRAM reads), and each
+// prompt token adds compute b. Both are learned from the steps (exponential moving averages).
+void Scheduler::LearnStepCost(int64_t n_decode, int64_t n_prompt, double ms) {
+  constexpr double kAlpha = 0.2;
+  if (n_prompt == 0 && n_decode > 0) {
+    decode_step_ms_ = decode_step_ms_ <= 0 ? ms : (1 - kAlpha) * decode_step_ms_ + kAlpha * ms;
+  } else if (n_prompt > 0 && n_decode > 0 && decode_step_ms_ > 0) {
+    const double b = std::max(ms - decode_step_ms_, 0.0) / static_cast<double>(n_prompt);
+    prompt_token_ms_ = prompt_token_ms_ <= 0 ? b : (1 - kAlpha) * prompt_token_ms_ + kAlpha * b;
+  } else if (n_prompt > 0 && n_decode == 0 && prompt_token_ms_ <= 0) {
+    prompt_token_ms_ = ms / static_cast<double>(n_prompt);  // a first guess (an upper bound)
+  }
+}
+
+// Prompt tokens a step may carry beside decode tokens so that it takes at most
+// itl_factor x a decode step: (factor - 1) x t(d) / b. Until both are measured: 32 tokens.
+int64_t Scheduler::PromptBudget(double decode_step_ms, double prompt_token_ms, double itl_factor,
+                                int64_t batch_tokens) {
+  if (itl_factor <= 0) return batch_tokens;
+  if (decode_step_ms <= 0 || prompt_token_ms <= 0) return std::min<int64_t>(32, batch_tokens);
+  const double n = (itl_factor - 1.0) * decode_step_ms / prompt_token_ms;
+  return std::clamp<int64_t>(static_cast<int64_t>(std::min(n, 1e9)), std::min<int64_t>(8, batch_tokens),
+                             batch_tokens);
+}
+
+int64_t Scheduler::PromptBudgetWithDecodes() const {
+  return PromptBudget(decode_step_ms_, prompt_token_ms_, opt_.itl_factor, opt_.batch_tokens);
 }
 
 void Scheduler::Emit(Seq& s, const std::string& text, int32_t id, const float* logits) {

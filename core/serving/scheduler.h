@@ -2,7 +2,9 @@
 // scheduler thread runs steps. Each step carries every running sequence's next token (decode)
 // plus prompt chunks up to `batch_tokens` in all, so a long prompt is prefilled a chunk at a
 // time between decode steps instead of stalling the other streams (llama-server evaluates a
-// whole prompt batch of one slot before anyone else's next token).
+// whole prompt batch of one slot before anyone else's next token). While others decode, the
+// chunks are sized from measured step costs so that a step stays within `itl_factor` x a
+// decode step.
 //
 //   request thread:  Submit(req) -> RequestHandle ... Wait()/Next() for events ... Cancel()
 //   scheduler:       admit (prefix match in KvBlocks) -> step (Engine::Step) -> sample per
@@ -104,6 +106,10 @@ struct SchedulerOptions {
   int max_running = 4;        // -np: sequences evaluated together
   int max_queue = 64;         // requests waiting beyond -np; more: Submit says Unavailable
   int64_t batch_tokens = 512; // tokens per step (decode tokens + prompt chunks)
+  // While sequences decode, prompt chunks are cut so that a step takes at most this many times a
+  // decode-only step (the streams' inter-token latency during another's long prefill; Sarathi-
+  // Serve's stall-free batching). <= 0: chunks of batch_tokens whatever the latency.
+  double itl_factor = 2.5;
 };
 
 // Counters for /metrics and /slots (a snapshot).
@@ -146,6 +152,11 @@ class Scheduler {
   // Cancels every request and refuses new ones (the server is stopping): streams end at once.
   void Shutdown();
   int64_t ctx_size() const { return ctx_; }  // the most positions one sequence may hold
+  // Prompt tokens a step may carry beside decode tokens: (itl_factor - 1) x decode_step_ms /
+  // prompt_token_ms, in [8, batch_tokens]; 32 until both costs are measured; batch_tokens when
+  // itl_factor <= 0.
+  static int64_t PromptBudget(double decode_step_ms, double prompt_token_ms, double itl_factor,
+                              int64_t batch_tokens);
 
  private:
   struct Seq;
@@ -159,6 +170,8 @@ class Scheduler {
   void FinishSeq(Seq& s, FinishReason r, Status error = Status::Ok());
   void Emit(Seq& s, const std::string& text, int32_t id, const float* logits);
   void PublishStats();  // the snapshot Stats() returns (running, queue, blocks, slots)
+  void LearnStepCost(int64_t n_decode, int64_t n_prompt, double ms);
+  int64_t PromptBudgetWithDecodes() const;
 
   engine::Engine* engine_;
   const tokenizer::Tokenizer* tok_;
@@ -177,6 +190,8 @@ class Scheduler {
   bool shutting_down_ = false;  // guarded by mu_
   bool cancel_all_ = false;     // guarded by mu_
   std::vector<float> logits_;  // [rows x V] of a step
+  double decode_step_ms_ = 0;   // EMA of a decode-only step's time (scheduler thread only)
+  double prompt_token_ms_ = 0;  // EMA of the time a prompt token adds to a step
   std::thread thread_;
 };
 

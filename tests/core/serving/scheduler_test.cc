@@ -203,6 +203,31 @@ TEST_F(SchedulerTest, AFullPoolPreemptsAndResumes) {
   EXPECT_GT(s.Stats().preemptions, 0);
 }
 
+TEST(SchedulerBudgetTest, PromptChunksKeepStepsWithinTheLatencyFactor) {
+  // A 60 ms decode step and 2 ms per prompt token: 2.5x allows 90 ms more, 45 tokens.
+  EXPECT_EQ(Scheduler::PromptBudget(60, 2, 2.5, 512), 45);
+  EXPECT_EQ(Scheduler::PromptBudget(60, 0.01, 2.5, 512), 512);  // cheap tokens: the cap
+  EXPECT_EQ(Scheduler::PromptBudget(60, 500, 2.5, 512), 8);     // the floor: progress
+  EXPECT_EQ(Scheduler::PromptBudget(0, 0, 2.5, 512), 32);       // not measured yet
+  EXPECT_EQ(Scheduler::PromptBudget(60, 2, 0, 512), 512);       // off
+}
+
+// While a stream decodes, a 300-token prompt is cut into chunks (here learned from the steps),
+// not evaluated in one 512-token step; both finish.
+TEST_F(SchedulerTest, ALongPromptIsChunkedBesideADecodingStream) {
+  auto engine = NewEngine(1024);
+  Scheduler s(engine.get(), tok_.get(), {.max_running = 2, .batch_tokens = 512});
+  auto decoding = s.Submit(Prompt(8, 1), Greedy(60)).value();
+  std::vector<Event> events;
+  while (events.empty()) decoding->Next(&events, milliseconds(100));
+  const int64_t steps_before = s.Stats().steps;
+  auto long_prompt = s.Submit(Prompt(300, 2), Greedy(1)).value();
+  const Result r = Collect(long_prompt);
+  EXPECT_EQ(r.usage.completion_tokens, 1);
+  EXPECT_GE(s.Stats().steps - steps_before, 2) << "the prompt went in one step";
+  EXPECT_EQ(Collect(decoding).usage.completion_tokens, 60);
+}
+
 TEST_F(SchedulerTest, CancelStopsTheSequenceAndFreesItsBlocks) {
   auto engine = NewEngine(512);
   Scheduler s(engine.get(), tok_.get(), {.max_running = 2});
