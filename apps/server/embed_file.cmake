@@ -3,4 +3,4 @@
 file(READ "${IN}" hex HEX)
 string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
 string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,)" "\\1\n" bytes "${bytes}")
-file(WRITE "${OUT}" "// Generated from ${IN} by embed_file.cmake: do not edit.\n#include <string_view>\nnamespace moesplit::app::server {\nnamespace {\nconstexpr char kBytes[] = {\n${bytes}0};\n}  // namespace\nstd::string_view ${NAME}() { return {kBytes, sizeof(kBytes) - 1}; }\n}  // namespace moesplit::app::server\n")
+file(WRITE "${OUT}" "// Generated from ${IN} by embed_file.cmake: do not edit.\n#include <string_view>\nnamespace moesplit::app::server {\nnamespace {\nconstexpr unsigned char kBytes[] = {\n${bytes}0};\n}  // namespace\nstd::string_view ${NAME}() { return {reinterpret_cast<const char*>(kBytes), sizeof(kBytes) - 1}; }\n}  // namespace moesplit::app::server\n")
