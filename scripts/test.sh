@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# README command 2: set up, then run the whole test suite (ctest) in the release build, again
-# under AddressSanitizer + UndefinedBehaviorSanitizer (debug preset), then fuzz the GGUF parser
-# for a bounded time.
+# README command 2: set up, then run the whole test suite (ctest) in the release build, the
+# server's tests with outside clients (scripts/test-server.sh), the suite again under
+# AddressSanitizer + UndefinedBehaviorSanitizer (debug preset), then fuzz the GGUF and request
+# parsers for a bounded time.
 #   MOESPLIT_SANITIZER_PASS=0   skips the sanitizer pass
 #   MOESPLIT_FUZZ_SECONDS=N     fuzzing time (default 60; 0 skips it)
 set -euo pipefail
@@ -10,6 +11,8 @@ JOBS="${MOESPLIT_JOBS:-$(nproc)}"
 
 scripts/setup.sh release -DMOESPLIT_REQUIRE_TESTDATA=ON
 ctest --test-dir build/release --output-on-failure -j "$JOBS"
+# The server with the openai npm client, a load test, Chromium and nginx.
+scripts/test-server.sh build/release/apps/moesplit
 
 if [ "${MOESPLIT_SANITIZER_PASS:-1}" != 0 ]; then
   echo "test: sanitizer pass (ASan + UBSan, build/debug)" >&2
