@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The serving benchmark: moesplit serve and llama-server (built outside this repository) on the
+# same model, threads and context, one after the other on loopback, driven by
+# scripts/bench_serve.mjs (Node, no packages): aggregate generated tokens/s and time to first
+# token at concurrency 1, 2, 4, 8 (streamed, 64 tokens, ignore_eos), the second turn of a
+# conversation with a 2,000-token history (time to first token against the cold first turn), and
+# the inter-token latency of decoding streams while a 4,000-token prompt is prefilled.
+#   MODEL=x.gguf LLAMA_SERVER=/path/llama-server [MOESPLIT_BIN=...] [THREADS=2] [NP=4] [CTX=16384]
+#   [ROUNDS=1] [SERVERS="moesplit llama"] scripts/bench-serve.sh
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+: "${MODEL:?set MODEL}"
+MOESPLIT_BIN="${MOESPLIT_BIN:-$root/build/release/apps/moesplit}"
+THREADS="${THREADS:-2}"; NP="${NP:-4}"; CTX="${CTX:-16384}"; ROUNDS="${ROUNDS:-1}"
+SERVERS="${SERVERS:-moesplit llama}"
+CLIENT_ARGS="${CLIENT_ARGS:-}"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+out="${OUT:-$(mktemp -d)}"
+mkdir -p "$out"
+pid=""
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null || true' EXIT
+
+start() {  # start NAME
+  case "$1" in
+    moesplit) "$MOESPLIT_BIN" serve -m "$MODEL" --host 127.0.0.1 --port "$port" -np "$NP" -c "$CTX" \
+                -t "$THREADS" 2>"$out/$1.log" & ;;
+    llama) : "${LLAMA_SERVER:?set LLAMA_SERVER}"
+           "$LLAMA_SERVER" -m "$MODEL" --host 127.0.0.1 --port "$port" -np "$NP" -c "$CTX" \
+             -t "$THREADS" -tb "$THREADS" >"$out/$1.log" 2>&1 & ;;
+  esac
+  pid=$!
+  for _ in $(seq 1200); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null && return 0
+    kill -0 $pid 2>/dev/null || { cat "$out/$1.log"; exit 1; }
+    sleep 0.25
+  done
+  echo "bench-serve: $1 did not become ready" >&2; exit 1
+}
+
+for round in $(seq "$ROUNDS"); do
+  for s in $SERVERS; do
+    start "$s"
+    node "$root/scripts/bench_serve.mjs" "http://127.0.0.1:$port" $CLIENT_ARGS > "$out/$s.$round.json"
+    kill $pid; wait $pid 2>/dev/null || true; pid=""
+    echo "bench-serve: round $round $s done" >&2
+  done
+done
+
+python3 - "$out" $SERVERS <<'PY'
+import json, sys, glob, statistics as st
+out, servers = sys.argv[1], sys.argv[2:]
+runs = {s: [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{s}.*.json"))] for s in servers}
+med = lambda xs: st.median(xs) if xs else float("nan")
+print("| server | " + " | ".join(f"c={l['concurrency']} tok/s (TTFT ms)" for l in runs[servers[0]][0]["levels"]) +
+      " | 2nd turn TTFT / cold (ms) | ITL during 4k prefill / idle (ms) |")
+print("|---" * (len(runs[servers[0]][0]["levels"]) + 3) + "|")
+for s in servers:
+    r = runs[s]
+    cells = []
+    for i, l in enumerate(r[0]["levels"]):
+        cells.append(f"{med([x['levels'][i]['tok_s'] for x in r]):.2f} ({med([x['levels'][i]['ttft_ms_median'] for x in r]):.0f})")
+    t = f"{med([x['second_turn']['second_turn_ttft_ms'] for x in r]):.0f} / {med([x['second_turn']['cold_ttft_ms'] for x in r]):.0f}"
+    p = f"{med([x['long_prefill']['during_itl_ms_median'] for x in r]):.0f} (max {med([x['long_prefill']['during_itl_ms_max'] for x in r]):.0f}) / {med([x['long_prefill']['idle_itl_ms_median'] for x in r]):.0f}"
+    print(f"| {s} | " + " | ".join(cells) + f" | {t} | {p} |")
+if len(servers) == 2:
+    a, b = runs[servers[0]], runs[servers[1]]
+    print()
+    for i, l in enumerate(a[0]["levels"]):
+        ra = med([x['levels'][i]['tok_s'] for x in a]); rb = med([x['levels'][i]['tok_s'] for x in b])
+        print(f"c={l['concurrency']}: {servers[0]} / {servers[1]} aggregate tok/s = {ra / rb:.2f}x")
+    for s in servers:
+        r = runs[s]
+        print(f"{s}: second turn TTFT / cold = {med([x['second_turn']['ratio'] for x in r]):.3f}; "
+              f"ITL during prefill / idle = {med([x['long_prefill']['ratio_median'] for x in r]):.2f} (median gap), "
+              f"{med([x['long_prefill']['ratio_max'] for x in r]):.2f} (longest gap)")
+print(f"\nraw: {out}")
+PY

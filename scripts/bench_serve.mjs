@@ -1,0 +1,134 @@
+// The serving benchmark's client (run by scripts/bench-serve.sh against one server at a time):
+// streamed /v1/completions with token-id prompts (exact lengths on any vocabulary; both
+// llama-server and moesplit take them), tokens counted from usage (or chunks), times from the
+// client's clock. Prints one JSON object.
+//   node bench_serve.mjs BASE_URL [--levels 1,2,4,8] [--gen 64] [--history 2000] [--long 4000]
+const args = process.argv.slice(2);
+const base = args[0];
+const opt = (name, def) => {
+  const i = args.indexOf("--" + name);
+  return i >= 0 ? args[i + 1] : def;
+};
+const LEVELS = opt("levels", "1,2,4,8").split(",").map(Number);
+const GEN = Number(opt("gen", 64));
+const HISTORY = Number(opt("history", 2000));
+const LONG = Number(opt("long", 4000));
+// Tokens the background and measured streams ask for: they are aborted once the long prompt is in.
+const BG = Number(opt("bg-tokens", 6000));
+const VOCAB_LO = Number(opt("vocab-lo", 200)), VOCAB_HI = Number(opt("vocab-hi", 20000));  // ids in the vocabulary
+
+let seed = 12345;
+const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+const prompt = (n) => Array.from({ length: n }, () => VOCAB_LO + Math.floor(rand() * (VOCAB_HI - VOCAB_LO)));
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN; };
+const now = () => performance.now();
+
+// One streamed completion: {ttft_ms, tokens, total_ms, itl_ms: [...], token_times: [...]}
+async function complete(tokens, max, { signal, onToken } = {}) {
+  const t0 = now();
+  const r = await fetch(base + "/v1/completions", {
+    method: "POST", signal, headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ prompt: tokens, max_tokens: max, temperature: 0, stream: true,
+                           ignore_eos: true, stream_options: { include_usage: true },
+                           cache_prompt: true }),
+  });
+  if (!r.ok) throw new Error(`HTTP ${r.status}: ${await r.text()}`);
+  const reader = r.body.getReader();
+  const dec = new TextDecoder();
+  let buf = "", chunks = 0, usage = null, first = 0;
+  const times = [];
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += dec.decode(value, { stream: true });
+    let i;
+    while ((i = buf.indexOf("\n\n")) >= 0) {
+      const ev = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      if (!ev.startsWith("data: ") || ev === "data: [DONE]") continue;
+      const j = JSON.parse(ev.slice(6));
+      if (j.usage) usage = j.usage;
+      const c = j.choices?.[0];
+      if (c && c.text !== undefined && (c.text.length > 0 || !c.finish_reason)) {
+        const t = now();
+        if (onToken) onToken(t);
+        if (!first) first = t;
+        times.push(t);
+        chunks++;
+      }
+    }
+  }
+  const tokens_out = usage?.completion_tokens ?? chunks;
+  const itl = times.slice(1).map((t, k) => t - times[k]);
+  return { ttft_ms: first - t0, tokens: tokens_out, total_ms: now() - t0, itl_ms: itl, times };
+}
+
+async function level(c) {
+  const per = 2;  // requests per client
+  const t0 = now();
+  const results = await Promise.all(Array.from({ length: c }, async () => {
+    const out = [];
+    for (let k = 0; k < per; k++) out.push(await complete(prompt(128), GEN));
+    return out;
+  }));
+  const flat = results.flat();
+  const wall = (now() - t0) / 1000;
+  const tokens = flat.reduce((a, r) => a + r.tokens, 0);
+  return { concurrency: c, requests: flat.length, tokens, seconds: wall, tok_s: tokens / wall,
+           ttft_ms_median: median(flat.map((r) => r.ttft_ms)),
+           itl_ms_median: median(flat.flatMap((r) => r.itl_ms)) };
+}
+
+async function secondTurn() {
+  const history = prompt(HISTORY);
+  const cold = await complete(history, 16);
+  // The second turn: the history, an answer (here: fixed ids standing for it), a new question.
+  const turn2 = [...history, ...prompt(16), ...prompt(24)];
+  const warm = await complete(turn2, 16);
+  // For comparison: the same second-turn prompt cold (another history, same length).
+  return { history_tokens: HISTORY, cold_ttft_ms: cold.ttft_ms, second_turn_ttft_ms: warm.ttft_ms,
+           ratio: warm.ttft_ms / cold.ttft_ms };
+}
+
+async function longPrefill() {
+  // Two background streams decode throughout. A measured stream's inter-token latency is taken
+  // with them (idle), then while a LONG-token prompt is prefilled: the measured stream's token
+  // gaps between the long request's submission and its first token.
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const bgAbort = new AbortController();
+  const bg = [0, 1].map(() => complete(prompt(64), BG, { signal: bgAbort.signal }).catch((e) => { if (e.name !== "AbortError") throw e; }));
+  await sleep(1500);
+  const idle = await complete(prompt(64), 40);
+  const times = [];
+  const mAbort = new AbortController();
+  let failed = null;
+  const measured = complete(prompt(64), BG, { signal: mAbort.signal, onToken: (t) => times.push(t) })
+    .catch((e) => { if (e.name !== "AbortError") failed = e; });
+  while (times.length < 5) {
+    if (failed) throw failed;
+    await sleep(20);
+  }
+  const tLong = now();
+  const long = await complete(prompt(LONG), 1);
+  const end = tLong + long.ttft_ms;
+  mAbort.abort();
+  bgAbort.abort();
+  await Promise.all([measured, ...bg]);
+  // Gaps that end inside the window, plus the gap still open at its end (a stalled stream).
+  const gaps = [];
+  for (let k = 1; k < times.length; k++) if (times[k] > tLong && times[k] <= end) gaps.push(times[k] - times[k - 1]);
+  const lastBefore = times.filter((t) => t <= end).pop();
+  if (lastBefore !== undefined) gaps.push(end - Math.max(lastBefore, tLong));
+  const idleMed = median(idle.itl_ms);
+  return { long_prompt_tokens: LONG, long_ttft_ms: long.ttft_ms, idle_itl_ms_median: idleMed,
+           during_itl_ms_median: median(gaps), during_itl_ms_max: Math.max(...gaps),
+           tokens_in_window: gaps.length - 1, ratio_median: median(gaps) / idleMed,
+           ratio_max: Math.max(...gaps) / idleMed };
+}
+
+const out = { base, gen_tokens: GEN, levels: [] };
+await complete(prompt(32), 8);  // warm-up
+for (const c of LEVELS) out.levels.push(await level(c));
+out.second_turn = await secondTurn();
+out.long_prefill = await longPrefill();
+console.log(JSON.stringify(out));
