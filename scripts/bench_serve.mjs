@@ -15,6 +15,7 @@ const HISTORY = Number(opt("history", 2000));
 const LONG = Number(opt("long", 4000));
 // Tokens the background and measured streams ask for: they are aborted once the long prompt is in.
 const BG = Number(opt("bg-tokens", 6000));
+const PARTS = opt("parts", "levels,turn,prefill").split(",");
 const VOCAB_LO = Number(opt("vocab-lo", 200)), VOCAB_HI = Number(opt("vocab-hi", 20000));  // ids in the vocabulary
 
 let seed = 12345;
@@ -49,7 +50,7 @@ async function complete(tokens, max, { signal, onToken } = {}) {
       const j = JSON.parse(ev.slice(6));
       if (j.usage) usage = j.usage;
       const c = j.choices?.[0];
-      if (c && c.text !== undefined && (c.text.length > 0 || !c.finish_reason)) {
+      if (c && !c.finish_reason) {  // a token (its text may be empty on a random model)
         const t = now();
         if (onToken) onToken(t);
         if (!first) first = t;
@@ -74,7 +75,10 @@ async function level(c) {
   const flat = results.flat();
   const wall = (now() - t0) / 1000;
   const tokens = flat.reduce((a, r) => a + r.tokens, 0);
+  // One stream's decode rate: its tokens after the first over the time after the first.
+  const decode = flat.map((r) => (r.tokens - 1) / ((r.total_ms - r.ttft_ms) / 1000));
   return { concurrency: c, requests: flat.length, tokens, seconds: wall, tok_s: tokens / wall,
+           stream_decode_tok_s_median: median(decode),
            ttft_ms_median: median(flat.map((r) => r.ttft_ms)),
            itl_ms_median: median(flat.flatMap((r) => r.itl_ms)) };
 }
@@ -128,7 +132,7 @@ async function longPrefill() {
 
 const out = { base, gen_tokens: GEN, levels: [] };
 await complete(prompt(32), 8);  // warm-up
-for (const c of LEVELS) out.levels.push(await level(c));
-out.second_turn = await secondTurn();
-out.long_prefill = await longPrefill();
+if (PARTS.includes("levels")) for (const c of LEVELS) out.levels.push(await level(c));
+if (PARTS.includes("turn")) out.second_turn = await secondTurn();
+if (PARTS.includes("prefill")) out.long_prefill = await longPrefill();
 console.log(JSON.stringify(out));

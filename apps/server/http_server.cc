@@ -103,7 +103,11 @@ struct Generation {
     produced.reasoning += reasoning;
     if (!req.stream) return;
     const bool has_lp = req.logprobs && !events.empty() && !events[0].chosen.empty();
-    if (content.empty() && reasoning.empty() && finish.empty() && !has_lp) return;
+    // A chunk per generated token even when it adds no text yet (bytes of an unfinished UTF-8
+    // character, a possible stop string, a token without text): clients see progress and can
+    // time tokens, as llama-server's streams allow.
+    const bool has_token = !events.empty() && !events[0].tokens.empty();
+    if (content.empty() && reasoning.empty() && finish.empty() && !has_lp && !has_token) return;
     json lp = has_lp ? Logprobs(events) : json(nullptr);
     json chunk;
     if (req.chat) {
