@@ -428,36 +428,40 @@ json LogprobsJson(const std::vector<serving::Event>& events, bool chat,
   return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}};
 }
 
+namespace {
+// {id, object, created, model, system_fingerprint, choices: [choice]}: every response's frame.
+json Envelope(const ResponseMeta& m, const char* object, json choice) {
+  return {{"id", m.id},          {"object", object},
+          {"created", m.created}, {"model", m.model},
+          {"system_fingerprint", "moesplit"}, {"choices", json::array({std::move(choice)})}};
+}
+json FinishJson(const std::string& finish) {
+  return finish.empty() ? json(nullptr) : json(finish);
+}
+}  // namespace
+
 json ChatResponse(const ResponseMeta& m, const Produced& p, json logprobs) {
   json message = {{"role", "assistant"}, {"content", p.content}};
   if (!p.reasoning.empty()) message["reasoning_content"] = p.reasoning;
-  return {{"id", m.id},
-          {"object", "chat.completion"},
-          {"created", m.created},
-          {"model", m.model},
-          {"system_fingerprint", "moesplit"},
-          {"choices",
-           {{{"index", 0},
-             {"message", message},
-             {"logprobs", logprobs},
-             {"finish_reason", FinishName(p.finish)}}}},
-          {"usage", UsageJson(p.usage)},
-          {"timings", TimingsJson(p.usage)}};
+  json r = Envelope(m, "chat.completion",
+                    {{"index", 0},
+                     {"message", message},
+                     {"logprobs", logprobs},
+                     {"finish_reason", FinishName(p.finish)}});
+  r["usage"] = UsageJson(p.usage);
+  r["timings"] = TimingsJson(p.usage);
+  return r;
 }
 
 json CompletionResponse(const ResponseMeta& m, const Produced& p, json logprobs) {
-  return {{"id", m.id},
-          {"object", "text_completion"},
-          {"created", m.created},
-          {"model", m.model},
-          {"system_fingerprint", "moesplit"},
-          {"choices",
-           {{{"index", 0},
-             {"text", p.content},
-             {"logprobs", logprobs},
-             {"finish_reason", FinishName(p.finish)}}}},
-          {"usage", UsageJson(p.usage)},
-          {"timings", TimingsJson(p.usage)}};
+  json r = Envelope(m, "text_completion",
+                    {{"index", 0},
+                     {"text", p.content},
+                     {"logprobs", logprobs},
+                     {"finish_reason", FinishName(p.finish)}});
+  r["usage"] = UsageJson(p.usage);
+  r["timings"] = TimingsJson(p.usage);
+  return r;
 }
 
 json ChatChunk(const ResponseMeta& m, const std::string& role, const std::string& content,
@@ -466,30 +470,20 @@ json ChatChunk(const ResponseMeta& m, const std::string& role, const std::string
   if (!role.empty()) delta["role"] = role;
   if (!content.empty()) delta["content"] = content;
   if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
-  return {{"id", m.id},
-          {"object", "chat.completion.chunk"},
-          {"created", m.created},
-          {"model", m.model},
-          {"system_fingerprint", "moesplit"},
-          {"choices",
-           {{{"index", 0},
-             {"delta", delta},
-             {"logprobs", logprobs},
-             {"finish_reason", finish.empty() ? json(nullptr) : json(finish)}}}}};
+  return Envelope(m, "chat.completion.chunk",
+                  {{"index", 0},
+                   {"delta", delta},
+                   {"logprobs", logprobs},
+                   {"finish_reason", FinishJson(finish)}});
 }
 
 json CompletionChunk(const ResponseMeta& m, const std::string& text, const std::string& finish,
                      json logprobs) {
-  return {{"id", m.id},
-          {"object", "text_completion"},
-          {"created", m.created},
-          {"model", m.model},
-          {"system_fingerprint", "moesplit"},
-          {"choices",
-           {{{"index", 0},
-             {"text", text},
-             {"logprobs", logprobs},
-             {"finish_reason", finish.empty() ? json(nullptr) : json(finish)}}}}};
+  return Envelope(m, "text_completion",
+                  {{"index", 0},
+                   {"text", text},
+                   {"logprobs", logprobs},
+                   {"finish_reason", FinishJson(finish)}});
 }
 
 json UsageChunk(const ResponseMeta& m, bool chat, const serving::Usage& u) {

@@ -125,6 +125,17 @@ struct Generation {
   }
 };
 
+// A chunked body's write: a failed one (the client left) cancels the request; the end of the
+// generation ends the body.
+bool WriteOrCancel(Generation& g, httplib::DataSink& sink, const std::string& text) {
+  if (!text.empty() && !sink.write(text.data(), text.size())) {
+    g.st->Cancel();
+    return false;
+  }
+  if (g.finished) sink.done();
+  return true;
+}
+
 std::string Metric(const char* name, const char* type, const char* help, double value) {
   std::ostringstream s;
   s << "# HELP moesplit:" << name << " " << help << "\n# TYPE moesplit:" << name << " " << type
@@ -311,15 +322,8 @@ void HttpServer::Routes() {
             if (sse.empty() && Clock::now() - g->last_write > std::chrono::seconds(2)) {
               sse = ": waiting\n\n";
             }
-            if (!sse.empty()) {
-              g->last_write = Clock::now();
-              if (!sink.write(sse.data(), sse.size())) {
-                g->st->Cancel();
-                return false;
-              }
-            }
-            if (g->finished) sink.done();
-            return true;
+            if (!sse.empty()) g->last_write = Clock::now();
+            return WriteOrCancel(*g, sink, sse);
           },
           [g](bool success) {
             if (!success) g->st->Cancel();
@@ -336,13 +340,7 @@ void HttpServer::Routes() {
         "application/json; charset=utf-8",
         [g](size_t, httplib::DataSink& sink) {
           g->Pump(std::chrono::milliseconds(1000));
-          const std::string text = g->finished ? Dump(g->Body()) : std::string(" ");
-          if (!sink.write(text.data(), text.size())) {
-            g->st->Cancel();
-            return false;
-          }
-          if (g->finished) sink.done();
-          return true;
+          return WriteOrCancel(*g, sink, g->finished ? Dump(g->Body()) : std::string(" "));
         },
         [g](bool success) {
           if (!success) g->st->Cancel();
