@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 PRESET="${1:-release}"
 shift || true
 
-PACKAGES=(cmake ninja-build g++ clang libclang-rt-14-dev
+PACKAGES=(cmake ninja-build g++ clang libclang-rt-14-dev curl
           libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
           pkg-config libpcre2-dev
           libhwloc-dev hwloc libnuma-dev libyaml-cpp-dev libtbb-dev libomp-dev)
