@@ -14,63 +14,6 @@
 
 namespace moesplit::emu {
 
-// --- Queue ---------------------------------------------------------------------------------------
-
-Queue::Queue(bool blocking) : blocking_(blocking), worker_([this] { Work(); }) {}
-
-Queue::~Queue() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  worker_.join();  // the queued work completes first, as after cudaStreamDestroy
-}
-
-uint64_t Queue::Push(std::vector<Dep> deps, std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ops_.push_back(Op{std::move(deps), std::move(fn)});
-  const uint64_t p = ++enqueued_;
-  cv_.notify_all();
-  return p;
-}
-
-uint64_t Queue::Enqueued() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return enqueued_;
-}
-
-void Queue::WaitFor(uint64_t position) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return completed_ >= position; });
-}
-
-bool Queue::Reached(uint64_t position) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return completed_ >= position;
-}
-
-void Queue::Work() {
-  for (;;) {
-    Op* op = nullptr;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !ops_.empty(); });
-      if (ops_.empty()) return;  // stop_ and drained
-      op = &ops_.front();        // deque: stays valid while others are pushed at the back
-    }
-    for (const Dep& d : op->deps) d.queue->WaitFor(d.position);
-    // After a kernel fault the context is unusable: nothing queued runs any more.
-    if (Device::Get().Sticky() == cudaSuccess) op->fn();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ops_.pop_front();
-      ++completed_;
-    }
-    cv_.notify_all();
-  }
-}
-
 // --- Device --------------------------------------------------------------------------------------
 
 namespace {
@@ -103,6 +46,8 @@ Device::Device() {
     if (v == "random") schedule_fixed = Schedule::kRandom;
   }
   if (const char* s = std::getenv("MOESPLIT_CUDA_EMU_SEED")) seed = std::strtoull(s, nullptr, 10);
+  // Streams: the fixed schedule's policy (queue.h); rotating kernels use random stream picks.
+  Queue::SetPolicy(rotate ? Schedule::kRandom : schedule_fixed, seed);
   legacy_ = std::make_shared<Queue>(true);
 }
 
@@ -401,10 +346,13 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   return s != cudaSuccess ? Device::Get().Fail(s) : cudaSuccess;
 }
 
+// The device runs only while the host waits (queue.h): a query runs the stream's work first, so
+// that a polling loop makes progress.
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   EMU_ENTER();
   auto q = Device::Get().QueueOf(stream);
-  return q->Reached(q->Enqueued()) ? cudaSuccess : cudaErrorNotReady;
+  q->WaitFor(q->Enqueued());
+  return cudaSuccess;
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data) {
@@ -493,7 +441,8 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (event == nullptr) return Device::Get().Fail(cudaErrorInvalidResourceHandle);
   std::lock_guard<std::mutex> lock(event->mu);
   if (event->queue == nullptr) return cudaSuccess;
-  return event->queue->Reached(event->position) ? cudaSuccess : cudaErrorNotReady;
+  event->queue->WaitFor(event->position);  // (see cudaStreamQuery)
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {

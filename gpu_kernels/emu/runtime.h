@@ -17,41 +17,10 @@
 #include <vector>
 
 #include "gpu_kernels/emu/block.h"
+#include "gpu_kernels/emu/queue.h"
 #include "gpu_kernels/emu/runtime_api.h"
 
 namespace moesplit::emu {
-
-// A stream's queue, run in order by its own worker thread. Position p = "the first p operations
-// queued on it"; an operation waits for its dependencies (queue, position) before it runs.
-class Queue {
- public:
-  explicit Queue(bool blocking);
-  ~Queue();
-  struct Dep {
-    std::shared_ptr<Queue> queue;
-    uint64_t position;
-  };
-  // Queues fn after deps; returns the position that includes it.
-  uint64_t Push(std::vector<Dep> deps, std::function<void()> fn);
-  uint64_t Enqueued();
-  void WaitFor(uint64_t position);
-  bool Reached(uint64_t position);
-  bool blocking() const { return blocking_; }
-
- private:
-  void Work();
-  struct Op {
-    std::vector<Dep> deps;
-    std::function<void()> fn;
-  };
-  const bool blocking_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Op> ops_;
-  uint64_t enqueued_ = 0, completed_ = 0;
-  bool stop_ = false;
-  std::thread worker_;
-};
 
 struct Allocation {
   size_t bytes;
