@@ -62,6 +62,7 @@ inline constexpr unsigned cudaDeviceScheduleYield = 0x2;
 inline constexpr unsigned cudaDeviceScheduleBlockingSync = 0x4;
 inline constexpr unsigned cudaDeviceScheduleMask = 0x7;
 inline constexpr unsigned cudaDeviceMapHost = 0x8;
+#define CUDART_CB
 #define cudaStreamLegacy (reinterpret_cast<cudaStream_t>(0x1))
 
 struct cudaDeviceProp {
