@@ -15,7 +15,7 @@
 #if defined(MOESPLIT_CUDA_EMU)
 
 #define MOESPLIT_LAUNCH(grid, block, shared, stream, ...) \
-  ::moesplit::emu::MakeLauncher(&__VA_ARGS__, grid, block, shared, stream, #__VA_ARGS__)
+  ::moesplit::emu::MakeLauncher(__VA_ARGS__, grid, block, shared, stream, #__VA_ARGS__)
 
 #define MOESPLIT_SHARED(type, name, dims)            \
   static const char moesplit_shared_site_##name = 0; \

@@ -55,8 +55,8 @@ struct AlignedDelete {
 using AlignedBuf = std::unique_ptr<uint8_t[], AlignedDelete>;
 
 AlignedBuf NewAligned(size_t bytes) {
-  return AlignedBuf(static_cast<uint8_t*>(::operator new[](std::max<size_t>(bytes, 1),
-                                                            std::align_val_t(16))));
+  return AlignedBuf(
+      static_cast<uint8_t*>(::operator new[](std::max<size_t>(bytes, 1), std::align_val_t(16))));
 }
 
 struct Exec {
@@ -102,8 +102,8 @@ const char* OpName(WarpOpKind k) {
 std::string Where(const Exec& e, const Thread& t) {
   std::ostringstream s;
   s << e.launch->name << " block (" << t.ids.block_idx.x << "," << t.ids.block_idx.y << ","
-    << t.ids.block_idx.z << ") thread (" << t.ids.thread_idx.x << "," << t.ids.thread_idx.y
-    << "," << t.ids.thread_idx.z << ")";
+    << t.ids.block_idx.z << ") thread (" << t.ids.thread_idx.x << "," << t.ids.thread_idx.y << ","
+    << t.ids.thread_idx.z << ")";
   return s.str();
 }
 
@@ -126,7 +126,7 @@ void ReleaseBarrierIfComplete(Exec& e) {
 // PTX shfl.sync's source lane for lane `lane` (mode, b, c as CUDA's __shfl*_sync pass them):
 // j, or `lane` itself when j is outside the lane's segment.
 int ShuffleSource(WarpOpKind kind, int lane, int b, int width) {
-  const int seg = (32 - width) & 31;                    // c[12:8]: segment mask
+  const int seg = (32 - width) & 31;                       // c[12:8]: segment mask
   const int clamp = kind == WarpOpKind::kShflUp ? 0 : 31;  // c[4:0]
   const int max_lane = (lane & seg) | (clamp & ~seg);
   const int min_lane = lane & seg;
@@ -230,8 +230,8 @@ void FiberMain(void* arg) {
 std::string DeadlockReport(const Exec& e) {
   std::ostringstream s;
   s << "deadlock in " << e.launch->name << " block (" << e.threads[0].ids.block_idx.x << ","
-    << e.threads[0].ids.block_idx.y << "," << e.threads[0].ids.block_idx.z << "): "
-    << e.n_at_barrier << " threads wait in __syncthreads, " << e.n_done << " have exited";
+    << e.threads[0].ids.block_idx.y << "," << e.threads[0].ids.block_idx.z
+    << "): " << e.n_at_barrier << " threads wait in __syncthreads, " << e.n_done << " have exited";
   for (size_t wi = 0; wi < e.warps.size(); ++wi) {
     const Warp& w = e.warps[wi];
     if (w.waiting == 0) continue;
@@ -252,8 +252,8 @@ void RunBlock(Exec& e, uint3 block_idx, Schedule schedule, std::mt19937_64& rng)
   e.n_at_barrier = 0;
   for (int i = 0; i < n; ++i) {
     Thread& t = e.threads[i];
-    t.ids.thread_idx = uint3{i % L.block.x, (i / L.block.x) % L.block.y,
-                             i / (L.block.x * L.block.y)};
+    t.ids.thread_idx =
+        uint3{i % L.block.x, (i / L.block.x) % L.block.y, i / (L.block.x * L.block.y)};
     t.ids.block_idx = block_idx;
     t.ids.block_dim = L.block;
     t.ids.grid_dim = L.grid;
@@ -341,8 +341,8 @@ uint64_t WarpOp(WarpOpKind kind, unsigned mask, uint64_t value, int arg, int wid
   Thread& t = *e.current;
   if (((mask >> t.lane) & 1u) == 0) {
     std::ostringstream s;
-    s << OpName(kind) << " with mask 0x" << std::hex << mask << std::dec
-      << " called by lane " << t.lane << ", which the mask does not name (" << Where(e, t) << ")";
+    s << OpName(kind) << " with mask 0x" << std::hex << mask << std::dec << " called by lane "
+      << t.lane << ", which the mask does not name (" << Where(e, t) << ")";
     KernelFault(s.str());
   }
   if (width < 1 || width > 32 || (width & (width - 1)) != 0) {

@@ -60,7 +60,16 @@ struct BuiltinIds {
 };
 inline thread_local const BuiltinIds* tls_ids = nullptr;
 
-enum class WarpOpKind : uint8_t { kSync, kShflIdx, kShflUp, kShflDown, kShflXor, kBallot, kAny, kAll };
+enum class WarpOpKind : uint8_t {
+  kSync,
+  kShflIdx,
+  kShflUp,
+  kShflDown,
+  kShflXor,
+  kBallot,
+  kAny,
+  kAll
+};
 
 void SyncThreads();
 // A warp-wide operation of the calling lane: waits until every non-exited lane named in mask

@@ -164,8 +164,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
   const int a_rows = transa == CUBLAS_OP_N ? m : k;
   const int b_rows = transb == CUBLAS_OP_N ? k : n;
   if (!op_ok(transa) || !op_ok(transb) || m < 0 || n < 0 || k < 0 || lda < std::max(1, a_rows) ||
-      ldb < std::max(1, b_rows) || ldc < std::max(1, m) || alpha == nullptr ||
-      beta == nullptr) {
+      ldb < std::max(1, b_rows) || ldc < std::max(1, m) || alpha == nullptr || beta == nullptr) {
     return CUBLAS_STATUS_INVALID_VALUE;
   }
   if (!Supported(a_type, b_type, c_type, compute_type)) return CUBLAS_STATUS_NOT_SUPPORTED;

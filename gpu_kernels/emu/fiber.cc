@@ -93,8 +93,8 @@ void FinishSwitch(Context& self, Context* from) {
 FiberStack::FiberStack(size_t bytes) {
   page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   bytes_ = (bytes + page_ - 1) / page_ * page_;
-  void* p = mmap(nullptr, bytes_ + page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                 -1, 0);
+  void* p =
+      mmap(nullptr, bytes_ + page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     std::fprintf(stderr, "emulated CUDA device: mmap of a %zu-byte fiber stack failed\n", bytes_);
     std::abort();

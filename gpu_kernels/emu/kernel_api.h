@@ -157,7 +157,9 @@ inline void __stcs(T* p, T v) {
 }
 
 // --- Bit casts and integer intrinsics -----------------------------------------------------------
-inline float __int_as_float(int i) { return ::moesplit::emu::detail::FromBits<float>(static_cast<uint32_t>(i)); }
+inline float __int_as_float(int i) {
+  return ::moesplit::emu::detail::FromBits<float>(static_cast<uint32_t>(i));
+}
 inline float __uint_as_float(unsigned u) { return ::moesplit::emu::detail::FromBits<float>(u); }
 inline int __float_as_int(float f) {
   return static_cast<int>(static_cast<uint32_t>(::moesplit::emu::detail::ToBits(f)));

@@ -124,8 +124,8 @@ cudaError_t CopyOp(void* dst, size_t dpitch, const void* src, size_t spitch, siz
     (void)staged;  // keeps the staging copy alive until the copy ran
   });
   // The synchronous API returns early only when it staged a pageable source for the device.
-  const bool wait = (sync && !(ss == Space::kPageable && ds == Space::kDevice)) ||
-                    ds == Space::kPageable;
+  const bool wait =
+      (sync && !(ss == Space::kPageable && ds == Space::kDevice)) || ds == Space::kPageable;
   if (wait) {
     auto q = Device::Get().QueueOf(stream);
     q->WaitFor(p);

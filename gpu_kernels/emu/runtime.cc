@@ -34,8 +34,9 @@ size_t ParseBytes(const char* s, size_t fallback) {
 Device::Device() {
   // MOESPLIT_CUDA_EMU_MEMORY: the device's memory (default 8 GiB; allocations are real host
   // memory, so only what is allocated is used). MOESPLIT_CUDA_EMU_DEVICES=0: no device visible.
-  // MOESPLIT_CUDA_EMU_SCHEDULE = inorder | reverse | random | rotate (default: launch i uses
-  // schedule i mod 3), MOESPLIT_CUDA_EMU_SEED for the random one.
+  // MOESPLIT_CUDA_EMU_SCHEDULE = inorder | reverse | random (threads of a block, blocks of a
+  // grid, and streams: block.h, queue.h) | rotate (the default: kernel launches cycle through
+  // random, reverse, in order; streams random), MOESPLIT_CUDA_EMU_SEED for the random ones.
   capacity = ParseBytes(std::getenv("MOESPLIT_CUDA_EMU_MEMORY"), size_t{8} << 30);
   if (const char* d = std::getenv("MOESPLIT_CUDA_EMU_DEVICES")) devices = std::atoi(d) > 0 ? 1 : 0;
   if (const char* s = std::getenv("MOESPLIT_CUDA_EMU_SCHEDULE")) {
@@ -370,8 +371,7 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
   EMU_ENTER();
-  if (event == nullptr ||
-      (flags & ~(cudaEventBlockingSync | cudaEventDisableTiming)) != 0) {
+  if (event == nullptr || (flags & ~(cudaEventBlockingSync | cudaEventDisableTiming)) != 0) {
     return Device::Get().Fail(cudaErrorInvalidValue);
   }
   *event = new CUevent_st();
@@ -417,7 +417,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     if (event->queue == nullptr) return cudaSuccess;  // never recorded: nothing to wait for
     deps.push_back({event->queue, event->position});
   }
-  Device::Get().Push(stream, [] {}, std::move(deps));
+  Device::Get().Push(
+      stream, [] {}, std::move(deps));
   return cudaSuccess;
 }
 
@@ -505,7 +506,11 @@ void LaunchKernel(const void* func, KernelLaunch&& launch, cudaStream_t stream) 
     }
   }
   const uint64_t n = d.launches.fetch_add(1);
-  const Schedule sched = d.rotate ? static_cast<Schedule>(n % 3) : d.schedule_fixed;
+  // Rotating: random, reverse, in order, ... (random first: a test's single launch gets the
+  // schedule most likely to expose a missing barrier).
+  static constexpr Schedule kRotation[3] = {Schedule::kRandom, Schedule::kReverse,
+                                            Schedule::kInOrder};
+  const Schedule sched = d.rotate ? kRotation[n % 3] : d.schedule_fixed;
   const uint64_t seed = d.seed * 0x9E3779B97F4A7C15ull + n;
   auto l = std::make_shared<KernelLaunch>(std::move(launch));
   d.Push(stream, [l, sched, seed] {
@@ -515,5 +520,13 @@ void LaunchKernel(const void* func, KernelLaunch&& launch, cudaStream_t stream) 
 }
 
 uint64_t KernelsLaunched() { return Device::Get().launches.load(); }
+
+void SetSchedulesForTesting(Schedule threads, Schedule streams, uint64_t seed) {
+  Device& d = Device::Get();
+  d.rotate = false;
+  d.schedule_fixed = threads;
+  d.seed = seed;
+  Queue::SetPolicy(streams, seed);
+}
 
 }  // namespace moesplit::emu

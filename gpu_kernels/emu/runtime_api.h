@@ -151,7 +151,10 @@ namespace moesplit::emu {
 struct KernelLaunch;
 void LaunchKernel(const void* func, KernelLaunch&& launch, cudaStream_t stream);
 
-// Host-side queries for the emulator's own tests.
+// For the emulator's own tests: the schedules (block.h, queue.h) from now on, instead of
+// MOESPLIT_CUDA_EMU_SCHEDULE's; and what is in use.
+enum class Schedule;
+void SetSchedulesForTesting(Schedule threads, Schedule streams, uint64_t seed);
 size_t DeviceBytesInUse();
 uint64_t KernelsLaunched();
 

@@ -23,6 +23,8 @@ inline __half2 __floats2half2_rn(float a, float b) {
   return __half2{__float2half_rn(a), __float2half_rn(b)};
 }
 inline __half2 __float2half2_rn(float a) { return __floats2half2_rn(a, a); }
-inline float2 __half22float2(__half2 h) { return make_float2(__half2float(h.x), __half2float(h.y)); }
+inline float2 __half22float2(__half2 h) {
+  return make_float2(__half2float(h.x), __half2float(h.y));
+}
 inline float __low2float(__half2 h) { return __half2float(h.x); }
 inline float __high2float(__half2 h) { return __half2float(h.y); }
