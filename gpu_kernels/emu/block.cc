@@ -72,6 +72,10 @@ struct Exec {
   size_t static_bytes = 0;
   AlignedBuf dynamic;
   std::string fault;
+  // The block's priority order of threads (the schedule) and each thread's place in it; the
+  // scheduler always resumes the first runnable thread in that order, found from `cursor`.
+  std::vector<int> order, place;
+  size_t cursor = 0;
 };
 
 thread_local Exec* tls_exec = nullptr;
@@ -113,12 +117,17 @@ void Yield(Exec& e, Thread& t) {
   FinishSwitch(t.ctx, &e.sched);
 }
 
+void Wake(Exec& e, Thread& t) {
+  t.state = ThreadState::kRunnable;
+  e.cursor = std::min<size_t>(e.cursor, e.place[&t - e.threads.data()]);
+}
+
 void ReleaseBarrierIfComplete(Exec& e) {
   if (e.n_at_barrier == 0 || e.n_at_barrier + e.n_done < static_cast<int>(e.threads.size())) {
     return;
   }
   for (Thread& t : e.threads) {
-    if (t.state == ThreadState::kAtBarrier) t.state = ThreadState::kRunnable;
+    if (t.state == ThreadState::kAtBarrier) Wake(e, t);
   }
   e.n_at_barrier = 0;
 }
@@ -204,7 +213,7 @@ void TryCompleteWarp(Exec& e, Warp& w, unsigned mask, int warp_index) {
   }
   w.waiting &= ~needed;
   for (uint32_t m = needed; m != 0; m &= m - 1) {
-    e.threads[warp_index * 32 + std::countr_zero(m)].state = ThreadState::kRunnable;
+    Wake(e, e.threads[warp_index * 32 + std::countr_zero(m)]);
   }
 }
 
@@ -269,28 +278,30 @@ void RunBlock(Exec& e, uint3 block_idx, Schedule schedule, std::mt19937_64& rng)
   }
   if (L.dynamic_shared > 0) std::memset(e.dynamic.get(), 0xFF, L.dynamic_shared);
 
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  if (schedule == Schedule::kReverse) std::reverse(order.begin(), order.end());
+  e.order.resize(n);
+  e.place.resize(n);
+  std::iota(e.order.begin(), e.order.end(), 0);
+  if (schedule == Schedule::kReverse) std::reverse(e.order.begin(), e.order.end());
+  if (schedule == Schedule::kRandom) std::shuffle(e.order.begin(), e.order.end(), rng);
+  for (int i = 0; i < n; ++i) e.place[e.order[i]] = i;
+  e.cursor = 0;
   while (e.n_done < n) {
-    if (schedule == Schedule::kRandom) std::shuffle(order.begin(), order.end(), rng);
-    bool ran = false;
-    for (int i : order) {
-      Thread& t = e.threads[i];
-      if (t.state != ThreadState::kRunnable) continue;
-      ran = true;
-      e.current = &t;
-      tls_ids = &t.ids;
-      Switch(e.sched, t.ctx);
-      FinishSwitch(e.sched, nullptr);
-      tls_ids = nullptr;
-      e.current = nullptr;
-      if (!e.fault.empty()) return;
+    while (e.cursor < e.order.size() &&
+           e.threads[e.order[e.cursor]].state != ThreadState::kRunnable) {
+      ++e.cursor;
     }
-    if (!ran) {
+    if (e.cursor == e.order.size()) {
       e.fault = DeadlockReport(e);
       return;
     }
+    Thread& t = e.threads[e.order[e.cursor]];
+    e.current = &t;
+    tls_ids = &t.ids;
+    Switch(e.sched, t.ctx);
+    FinishSwitch(e.sched, nullptr);
+    tls_ids = nullptr;
+    e.current = nullptr;
+    if (!e.fault.empty()) return;
   }
 }
 

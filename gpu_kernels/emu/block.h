@@ -1,13 +1,16 @@
 // The emulated device's execution of one kernel launch on the calling OS thread (a stream's
-// worker): blocks one after another, the threads of a block as fibers (fiber.h) that run until
-// they reach a synchronisation point, in an order the schedule picks each round:
-//   kInOrder  thread 0, 1, 2, ... (blocks 0, 1, 2, ...)
+// worker): blocks one after another, the threads of a block as fibers (fiber.h). A thread runs
+// until it reaches a synchronisation point (__syncthreads, a warp shuffle / vote / __syncwarp)
+// or returns; then the scheduler resumes the first runnable thread in the block's priority order:
+//   kInOrder  thread 0 first (and blocks 0, 1, 2, ...)
 //   kReverse  the last thread first (and the last block first)
-//   kRandom   a fresh seeded permutation every round (and of the blocks)
-// so that a missing __syncthreads or __syncwarp, or a read of another thread's value before it is
-// written, gives a different (usually NaN: shared memory is poisoned) result in at least one
-// schedule. Between two synchronisation points a thread runs alone: lanes are never assumed to
-// run in lock-step (CUDA's independent thread scheduling, sm_70 and later).
+//   kRandom   a seeded random order of threads (and of blocks)
+// Greedy priority lets one warp run as far ahead of the others as the barriers allow (a warp
+// goes through all its shuffles up to the next __syncthreads before a lower-priority warp
+// starts), so a missing __syncthreads or __syncwarp, or a read of another thread's value before
+// it is written, reads stale or poisoned (0xFF: NaN) shared memory in at least one schedule.
+// Between two synchronisation points a thread runs alone: lanes are never assumed to run in
+// lock-step (CUDA's independent thread scheduling, sm_70 and later).
 //
 // Everything a kernel can do wrong that CUDA leaves undefined or hangs on, and the emulator can
 // see, ends the launch with a fault (the sticky cudaErrorLaunchFailure, the message on stderr):
