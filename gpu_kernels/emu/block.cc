@@ -217,21 +217,29 @@ void TryCompleteWarp(Exec& e, Warp& w, unsigned mask, int warp_index) {
   }
 }
 
+// Thrown by KernelFault through the faulting thread's kernel frames, so that their destructors
+// run (no leaks on the fault path); caught at the bottom of the fiber.
+struct FaultUnwind {};
+
 void FiberMain(void* arg) {
   Thread& t = *static_cast<Thread*>(arg);
   Exec& e = *tls_exec;
   FinishSwitch(t.ctx, &e.sched);
-  e.launch->body();
-  t.state = ThreadState::kDone;
-  ++e.n_done;
-  Warp& w = e.warps[t.warp];
-  w.exited |= 1u << t.lane;
-  // The exit may complete warp operations that named this lane, and the block barrier.
-  for (uint32_t m = w.waiting; m != 0; m &= m - 1) {
-    const int l = std::countr_zero(m);
-    if ((w.waiting >> l) & 1u) TryCompleteWarp(e, w, w.op[l].mask, t.warp);
+  try {
+    e.launch->body();
+    t.state = ThreadState::kDone;
+    ++e.n_done;
+    Warp& w = e.warps[t.warp];
+    w.exited |= 1u << t.lane;
+    // The exit may complete warp operations that named this lane, and the block barrier.
+    for (uint32_t m = w.waiting; m != 0; m &= m - 1) {
+      const int l = std::countr_zero(m);
+      if ((w.waiting >> l) & 1u) TryCompleteWarp(e, w, w.op[l].mask, t.warp);
+    }
+    ReleaseBarrierIfComplete(e);
+  } catch (const FaultUnwind&) {
+    // e.fault is set; the scheduler abandons the block.
   }
-  ReleaseBarrierIfComplete(e);
   Switch(t.ctx, e.sched, /*from_exits=*/true);
   __builtin_unreachable();
 }
@@ -401,10 +409,8 @@ int LaneId() { return tls_exec->current->lane; }
 
 void KernelFault(const std::string& what) {
   Exec& e = *tls_exec;
-  Thread& t = *e.current;
   if (e.fault.empty()) e.fault = what;
-  Switch(t.ctx, e.sched, /*from_exits=*/true);
-  __builtin_unreachable();
+  throw FaultUnwind{};
 }
 
 }  // namespace moesplit::emu
