@@ -138,12 +138,8 @@ constexpr size_t kStackBytes = 128 * 1024;
 }  // namespace
 
 FiberStack& StackPool::Get(size_t i) {
-  while (stacks_.size() <= i) stacks_.push_back(new FiberStack(kStackBytes));
+  while (stacks_.size() <= i) stacks_.push_back(std::make_unique<FiberStack>(kStackBytes));
   return *stacks_[i];
-}
-
-StackPool::~StackPool() {
-  for (FiberStack* s : stacks_) delete s;
 }
 
 }  // namespace moesplit::emu

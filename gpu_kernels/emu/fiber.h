@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace moesplit::emu {
@@ -58,11 +59,7 @@ class StackPool {
   FiberStack& Get(size_t i);
 
  private:
-  std::vector<FiberStack*> stacks_;
-  friend struct StackPoolDeleter;
-
- public:
-  ~StackPool();
+  std::vector<std::unique_ptr<FiberStack>> stacks_;
 };
 
 }  // namespace moesplit::emu
