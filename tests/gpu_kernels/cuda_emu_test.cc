@@ -241,6 +241,13 @@ __global__ void BigStaticSharedKernel(int) {
   a[threadIdx.x] = b[threadIdx.x];
 }
 
+// The emulated device's stream workers do not survive a fork: the death tests re-execute the
+// test program instead of forking a process that may already have them.
+class CudaEmuFaultDeathTest : public ::testing::Test {
+ protected:
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
+
 template <typename K>
 void RunAndExit(K kernel, int threads) {
   MOESPLIT_LAUNCH(1, threads, 0, nullptr, kernel)(0);
@@ -254,20 +261,20 @@ void RunAndExit(K kernel, int threads) {
                 : 1);
 }
 
-TEST(CudaEmuFaultDeathTest, DivergentBarrierIsADeadlock) {
+TEST_F(CudaEmuFaultDeathTest, DivergentBarrierIsADeadlock) {
   EXPECT_EXIT(RunAndExit(DivergentBarrierKernel, 64), ::testing::ExitedWithCode(0), "deadlock");
 }
 
-TEST(CudaEmuFaultDeathTest, MaskWithoutTheCallingLane) {
+TEST_F(CudaEmuFaultDeathTest, MaskWithoutTheCallingLane) {
   EXPECT_EXIT(RunAndExit(BadMaskKernel, 32), ::testing::ExitedWithCode(0), "does not name");
 }
 
-TEST(CudaEmuFaultDeathTest, LanesInDifferentWarpOperations) {
+TEST_F(CudaEmuFaultDeathTest, LanesInDifferentWarpOperations) {
   EXPECT_EXIT(RunAndExit(MismatchedMaskKernel, 32), ::testing::ExitedWithCode(0),
               "same operation with the same mask");
 }
 
-TEST(CudaEmuFaultDeathTest, StaticSharedMemoryOver48KiB) {
+TEST_F(CudaEmuFaultDeathTest, StaticSharedMemoryOver48KiB) {
   EXPECT_EXIT(RunAndExit(BigStaticSharedKernel, 32), ::testing::ExitedWithCode(0), "48 KiB");
 }
 
