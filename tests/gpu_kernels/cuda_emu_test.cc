@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -122,6 +123,45 @@ TEST(CudaEmuWarp, VotesOverPartialMasks) {
   cudaFree(ballot);
   cudaFree(any);
   cudaFree(all);
+}
+
+// Every thread of every block adds, maximises and counts by compare-and-swap on one word each.
+__global__ void AtomicsKernel(int* sum, unsigned* max, float* fsum, int* cas_count) {
+  const int g = blockIdx.x * blockDim.x + threadIdx.x;
+  atomicAdd(sum, g);
+  atomicMax(max, static_cast<unsigned>(g * 7 % 1000));
+  atomicAdd(fsum, 0.5f);
+  int old = *cas_count;
+  for (;;) {
+    const int seen = atomicCAS(cas_count, old, old + 1);
+    if (seen == old) break;
+    old = seen;
+  }
+  __syncthreads();  // (a barrier between the atomics: other threads interleave here)
+  atomicSub(sum, 0);
+}
+
+TEST(CudaEmuAtomics, AddMaxCasOverBlocks) {
+  int* sum = DevAlloc<int>(1);
+  unsigned* max = DevAlloc<unsigned>(1);
+  float* fsum = DevAlloc<float>(1);
+  int* cas = DevAlloc<int>(1);
+  ASSERT_EQ(cudaMemset(sum, 0, 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(max, 0, 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(fsum, 0, 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(cas, 0, 4), cudaSuccess);
+  MOESPLIT_LAUNCH(4, 96, 0, nullptr, AtomicsKernel)(sum, max, fsum, cas);
+  const int n = 4 * 96;
+  EXPECT_EQ(Get(sum, 1)[0], n * (n - 1) / 2);
+  unsigned want = 0;
+  for (int g = 0; g < n; ++g) want = std::max(want, static_cast<unsigned>(g * 7 % 1000));
+  EXPECT_EQ(Get(max, 1)[0], want);
+  EXPECT_EQ(Get(fsum, 1)[0], 0.5f * n);
+  EXPECT_EQ(Get(cas, 1)[0], n);
+  cudaFree(sum);
+  cudaFree(max);
+  cudaFree(fsum);
+  cudaFree(cas);
 }
 
 // --- Barriers, schedules, shared memory ----------------------------------------------------------
