@@ -60,7 +60,8 @@ run() {
     local file="$out/$1" secs="$2" left=$((deadline - SECONDS))
     shift 2
     if [ "$left" -lt 10 ]; then
-      echo "$(basename "$file"): $* -> skipped (no time left)" >>"$out/summary.txt"
+      echo "$(basename "$file"): $(echo "$*" | tr '\n' ' ' | cut -c1-160) -> skipped (no time left)" \
+        >>"$out/summary.txt"
       return
     fi
     [ "$secs" -gt "$left" ] && secs=$left
@@ -69,7 +70,8 @@ run() {
     timeout -k 5 "$secs" "$@" >>"$file" 2>&1
     local rc=$?
     echo "### rc=$rc after $((SECONDS - t0))s" >>"$file"
-    echo "$(basename "$file"): $* -> rc=$rc ($((SECONDS - t0))s)" >>"$out/summary.txt"
+    echo "$(basename "$file"): $(echo "$*" | tr '\n' ' ' | cut -c1-160) -> rc=$rc ($((SECONDS - t0))s)" \
+      >>"$out/summary.txt"
   }
   step machine.txt 10 nvidia-smi
   step machine.txt 10 lscpu
