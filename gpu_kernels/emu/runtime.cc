@@ -76,9 +76,10 @@ std::shared_ptr<Queue> Device::QueueOf(cudaStream_t s) {
   return s->queue;
 }
 
-void Device::RegisterBlocking(const std::shared_ptr<Queue>& q) {
+void Device::RegisterStream(const std::shared_ptr<Queue>& q) {
   std::lock_guard<std::mutex> lock(streams_mu_);
-  blocking_.push_back(q);
+  streams_.push_back(q);
+  if (q->blocking()) blocking_.push_back(q);
 }
 
 // CUDA's legacy default stream: an operation on it waits for all earlier work of every blocking
@@ -106,11 +107,15 @@ void Device::SynchronizeAll() {
   std::vector<std::shared_ptr<Queue>> qs{legacy_};
   {
     std::lock_guard<std::mutex> lock(streams_mu_);
-    for (auto& w : blocking_) {
-      if (auto b = w.lock()) qs.push_back(b);
+    for (auto it = streams_.begin(); it != streams_.end();) {
+      if (auto q = it->lock()) {
+        qs.push_back(std::move(q));
+        ++it;
+      } else {
+        it = streams_.erase(it);
+      }
     }
   }
-  // Non-blocking streams are not in blocking_: they register in all_ below.
   for (auto& q : qs) q->WaitFor(q->Enqueued());
 }
 
@@ -135,13 +140,6 @@ cudaError_t Enter() {
     const cudaError_t emu_e_ = Enter();       \
     if (emu_e_ != cudaSuccess) return emu_e_; \
   } while (0)
-
-// All streams, to synchronise the device (weak: a destroyed stream has drained).
-std::mutex g_all_mu;
-std::vector<std::weak_ptr<Queue>>& AllQueues() {
-  static auto* v = new std::vector<std::weak_ptr<Queue>>();
-  return *v;
-}
 
 }  // namespace
 
@@ -289,14 +287,6 @@ cudaError_t cudaDriverGetVersion(int* version) {
 cudaError_t cudaDeviceSynchronize() {
   if (moesplit::emu::tls_in_host_fn) return Device::Get().Fail(cudaErrorNotPermitted);
   Device::Get().SynchronizeAll();
-  std::vector<std::shared_ptr<Queue>> qs;
-  {
-    std::lock_guard<std::mutex> lock(g_all_mu);
-    for (auto& w : AllQueues()) {
-      if (auto q = w.lock()) qs.push_back(q);
-    }
-  }
-  for (auto& q : qs) q->WaitFor(q->Enqueued());
   return Device::Get().Sticky() != cudaSuccess ? Device::Get().Fail(Device::Get().Sticky())
                                                : cudaSuccess;
 }
@@ -315,11 +305,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
   }
   const bool blocking = (flags & cudaStreamNonBlocking) == 0;
   auto q = std::make_shared<Queue>(blocking);
-  if (blocking) Device::Get().RegisterBlocking(q);
-  {
-    std::lock_guard<std::mutex> lock(g_all_mu);
-    AllQueues().push_back(q);
-  }
+  Device::Get().RegisterStream(q);
   *stream = new CUstream_st{std::move(q)};
   return cudaSuccess;
 }

@@ -34,7 +34,8 @@ class Device {
   // dependencies CUDA's legacy-stream rule adds to an operation queued on it.
   std::shared_ptr<Queue> QueueOf(cudaStream_t s);
   uint64_t Push(cudaStream_t s, std::function<void()> fn, std::vector<Queue::Dep> extra = {});
-  void RegisterBlocking(const std::shared_ptr<Queue>& q);
+  void RegisterStream(const std::shared_ptr<Queue>& q);
+  // Waits for the work queued so far on every stream (cudaDeviceSynchronize, cudaFree).
   void SynchronizeAll();
 
   // Errors: the sticky one (a kernel fault; every later call returns it) and this thread's last.
@@ -65,7 +66,9 @@ class Device {
   std::atomic<cudaError_t> sticky_{cudaSuccess};
   std::mutex streams_mu_;
   std::shared_ptr<Queue> legacy_;
-  std::vector<std::weak_ptr<Queue>> blocking_;
+  std::vector<std::weak_ptr<Queue>> blocking_;  // streams ordered with the legacy stream
+  std::vector<std::weak_ptr<Queue>>
+      streams_;  // every stream created (weak: destroyed ones drained)
 };
 
 // Set on a stream worker while it runs a host function: CUDA forbids CUDA calls there.

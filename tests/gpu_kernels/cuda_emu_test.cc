@@ -336,7 +336,9 @@ bool CopySeesWrite(Schedule streams, bool with_event) {
   float* b = DevAlloc<float>(32);
   MOESPLIT_LAUNCH(1, 32, 0, s1, FillKernel)(5.0f, a);
   EXPECT_EQ(cudaEventRecord(e, s1), cudaSuccess);
-  if (with_event) EXPECT_EQ(cudaStreamWaitEvent(s2, e, 0), cudaSuccess);
+  if (with_event) {
+    EXPECT_EQ(cudaStreamWaitEvent(s2, e, 0), cudaSuccess);
+  }
   MOESPLIT_LAUNCH(1, 32, 0, s2, CopyKernel)(a, b);
   EXPECT_EQ(cudaStreamSynchronize(s2), cudaSuccess);
   const auto got = Get(b, 32);
