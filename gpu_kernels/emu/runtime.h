@@ -1,7 +1,10 @@
 // The emulated device's state behind the runtime API (runtime.cc, memory.cc): one process-wide
 // device, because the CUDA runtime API it implements is process-wide (cudaMalloc, the legacy
-// default stream and the sticky error take no context argument). This is the only global state
-// of the emulator; it is created on first use and its stream workers are joined at exit.
+// default stream and the sticky error take no context argument). The emulator's global state is
+// this Device and its stream executor (queue.cc), both created on first use and never destroyed
+// (stream workers may run past static destructors); per OS thread: the last error (CUDA's
+// cudaGetLastError is per thread), the running block and thread (block.cc), the fiber stacks,
+// and whether a host function is running.
 #pragma once
 
 #include <atomic>
