@@ -12,6 +12,7 @@
 
 #include "gpu_kernels/cuda_check.h"
 #include "gpu_kernels/dequant.h"
+#include "gpu_kernels/kernel_macros.h"
 #include "gpu_kernels/quant_blocks_hd.h"
 
 namespace moesplit::gpu {
@@ -126,20 +127,21 @@ Status LaunchJob(const Job& j) {
   if constexpr (HdIsPlainFloat(kT)) {
     const int64_t total = j.n_rows * j.cols;
     if (j.out_bf16 != nullptr) {
-      PlainToBf16Kernel<kT><<<GridFor(total), kThreads, 0, j.stream>>>(w, total, j.out_bf16);
+      MOESPLIT_LAUNCH(GridFor(total), kThreads, 0, j.stream, PlainToBf16Kernel<kT>)
+      (w, total, j.out_bf16);
     } else {
-      PlainGetRowsKernel<kT><<<GridFor(total), kThreads, 0, j.stream>>>(w, j.cols, row_bytes, j.ids,
-                                                                        total, j.out_f32);
+      MOESPLIT_LAUNCH(GridFor(total), kThreads, 0, j.stream, PlainGetRowsKernel<kT>)
+      (w, j.cols, row_bytes, j.ids, total, j.out_f32);
     }
   } else {
     const int64_t units_per_row = j.cols / kUnitValues;
     const int64_t total = j.n_rows * units_per_row;
     if (j.out_bf16 != nullptr) {
-      DequantBf16Kernel<kT><<<GridFor(total), kThreads, 0, j.stream>>>(w, row_bytes, units_per_row,
-                                                                       total, j.out_bf16);
+      MOESPLIT_LAUNCH(GridFor(total), kThreads, 0, j.stream, DequantBf16Kernel<kT>)
+      (w, row_bytes, units_per_row, total, j.out_bf16);
     } else {
-      GetRowsKernel<kT><<<GridFor(total), kThreads, 0, j.stream>>>(w, row_bytes, units_per_row,
-                                                                   j.ids, total, j.out_f32);
+      MOESPLIT_LAUNCH(GridFor(total), kThreads, 0, j.stream, GetRowsKernel<kT>)
+      (w, row_bytes, units_per_row, j.ids, total, j.out_f32);
     }
   }
   CUDA_CHECK_LAUNCH();
@@ -228,7 +230,7 @@ Status GetRows(GgmlType type, const void* w, int64_t cols, const int32_t* ids, i
 Status ConvertF32ToBf16(const float* x, int64_t n, uint16_t* out, Stream stream) {
   if (n < 0) return InvalidArgumentError("ConvertF32ToBf16: n = ", n, " must be >= 0");
   if (n == 0) return Status::Ok();
-  F32ToBf16Kernel<<<GridFor(n), kThreads, 0, stream>>>(x, n, out);
+  MOESPLIT_LAUNCH(GridFor(n), kThreads, 0, stream, F32ToBf16Kernel)(x, n, out);
   CUDA_CHECK_LAUNCH();
   return Status::Ok();
 }

@@ -28,6 +28,7 @@
 #include <cstring>
 
 #include "gpu_kernels/cuda_check.h"
+#include "gpu_kernels/kernel_macros.h"
 #include "gpu_kernels/mla_attention.h"
 #include "gpu_kernels/mla_hd.h"
 
@@ -267,7 +268,7 @@ __device__ void WriteResult(const AttnArgs& a, const float* ml_s, const float2 (
 // grid (n_split, ceil(n_head / 16), n_tok), kThreads threads, kSmemBytes dynamic shared memory.
 template <LatentCacheType T>
 __global__ void __launch_bounds__(kThreads) MlaAttentionKernel(AttnArgs a) {
-  extern __shared__ float4 smem4[];
+  MOESPLIT_DYNAMIC_SHARED(float4, smem4);
   float* q_s = reinterpret_cast<float*>(smem4);                    // [16 x 576] f32
   uint32_t* tile_s = reinterpret_cast<uint32_t*>(q_s + kQFloats);  // [32 x 296] words
   float* p_s = reinterpret_cast<float*>(tile_s + kTileWords);      // [16 x 32] f32
@@ -312,7 +313,7 @@ __global__ void __launch_bounds__(kThreads) MlaAttentionKernel(AttnArgs a) {
 __global__ void __launch_bounds__(kMergeThreads)
     MlaMergeKernel(const float* __restrict__ part_acc, const float* __restrict__ part_ml,
                    int n_split, float* __restrict__ out) {
-  __shared__ float w_s[kMlaMaxSplits];
+  MOESPLIT_SHARED(float, w_s, [kMlaMaxSplits]);
   const int64_t row = static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x;  // t n_head + h
   if (threadIdx.x == 0) MlaMergeWeights(part_ml + row * n_split * 2, n_split, w_s);
   __syncthreads();
@@ -364,7 +365,7 @@ Status LaunchAttention(const AttnArgs& a, dim3 grid, Stream stream) {
   CUDA_CHECK(cudaFuncSetAttribute(MlaAttentionKernel<T>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(kSmemBytes)));
-  MlaAttentionKernel<T><<<grid, kThreads, kSmemBytes, stream>>>(a);
+  MOESPLIT_LAUNCH(grid, kThreads, kSmemBytes, stream, MlaAttentionKernel<T>)(a);
   CUDA_CHECK_LAUNCH();
   return Status::Ok();
 }
@@ -393,9 +394,11 @@ Status AppendLatent(const float* rows, int64_t n_tok, int64_t p0, void* cache, L
   const auto* src = reinterpret_cast<const float2*>(rows);
   const unsigned blocks = static_cast<unsigned>((n_pairs + 255) / 256);
   if (type == LatentCacheType::kF16) {
-    AppendLatentKernel<LatentCacheType::kF16><<<blocks, 256, 0, stream>>>(src, dst, n_pairs);
+    MOESPLIT_LAUNCH(blocks, 256, 0, stream, AppendLatentKernel<LatentCacheType::kF16>)
+    (src, dst, n_pairs);
   } else {
-    AppendLatentKernel<LatentCacheType::kBF16><<<blocks, 256, 0, stream>>>(src, dst, n_pairs);
+    MOESPLIT_LAUNCH(blocks, 256, 0, stream, AppendLatentKernel<LatentCacheType::kBF16>)
+    (src, dst, n_pairs);
   }
   CUDA_CHECK_LAUNCH();
   return Status::Ok();
@@ -446,7 +449,8 @@ Status MlaAttention(const MlaAttentionParams& p, const float* q, const void* cac
                                : LaunchAttention<LatentCacheType::kBF16>(a, grid, stream));
   if (plan.n_split > 1) {
     const dim3 merge_grid(static_cast<unsigned>(p.n_head), static_cast<unsigned>(p.n_tok));
-    MlaMergeKernel<<<merge_grid, kMergeThreads, 0, stream>>>(a.part_acc, a.part_ml, a.n_split, out);
+    MOESPLIT_LAUNCH(merge_grid, kMergeThreads, 0, stream, MlaMergeKernel)
+    (a.part_acc, a.part_ml, a.n_split, out);
     CUDA_CHECK_LAUNCH();
   }
   return Status::Ok();

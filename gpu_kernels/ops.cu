@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "gpu_kernels/cuda_check.h"
+#include "gpu_kernels/kernel_macros.h"
 #include "gpu_kernels/ops.h"
 #include "gpu_kernels/ops_hd.h"
 #include "gpu_kernels/rope_hd.h"
@@ -69,7 +70,7 @@ __device__ float BlockMax(float v, float* shm) {
 // null. sum = sum x^2 (double), scale = 1 / sqrt(float(sum / n) + eps), y = x * scale * w.
 __global__ void RmsNormKernel(const float* x, int64_t x_stride, const float* w, int64_t n,
                               float eps, float* y, int64_t y_stride) {
-  __shared__ double shm[32];
+  MOESPLIT_SHARED(double, shm, [32]);
   const float* xr = x + static_cast<int64_t>(blockIdx.x) * x_stride;
   float* yr = y + static_cast<int64_t>(blockIdx.x) * y_stride;
   double sum = 0.0;
@@ -81,8 +82,8 @@ __global__ void RmsNormKernel(const float* x, int64_t x_stride, const float* w, 
 
 // One block per row of x: [rows x n]: max, e = exp(x - max), sum e (double), x = e * (1 / sum).
 __global__ void SoftmaxKernel(float* x, int64_t n) {
-  __shared__ float shm_max[32];
-  __shared__ double shm_sum[32];
+  MOESPLIT_SHARED(float, shm_max, [32]);
+  MOESPLIT_SHARED(double, shm_sum, [32]);
   float* xr = x + static_cast<int64_t>(blockIdx.x) * n;
   float max = -INFINITY;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) max = (max < xr[i]) ? xr[i] : max;
@@ -137,7 +138,7 @@ __global__ void WeightedSumKernel(const float* __restrict__ y, const float* __re
 // cs: [n_dims] = (cos, sin) * mscale of each pair at pos[t] (rope_hd.h), then every head's pairs.
 __global__ void RopeKernel(ops::RopeParams p, RopeConsts k, const int32_t* pos, int64_t n_head,
                            int64_t head_dim, float* x) {
-  extern __shared__ float cs[];
+  MOESPLIT_DYNAMIC_SHARED(float, cs);
   const int64_t t = blockIdx.x;
   const int64_t position = pos[t];
   const int half = p.n_dims / 2;
@@ -214,8 +215,8 @@ Status RmsNormStrided(const float* x, int64_t x_stride, const float* w, int64_t 
   MOESPLIT_RETURN_IF_ERROR(CheckPtr("RmsNorm", "x", x, rows * n));
   MOESPLIT_RETURN_IF_ERROR(CheckPtr("RmsNorm", "y", y, rows * n));
   if (rows == 0) return Status::Ok();
-  RmsNormKernel<<<static_cast<unsigned>(rows), RowThreads(n), 0, stream>>>(x, x_stride, w, n, eps,
-                                                                           y, y_stride);
+  MOESPLIT_LAUNCH(static_cast<unsigned>(rows), RowThreads(n), 0, stream, RmsNormKernel)
+  (x, x_stride, w, n, eps, y, y_stride);
   CUDA_CHECK_LAUNCH();
   return Status::Ok();
 }
@@ -231,7 +232,7 @@ Status SwiGlu(float* gate, const float* up, int64_t rows, int64_t n, Stream stre
   MOESPLIT_RETURN_IF_ERROR(CheckPtr("SwiGlu", "gate", gate, count));
   MOESPLIT_RETURN_IF_ERROR(CheckPtr("SwiGlu", "up", up, count));
   if (count == 0) return Status::Ok();
-  SwiGluKernel<<<EltBlocks(count), kEltThreads, 0, stream>>>(gate, up, count);
+  MOESPLIT_LAUNCH(EltBlocks(count), kEltThreads, 0, stream, SwiGluKernel)(gate, up, count);
   CUDA_CHECK_LAUNCH();
   return Status::Ok();
 }
@@ -242,7 +243,7 @@ Status Add(const float* x, float* y, int64_t rows, int64_t n, Stream stream) {
   MOESPLIT_RETURN_IF_ERROR(CheckPtr("Add", "x", x, count));
   MOESPLIT_RETURN_IF_ERROR(CheckPtr("Add", "y", y, count));
   if (count == 0) return Status::Ok();
-  AddKernel<<<EltBlocks(count), kEltThreads, 0, stream>>>(x, y, count);
+  MOESPLIT_LAUNCH(EltBlocks(count), kEltThreads, 0, stream, AddKernel)(x, y, count);
   CUDA_CHECK_LAUNCH();
   return Status::Ok();
 }
@@ -253,7 +254,7 @@ Status Softmax(float* x, int64_t rows, int64_t n, Stream stream) {
   if (rows > 0 && n == 0) return InvalidArgumentError("gpu::Softmax: n = 0 for ", rows, " rows");
   MOESPLIT_RETURN_IF_ERROR(CheckPtr("Softmax", "x", x, rows * n));
   if (rows == 0) return Status::Ok();
-  SoftmaxKernel<<<static_cast<unsigned>(rows), RowThreads(n), 0, stream>>>(x, n);
+  MOESPLIT_LAUNCH(static_cast<unsigned>(rows), RowThreads(n), 0, stream, SoftmaxKernel)(x, n);
   CUDA_CHECK_LAUNCH();
   return Status::Ok();
 }
@@ -280,7 +281,8 @@ Status WeightedSum(const float* y, const float* w, int64_t n_tok, int64_t k, int
     return InvalidArgumentError("gpu::WeightedSum: out overlaps ",
                                 Overlap(out, count, y, n_tok * k * n) ? "y" : "w");
   }
-  WeightedSumKernel<<<EltBlocks(count), kEltThreads, 0, stream>>>(y, w, k, n, count, out);
+  MOESPLIT_LAUNCH(EltBlocks(count), kEltThreads, 0, stream, WeightedSumKernel)
+  (y, w, k, n, count, out);
   CUDA_CHECK_LAUNCH();
   return Status::Ok();
 }
@@ -303,8 +305,8 @@ Status Rope(const ops::RopeParams& p, const int32_t* pos, int64_t n_tok, int64_t
   if (n_tok == 0 || n_head == 0) return Status::Ok();
   const RopeConsts k = RopeConstsFor(p);  // host libm: the CPU reference's exact constants
   const size_t shm = static_cast<size_t>(p.n_dims) * sizeof(float);
-  RopeKernel<<<static_cast<unsigned>(n_tok), kRopeThreads, shm, stream>>>(p, k, pos, n_head,
-                                                                          head_dim, x);
+  MOESPLIT_LAUNCH(static_cast<unsigned>(n_tok), kRopeThreads, shm, stream, RopeKernel)
+  (p, k, pos, n_head, head_dim, x);
   CUDA_CHECK_LAUNCH();
   return Status::Ok();
 }

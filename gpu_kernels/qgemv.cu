@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "gpu_kernels/cuda_check.h"
+#include "gpu_kernels/kernel_macros.h"
 #include "gpu_kernels/qgemv.h"
 #include "gpu_kernels/quant_blocks_hd.h"
 
@@ -101,7 +102,7 @@ __global__ void __launch_bounds__(kThreads)
                 const float* __restrict__ x, int64_t x_tok, int64_t x_batch, int64_t x_div,
                 int n_tok, float* __restrict__ y, int64_t y_tok, int64_t y_batch) {
   using G = Geometry<kT>;
-  __shared__ __align__(16) uint8_t stage[kRowsPerCta][G::kStageBytes];
+  MOESPLIT_SHARED(uint8_t, stage, [kRowsPerCta][G::kStageBytes]);
   const int warp = static_cast<int>(threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerCta + warp;
@@ -172,9 +173,9 @@ template <GgmlType kT, int kMaxTok>
 Status Launch(const GemvJob& j) {
   const dim3 grid(static_cast<unsigned>((j.rows + kRowsPerCta - 1) / kRowsPerCta),
                   static_cast<unsigned>(j.n_batch));
-  QGemvKernel<kT, kMaxTok><<<grid, kThreads, 0, j.stream>>>(
-      static_cast<const uint8_t*>(j.w), j.rows, j.cols, RowBytes(kT, j.cols), j.ids, j.n_expert,
-      j.batch0, j.x, j.x_tok, j.x_batch, j.x_div, j.n_tok, j.y, j.y_tok, j.y_batch);
+  MOESPLIT_LAUNCH(grid, kThreads, 0, j.stream, QGemvKernel<kT, kMaxTok>)
+  (static_cast<const uint8_t*>(j.w), j.rows, j.cols, RowBytes(kT, j.cols), j.ids, j.n_expert,
+   j.batch0, j.x, j.x_tok, j.x_batch, j.x_div, j.n_tok, j.y, j.y_tok, j.y_batch);
   CUDA_CHECK_LAUNCH();
   return Status::Ok();
 }

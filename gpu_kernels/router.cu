@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "gpu_kernels/cuda_check.h"
+#include "gpu_kernels/kernel_macros.h"
 #include "gpu_kernels/router.h"
 
 namespace moesplit::gpu {
@@ -82,11 +83,11 @@ __device__ void WarpMaskGroups(const RouterConfig& c, float* select, float* grou
 __global__ void __launch_bounds__(kWarp)
     RouteKernel(RouterConfig c, const float* logits, const float* bias, int32_t* ids,
                 float* weights) {
-  __shared__ float scores[kRouterMaxExperts];       // [E] unbiased
-  __shared__ float select[kRouterMaxExperts];       // [E] biased, group-masked
-  __shared__ float group_score[kRouterMaxExperts];  // [G]
-  __shared__ int32_t tok_ids[kRouterMaxUsed];       // [k]
-  __shared__ int last_group;
+  MOESPLIT_SHARED(float, scores, [kRouterMaxExperts]);       // [E] unbiased
+  MOESPLIT_SHARED(float, select, [kRouterMaxExperts]);       // [E] biased, group-masked
+  MOESPLIT_SHARED(float, group_score, [kRouterMaxExperts]);  // [G]
+  MOESPLIT_SHARED(int32_t, tok_ids, [kRouterMaxUsed]);       // [k]
+  MOESPLIT_SHARED(int, last_group, );
   const int lane = threadIdx.x, E = c.n_expert, k = c.n_expert_used;
   const int64_t t = blockIdx.x;
   WarpScores(c, logits + t * E, scores);
@@ -157,7 +158,8 @@ Status Route(const RouterConfig& c, const float* logits, const float* bias, int6
     return InvalidArgumentError("gpu::Route: null logits / ids / weights for n_tok = ", n_tok);
   }
   if (n_tok == 0) return Status::Ok();
-  RouteKernel<<<static_cast<unsigned>(n_tok), kWarp, 0, stream>>>(c, logits, bias, ids, weights);
+  MOESPLIT_LAUNCH(static_cast<unsigned>(n_tok), kWarp, 0, stream, RouteKernel)
+  (c, logits, bias, ids, weights);
   CUDA_CHECK_LAUNCH();
   return Status::Ok();
 }

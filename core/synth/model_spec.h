@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -116,6 +117,9 @@ struct BuildOptions {
   int64_t layers = 0;  // 0 = the preset's default
   QuantMix quant = QuantMix::kQ4_K_M;
   MlaLayout mla = MlaLayout::kSplit;
+  // Replaces the preset's hyper-parameters (tests: e.g. a toy model at DeepSeek's real MLA
+  // widths, which the CUDA kernels require); `preset` still names the model.
+  std::optional<ModelHparams> hparams;
 };
 
 // Names of all presets, in --list order.

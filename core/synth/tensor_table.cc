@@ -149,7 +149,12 @@ uint64_t TotalTensorBytes(const ModelSpec& spec) {
 }
 
 StatusOr<ModelSpec> BuildTensorTable(const BuildOptions& options) {
-  MOESPLIT_ASSIGN_OR_RETURN(ModelHparams h, FindPreset(options.preset));
+  ModelHparams h;
+  if (options.hparams.has_value()) {
+    h = *options.hparams;
+  } else {
+    MOESPLIT_ASSIGN_OR_RETURN(h, FindPreset(options.preset));
+  }
   ModelSpec spec;
   if (options.layers < 0) return InvalidArgumentError("--layers ", options.layers, " must be >= 1");
   const int64_t layers = options.layers > 0 ? options.layers : h.n_layer;

@@ -100,11 +100,14 @@ class CudaBackendTest : public ::testing::Test {
   }
 
   // The matrix bytes at 6 bytes into a device allocation (GGUF rows need no alignment).
-  DevMatrix DevWeights(const gpu::testing::Matrix& m) {
+  // `parts` matrices stacked in m (heads, experts): DevMatrix::rows is one part's rows, as
+  // HeadMatMul and ExpertMatMul take it (dense_backend.h). The first run of these tests, on the
+  // emulated device, found them passing the whole tensor's rows: out-of-bounds writes.
+  DevMatrix DevWeights(const gpu::testing::Matrix& m, int64_t parts = 1) {
     std::vector<uint8_t> bytes(m.bytes.size() + 16, 0xA5);
     std::memcpy(bytes.data() + 6, m.bytes.data(), m.bytes.size());
     const uint8_t* base = Dev(bytes);
-    return DevMatrix{m.type, base == nullptr ? nullptr : base + 6, m.rows, m.cols};
+    return DevMatrix{m.type, base == nullptr ? nullptr : base + 6, m.rows / parts, m.cols};
   }
 
   std::unique_ptr<CudaBackend> gpu_;  // (public: CheckMla below drives the fixture)
@@ -172,9 +175,10 @@ TEST_F(CudaBackendTest, HeadMatMulStrided) {
   }
   const int64_t y_len = n_tok * y_tok;
   float* y = Poisoned(y_len);
-  ASSERT_TRUE(gpu_->HeadMatMul(Lane::kSide, DevWeights(m), n_head, Dev(x), x_tok, x_head, n_tok, y,
-                               y_tok, y_head)
-                  .ok());
+  const DevMatrix w = DevWeights(m, n_head);
+  const Status st =
+      gpu_->HeadMatMul(Lane::kSide, w, n_head, Dev(x), x_tok, x_head, n_tok, y, y_tok, y_head);
+  ASSERT_TRUE(st.ok()) << st.ToString();
   const std::vector<float> got = Fetch(y, y_len, Lane::kSide);
   std::vector<bool> written(y_len, false);
   for (int64_t t = 0; t < n_tok; ++t) {
@@ -491,8 +495,8 @@ TEST_F(CudaBackendTest, ExpertMatMulAndWeightedSum) {
   float* a = Poisoned(P * F);
   float* y = Poisoned(P * D);
   float* out = Poisoned(T * D);
-  ASSERT_TRUE(gpu_->ExpertMatMul(Lane::kMain, DevWeights(gate), E, dids, P, Dev(h), k, a).ok());
-  ASSERT_TRUE(gpu_->ExpertMatMul(Lane::kMain, DevWeights(down), E, dids, P, a, 1, y).ok());
+  ASSERT_TRUE(gpu_->ExpertMatMul(Lane::kMain, DevWeights(gate, E), E, dids, P, Dev(h), k, a).ok());
+  ASSERT_TRUE(gpu_->ExpertMatMul(Lane::kMain, DevWeights(down, E), E, dids, P, a, 1, y).ok());
   ASSERT_TRUE(gpu_->WeightedSum(Lane::kMain, y, Dev(w), T, k, D, out).ok());
   const std::vector<float> got_a = Fetch(a, P * F);
   const std::vector<float> got_y = Fetch(y, P * D);
@@ -520,7 +524,7 @@ TEST_F(CudaBackendTest, ExpertMatMulBadIdsAndArguments) {
   const std::vector<int32_t> ids = {1, 3, 0, -2};
   const gpu::testing::Matrix m = gpu::testing::RandomMatrix(GgmlType::kF16, E * rows, cols, 50);
   const std::vector<float> x = gpu::testing::RandomActivations(ids.size() * cols, 51);
-  const DevMatrix w = DevWeights(m);
+  const DevMatrix w = DevWeights(m, E);
   float* dx = Dev(x);
   float* y = Dev(std::vector<float>(ids.size() * rows, 0.0f));
   ASSERT_TRUE(gpu_->ExpertMatMul(Lane::kSide, w, E, Dev(ids), 4, dx, 1, y).ok());

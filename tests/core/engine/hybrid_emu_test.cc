@@ -1,0 +1,134 @@
+// The hybrid CPU/GPU pass over CudaBackend on the emulated CUDA device (gpu_kernels/emu): the
+// real CUDA kernels, streams, events and host functions of the split, compiled by the host
+// compiler, against the CPU pass (llama.cpp-checked) on toy models at DeepSeek's MLA widths:
+// ds-tiny's structure (experts on the CPU and in device memory) and V2-Lite's. llama.cpp's own
+// logits (shared/testdata's ds-tiny) cannot be the oracle here: that model's latent is 64 + 16
+// wide, and the CUDA MLA kernels take only DeepSeek's 512 + 64.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/engine/cuda_backend.h"
+#include "core/engine/engine.h"
+#include "core/synth/model_spec.h"
+#include "core/synth/model_writer.h"
+#include "tests/core/engine/logits_util.h"
+#include "tests/testdata.h"
+
+namespace moesplit::engine {
+namespace {
+
+using moesplit::testing::Pearson;
+
+std::unique_ptr<CudaBackend> Device() {
+  auto b = CudaBackend::Create(0);
+  EXPECT_TRUE(b.ok()) << b.status().ToString();
+  return b.ok() ? std::move(*b) : nullptr;
+}
+
+std::unique_ptr<Session> HybridSession(const Model& model, DenseBackend* be,
+                                       ExpertHome home = ExpertHome::kCpu) {
+  SessionOptions o{.ctx_size = 128, .n_threads = 2};
+  o.backend = be;
+  o.expert_homes.assign(static_cast<size_t>(model.config().n_layer), home);
+  StatusOr<std::unique_ptr<Session>> s = Session::Create(model, o);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+std::vector<float> RunTokens(Session& s, const std::vector<int32_t>& tokens, bool decode) {
+  if (!decode) return s.Eval(tokens, true).value();
+  std::vector<float> all;
+  for (int32_t t : tokens) {
+    std::vector<float> row = s.Eval(std::span<const int32_t>(&t, 1), false).value();
+    all.insert(all.end(), row.begin(), row.end());
+  }
+  return all;
+}
+
+// A toy model at DeepSeek's real MLA widths (kv_lora 512 + rope 64 = the 576-wide latent rows the
+// CUDA kernels are built for; shared/testdata's ds-tiny has 64 + 16 and cannot run on them).
+std::string WriteMla576(const char* preset, const char* tag, synth::QuantMix quant,
+                        int64_t layers = 0) {
+  synth::BuildOptions bo;
+  bo.preset = preset;
+  bo.layers = layers;
+  bo.quant = quant;
+  synth::ModelHparams h = synth::FindPreset(preset).value();
+  h.kv_lora = 512, h.qk_nope = 128, h.qk_rope = 64, h.v_head = 128;
+  h.n_head = 16;
+  bo.hparams = h;
+  const synth::ModelSpec spec = synth::BuildModelSpec(bo).value();
+  synth::WriteOptions wo;
+  wo.path =
+      testing::ScratchDir() + "/hybrid-emu-" + tag + "." + std::to_string(::getpid()) + ".gguf";
+  wo.seed = 7;
+  wo.threads = 2;
+  wo.show_progress = false;
+  EXPECT_TRUE(synth::WriteModel(spec, wo).ok());
+  return wo.path;
+}
+
+// The hybrid pass on the emulated device against the CPU pass (itself checked against
+// llama.cpp): a prompt as one batch, then decode steps; reference vs quantized arithmetic and an
+// f16 vs f32 cache, so close, not equal.
+void CheckAgainstCpu(const std::string& path, ExpertHome home) {
+  std::unique_ptr<Model> model = Model::Load(path).value();
+  std::unique_ptr<CudaBackend> be = Device();
+  ASSERT_NE(be, nullptr);
+  std::unique_ptr<Session> hy = HybridSession(*model, be.get(), home);
+  ASSERT_NE(hy, nullptr);
+  ASSERT_TRUE(hy->hybrid());
+  Session cpu(*model, {.ctx_size = 128, .n_threads = 2});
+  const std::vector<int32_t> prompt = {3, 17, 99, 250, 7, 600, 12, 41};
+  const std::vector<float> a = RunTokens(*hy, prompt, false), b = RunTokens(cpu, prompt, false);
+  const std::vector<int32_t> next = {77, 5, 901};
+  const std::vector<float> a2 = RunTokens(*hy, next, true), b2 = RunTokens(cpu, next, true);
+  const int64_t V = model->config().n_vocab;
+  for (int64_t i = 0; i < 8; ++i) EXPECT_GT(Pearson(&a[i * V], &b[i * V], V), 0.999) << i;
+  for (int64_t i = 0; i < 3; ++i) EXPECT_GT(Pearson(&a2[i * V], &b2[i * V], V), 0.999) << i;
+}
+
+// ds-tiny's structure (q_lora, sigmoid routing with groups, a leading dense layer), Q4_K_M.
+TEST(HybridEmu, DsTinyStructureAgreesWithTheCpuPass) {
+  const std::string path = WriteMla576("ds-tiny", "ds-tiny-576", synth::QuantMix::kQ4_K_M);
+  CheckAgainstCpu(path, ExpertHome::kCpu);
+  std::remove(path.c_str());
+}
+
+TEST(HybridEmu, DsTinyStructureExpertsOnTheDeviceAgreeWithTheCpuPass) {
+  const std::string path = WriteMla576("ds-tiny", "ds-tiny-576-dev", synth::QuantMix::kQ4_K_M);
+  CheckAgainstCpu(path, ExpertHome::kDevice);
+  std::remove(path.c_str());
+}
+
+// shared/testdata's ds-tiny (llama.cpp's oracle) has a 64 + 16 latent: the pass refuses it with
+// a clear error instead of computing garbage.
+TEST(HybridEmu, NarrowLatentIsAClearError) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  std::unique_ptr<Model> model =
+      Model::Load(testing::TestDataPath("models/ds-tiny-Q4_K_M.gguf")).value();
+  std::unique_ptr<CudaBackend> be = Device();
+  ASSERT_NE(be, nullptr);
+  std::unique_ptr<Session> hy = HybridSession(*model, be.get());
+  if (hy == nullptr) return;  // refused at creation: as good
+  const std::vector<int32_t> tokens = moesplit::testing::TinySeqA();
+  const auto r = hy->Eval(tokens, true);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().ToString().find("576"), std::string::npos) << r.status().ToString();
+}
+
+// V2-Lite's structure (no q_lora, softmax routing, 2 shared experts), F16 weights; 6 of its 27
+// layers (each emulated layer costs seconds).
+TEST(HybridEmu, V2LiteStructureAgreesWithTheCpuPass) {
+  const std::string path = WriteMla576("ds-v2-lite-tiny", "v2lite-576", synth::QuantMix::kF16, 6);
+  CheckAgainstCpu(path, ExpertHome::kCpu);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace moesplit::engine
