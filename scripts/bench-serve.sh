@@ -14,19 +14,26 @@ MOESPLIT_BIN="${MOESPLIT_BIN:-$root/build/release/apps/moesplit}"
 THREADS="${THREADS:-2}"; NP="${NP:-4}"; CTX="${CTX:-16384}"; ROUNDS="${ROUNDS:-1}"
 SERVERS="${SERVERS:-moesplit llama}"
 CLIENT_ARGS="${CLIENT_ARGS:-}"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# llama-server's web UI off where this build has the flag
+LLAMA_FLAGS=""
+if [ -n "${LLAMA_SERVER:-}" ] && [[ "$("$LLAMA_SERVER" --help 2>&1 || true)" == *--no-webui* ]]; then
+  LLAMA_FLAGS="--no-webui"
+fi
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 out="${OUT:-$(mktemp -d)}"
 mkdir -p "$out"
 pid=""
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null || true' EXIT
 
-start() {  # start NAME
+start() {  # start NAME, on a fresh port each time (llama-server was seen failing to bind the
+           # port the previous server had just left, with its connections in TIME_WAIT)
+  port=$(free_port)
   case "$1" in
     moesplit) "$MOESPLIT_BIN" serve -m "$MODEL" --host 127.0.0.1 --port "$port" -np "$NP" -c "$CTX" \
                 -t "$THREADS" 2>"$out/$1.log" & ;;
     llama) : "${LLAMA_SERVER:?set LLAMA_SERVER}"
            "$LLAMA_SERVER" -m "$MODEL" --host 127.0.0.1 --port "$port" -np "$NP" -c "$CTX" \
-             -t "$THREADS" -tb "$THREADS" >"$out/$1.log" 2>&1 & ;;
+             -t "$THREADS" -tb "$THREADS" $LLAMA_FLAGS >"$out/$1.log" 2>&1 & ;;
   esac
   pid=$!
   for _ in $(seq 1200); do
