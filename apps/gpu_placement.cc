@@ -266,6 +266,14 @@ std::string HybridBlocker(const engine::Model& model,
                     "f32, f16, bf16 they do)");
     }
   }
+  // The CUDA MLA kernels are written for DeepSeek's latent, 512 + 64 values a position (any
+  // width runs on the HostBackend tests); others run on the CPU instead of failing at the first
+  // step on the GPU (found on the emulated device).
+  const ModelConfig& c = model.config();
+  if (c.kv_lora_rank != 512 || c.qk_rope != 64) {
+    return StrCat("the GPU's MLA kernels take DeepSeek's 512 + 64 latent; this model's is ",
+                  c.kv_lora_rank, " + ", c.qk_rope);
+  }
   return "";
 }
 

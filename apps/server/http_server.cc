@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <sstream>
 
@@ -281,11 +282,11 @@ void HttpServer::Routes() {
     res.set_content(std::string(ChatPageHtml()), "text/html; charset=utf-8");
   });
 
-  auto generate = [this, ready](const httplib::Request& req, httplib::Response& res, bool chat) {
+  auto generate = [this, ready](const std::string& body, httplib::Response& res, bool chat) {
     const Serving* s = ready(res);
     if (s == nullptr) return;
     const Limits limits{s->scheduler->ctx_size(), s->n_vocab};
-    std::variant<ApiRequest, ApiError> parsed = ParseRequest(req.body, chat, limits);
+    std::variant<ApiRequest, ApiError> parsed = ParseRequest(body, chat, limits);
     if (auto* e = std::get_if<ApiError>(&parsed)) return SendError(res, *e);
     ApiRequest r = std::move(std::get<ApiRequest>(parsed));
     std::vector<int32_t> prompt = r.prompt_tokens;
@@ -346,18 +347,43 @@ void HttpServer::Routes() {
           if (!success) g->st->Cancel();
         });
   };
-  h.Post("/v1/chat/completions", [generate](const httplib::Request& q, httplib::Response& r) {
-    generate(q, r, true);
-  });
-  h.Post("/chat/completions", [generate](const httplib::Request& q, httplib::Response& r) {
-    generate(q, r, true);
-  });
-  h.Post("/v1/completions", [generate](const httplib::Request& q, httplib::Response& r) {
-    generate(q, r, false);
-  });
-  h.Post("/completions", [generate](const httplib::Request& q, httplib::Response& r) {
-    generate(q, r, false);
-  });
+  // POST bodies are read raw whatever their Content-Type: `curl -d` sends JSON as
+  // application/x-www-form-urlencoded, which cpp-httplib would otherwise parse as a form and
+  // refuse past 8 KiB.
+  auto with_body = [this](std::function<void(const std::string&, httplib::Response&)> fn) {
+    return [this, fn](const httplib::Request& req, httplib::Response& res,
+                      const httplib::ContentReader& reader) {
+      std::string body;
+      const std::string length = req.get_header_value("Content-Length");
+      bool too_large = !length.empty() && std::strtoull(length.c_str(), nullptr, 10) >
+                                              static_cast<unsigned long long>(opt_.max_body_bytes);
+      const bool read = !too_large && reader([&](const char* data, size_t n) {
+        too_large = body.size() + n > opt_.max_body_bytes;
+        if (!too_large) body.append(data, n);
+        return !too_large;
+      });
+      if (!read && !too_large) {
+        return SendError(res, ApiError{400, "the request body could not be read",
+                                       "invalid_request_error", ""});
+      }
+      if (too_large) {
+        return SendError(res, ApiError{413, StrCat("the request body is larger than ",
+                                                   opt_.max_body_bytes, " bytes"),
+                                       "invalid_request_error", ""});
+      }
+      fn(body, res);
+    };
+  };
+  for (const char* path : {"/v1/chat/completions", "/chat/completions"}) {
+    h.Post(path, with_body([generate](const std::string& b, httplib::Response& r) {
+      generate(b, r, true);
+    }));
+  }
+  for (const char* path : {"/v1/completions", "/completions"}) {
+    h.Post(path, with_body([generate](const std::string& b, httplib::Response& r) {
+      generate(b, r, false);
+    }));
+  }
 
   auto models = [ready](const httplib::Request&, httplib::Response& res) {
     const Serving* s = ready(res);
@@ -374,10 +400,10 @@ void HttpServer::Routes() {
   h.Get("/v1/models", models);
   h.Get("/models", models);
 
-  h.Post("/tokenize", [ready](const httplib::Request& req, httplib::Response& res) {
+  h.Post("/tokenize", with_body([ready](const std::string& body, httplib::Response& res) {
     const Serving* s = ready(res);
     if (s == nullptr) return;
-    json b = json::parse(req.body, nullptr, false);
+    json b = json::parse(body, nullptr, false);
     if (b.is_discarded() || !b.is_object() || !b.contains("content") || !b["content"].is_string()) {
       return SendError(res, ApiError{400, "expected {\"content\": \"text\"}",
                                      "invalid_request_error", "content"});
@@ -393,11 +419,11 @@ void HttpServer::Routes() {
       tokens = *ids;
     }
     SendJson(res, 200, {{"tokens", tokens}});
-  });
-  h.Post("/detokenize", [ready](const httplib::Request& req, httplib::Response& res) {
+  }));
+  h.Post("/detokenize", with_body([ready](const std::string& body, httplib::Response& res) {
     const Serving* s = ready(res);
     if (s == nullptr) return;
-    json b = json::parse(req.body, nullptr, false);
+    json b = json::parse(body, nullptr, false);
     if (b.is_discarded() || !b.is_object() || !b.contains("tokens") || !b["tokens"].is_array()) {
       return SendError(res, ApiError{400, "expected {\"tokens\": [ids]}", "invalid_request_error",
                                      "tokens"});
@@ -413,7 +439,7 @@ void HttpServer::Routes() {
       ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
     }
     SendJson(res, 200, {{"content", s->tok->Decode(ids)}});
-  });
+  }));
 
   h.Get("/props", [ready](const httplib::Request&, httplib::Response& res) {
     const Serving* s = ready(res);

@@ -103,6 +103,14 @@ TEST_F(ServeTest, ErrorsClientsCanCause) {
   r = client_->Post("/v1/chat/completions", std::string(5000, ' '), "application/json");
   EXPECT_EQ(r->status, 413);
   EXPECT_EQ(json::parse(r->body)["error"]["code"], 413);
+  EXPECT_NE(json::parse(r->body)["error"]["message"].get<std::string>().find("4096 bytes"),
+            std::string::npos);
+  // curl -d sends JSON as a form: read as JSON all the same (a body of 3 KB).
+  r = client_->Post("/v1/completions",
+                    json{{"prompt", std::string(3000, 'a')}, {"max_tokens", 1}}.dump(),
+                    "application/x-www-form-urlencoded");
+  EXPECT_EQ(r->status, 400);  // the prompt's 3000 tokens exceed the context of 256, named
+  EXPECT_NE(r->body.find("context holds 256"), std::string::npos) << r->body;
   r = client_->Post("/v1/chat/completions", "{\"messages\": [", "application/json");
   EXPECT_EQ(r->status, 400);
   EXPECT_NE(json::parse(r->body)["error"]["message"].get<std::string>().find("JSON"),
