@@ -94,7 +94,8 @@ struct ForwardContext {
 // (tests, one-sequence helpers).
 std::vector<int32_t> IdentityBlocks(const KvCache& kv);
 
-// ws.slot[t] / ws.pos[t] = the cache slot / position of row t of ctx.seqs (T rows).
+// ws.slot[t] / ws.pos[t] = the cache slot / position of row t of ctx.seqs (T rows); one
+// ws.seq_rows / seq_rows_t buffer per sequence.
 void RowSlots(const ForwardContext& ctx, int64_t n_tok);
 
 // nbytes of a tensor the model has, 0 for an absent one (the profile's byte counts).

@@ -190,6 +190,10 @@ void RowSlots(const ForwardContext& ctx, int64_t n_tok) {
   }
   MOESPLIT_CHECK(covered == n_tok, "RowSlots: the sequences cover ", covered, " of ", n_tok,
                  " rows");
+  if (ctx.ws.seq_rows.size() < ctx.seqs.size()) {
+    ctx.ws.seq_rows.resize(ctx.seqs.size());
+    ctx.ws.seq_rows_t.resize(ctx.seqs.size());
+  }
 }
 
 }  // namespace moesplit::engine

@@ -126,10 +126,6 @@ void GqaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
   const int n_threads = ctx.pool.size();
   if (ctx.ws.workers.size() < static_cast<size_t>(n_threads)) ctx.ws.workers.resize(n_threads);
   const size_t n_seq = ctx.seqs.size();
-  if (ctx.ws.seq_rows.size() < n_seq) {
-    ctx.ws.seq_rows.resize(n_seq);
-    ctx.ws.seq_rows_t.resize(n_seq);
-  }
   float* o = Grow(ctx.ws.o, n_tok * H * hv);  // [T x H*hv]
   // Per sequence: its K / V rows (in place or gathered); long prompts in the batched core, the
   // rest one (token, head) at a time in one parallel loop over every sequence's rows.

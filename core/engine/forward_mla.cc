@@ -342,10 +342,6 @@ void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
   const int n_threads = ctx.pool.size();
   if (ctx.ws.workers.size() < static_cast<size_t>(n_threads)) ctx.ws.workers.resize(n_threads);
   const size_t n_seq = ctx.seqs.size();
-  if (ctx.ws.seq_rows.size() < n_seq) {
-    ctx.ws.seq_rows.resize(n_seq);
-    ctx.ws.seq_rows_t.resize(n_seq);
-  }
   float* o = Grow(ctx.ws.o, n_tok * H * hv);  // [T x H*v]
   const float* q = ctx.ws.q.data();           // [T x H*hk]
   std::vector<LatentCache> caches(n_seq);

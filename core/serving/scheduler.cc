@@ -237,11 +237,8 @@ bool Scheduler::EnsureBlocks(Seq& s, int64_t n) {
   const int64_t B = blocks_.block_size();
   while (static_cast<int64_t>(s.blocks.size()) * B < n) {
     const int32_t b = blocks_.Allocate();
-    if (b >= 0) {
-      s.blocks.push_back(b);
-      continue;
-    }
-    return false;
+    if (b < 0) return false;
+    s.blocks.push_back(b);
   }
   return true;
 }

@@ -39,19 +39,6 @@ using moesplit::emu::Device;
 
 namespace {
 
-cudaError_t Enter() {
-  if (moesplit::emu::tls_in_host_fn) return Device::Get().Fail(cudaErrorNotPermitted);
-  const cudaError_t s = Device::Get().Sticky();
-  if (s != cudaSuccess) return Device::Get().Fail(s);
-  return cudaSuccess;
-}
-
-#define EMU_ENTER()                           \
-  do {                                        \
-    const cudaError_t emu_e_ = Enter();       \
-    if (emu_e_ != cudaSuccess) return emu_e_; \
-  } while (0)
-
 constexpr std::align_val_t kAlign{256};  // cudaMalloc's alignment
 
 enum class Space { kDevice, kPinned, kPageable, kBad };

@@ -124,25 +124,6 @@ void Device::SynchronizeAll() {
 using moesplit::emu::Device;
 using moesplit::emu::Queue;
 
-namespace {
-
-// Every API call starts here: no CUDA calls in host functions, and a sticky error is returned
-// by every call once it happened.
-cudaError_t Enter() {
-  if (moesplit::emu::tls_in_host_fn) return Device::Get().Fail(cudaErrorNotPermitted);
-  const cudaError_t s = Device::Get().Sticky();
-  if (s != cudaSuccess) return Device::Get().Fail(s);
-  return cudaSuccess;
-}
-
-#define EMU_ENTER()                           \
-  do {                                        \
-    const cudaError_t emu_e_ = Enter();       \
-    if (emu_e_ != cudaSuccess) return emu_e_; \
-  } while (0)
-
-}  // namespace
-
 const char* cudaGetErrorName(cudaError_t e) {
   switch (e) {
 #define EMU_CASE(x) \
@@ -468,7 +449,7 @@ cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int v
 namespace moesplit::emu {
 
 void LaunchKernel(const void* func, KernelLaunch&& launch, cudaStream_t stream) {
-  if (Enter() != cudaSuccess) return;
+  if (EnterApi() != cudaSuccess) return;
   Device& d = Device::Get();
   const dim3 g = launch.grid, b = launch.block;
   const uint64_t threads = uint64_t{b.x} * b.y * b.z;

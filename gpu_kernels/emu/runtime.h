@@ -77,7 +77,22 @@ class Device {
 // Set on a stream worker while it runs a host function: CUDA forbids CUDA calls there.
 inline thread_local bool tls_in_host_fn = false;
 
+// Every API call starts here (runtime.cc, memory.cc): no CUDA calls in host functions, and a
+// sticky error is returned by every call once it happened.
+inline cudaError_t EnterApi() {
+  if (tls_in_host_fn) return Device::Get().Fail(cudaErrorNotPermitted);
+  const cudaError_t s = Device::Get().Sticky();
+  if (s != cudaSuccess) return Device::Get().Fail(s);
+  return cudaSuccess;
+}
+
 }  // namespace moesplit::emu
+
+#define EMU_ENTER()                                             \
+  do {                                                          \
+    const cudaError_t emu_e_ = ::moesplit::emu::EnterApi();     \
+    if (emu_e_ != cudaSuccess) return emu_e_;                   \
+  } while (0)
 
 struct CUstream_st {
   std::shared_ptr<moesplit::emu::Queue> queue;

@@ -16,6 +16,7 @@
 #include "core/engine/engine.h"
 #include "core/synth/model_spec.h"
 #include "core/synth/model_writer.h"
+#include "tests/core/engine/hybrid_session.h"
 #include "tests/core/engine/logits_util.h"
 #include "tests/testdata.h"
 
@@ -28,26 +29,6 @@ std::unique_ptr<CudaBackend> Device() {
   auto b = CudaBackend::Create(0);
   EXPECT_TRUE(b.ok()) << b.status().ToString();
   return b.ok() ? std::move(*b) : nullptr;
-}
-
-std::unique_ptr<Session> HybridSession(const Model& model, DenseBackend* be,
-                                       ExpertHome home = ExpertHome::kCpu) {
-  SessionOptions o{.ctx_size = 128, .n_threads = 2};
-  o.backend = be;
-  o.expert_homes.assign(static_cast<size_t>(model.config().n_layer), home);
-  StatusOr<std::unique_ptr<Session>> s = Session::Create(model, o);
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(*s) : nullptr;
-}
-
-std::vector<float> RunTokens(Session& s, const std::vector<int32_t>& tokens, bool decode) {
-  if (!decode) return s.Eval(tokens, true).value();
-  std::vector<float> all;
-  for (int32_t t : tokens) {
-    std::vector<float> row = s.Eval(std::span<const int32_t>(&t, 1), false).value();
-    all.insert(all.end(), row.begin(), row.end());
-  }
-  return all;
 }
 
 // A toy model at DeepSeek's real MLA widths (kv_lora 512 + rope 64 = the 576-wide latent rows the
@@ -80,7 +61,7 @@ void CheckAgainstCpu(const std::string& path, ExpertHome home) {
   std::unique_ptr<Model> model = Model::Load(path).value();
   std::unique_ptr<CudaBackend> be = Device();
   ASSERT_NE(be, nullptr);
-  std::unique_ptr<Session> hy = HybridSession(*model, be.get(), home);
+  std::unique_ptr<Session> hy = HybridSession(*model, be.get(), 512, home);
   ASSERT_NE(hy, nullptr);
   ASSERT_TRUE(hy->hybrid());
   Session cpu(*model, {.ctx_size = 128, .n_threads = 2});

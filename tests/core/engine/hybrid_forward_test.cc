@@ -16,6 +16,7 @@
 #include "core/synth/model_spec.h"
 #include "core/synth/model_writer.h"
 #include "tests/core/engine/host_backend.h"
+#include "tests/core/engine/hybrid_session.h"
 #include "tests/core/engine/logits_util.h"
 #include "tests/testdata.h"
 
@@ -30,30 +31,6 @@ std::string TinyPath() { return testing::TestDataPath("models/ds-tiny-Q4_K_M.ggu
 
 std::vector<int32_t> SeqA() { return moesplit::testing::TinySeqA(); }
 std::vector<int32_t> SeqB() { return moesplit::testing::TinySeqB(); }
-
-// A hybrid session with every MoE layer's routed experts at `home` (kCpu by default: the split
-// the bus carries; kAuto fills the backend's free memory).
-std::unique_ptr<Session> HybridSession(const Model& model, DenseBackend* be, int64_t ubatch = 512,
-                                       ExpertHome home = ExpertHome::kCpu) {
-  SessionOptions o{.ctx_size = 128, .n_threads = 2};
-  o.backend = be;
-  o.ubatch = ubatch;
-  o.expert_homes.assign(static_cast<size_t>(model.config().n_layer), home);
-  StatusOr<std::unique_ptr<Session>> s = Session::Create(model, o);
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(*s) : nullptr;
-}
-
-// All logits of `tokens`, as one batch or token by token.
-std::vector<float> RunTokens(Session& s, const std::vector<int32_t>& tokens, bool decode) {
-  if (!decode) return s.Eval(tokens, true).value();
-  std::vector<float> all;
-  for (int32_t t : tokens) {
-    std::vector<float> row = s.Eval(std::span<const int32_t>(&t, 1), false).value();
-    all.insert(all.end(), row.begin(), row.end());
-  }
-  return all;
-}
 
 void CheckOracle(const char* name, const std::vector<int32_t>& tokens, bool decode,
                  HostBackend::Schedule schedule, ExpertHome home = ExpertHome::kCpu) {
