@@ -95,6 +95,7 @@ nlohmann::json TestJson(const BenchModelInfo& m, const BenchTest& t) {
           {"n_prompt", t.n_prompt},
           {"n_gen", t.n_gen},
           {"n_depth", t.n_depth},
+          {"n_parallel", t.n_parallel},
           {"avg_ns", static_cast<uint64_t>(std::llround(t.AvgNs()))},
           {"stddev_ns", static_cast<uint64_t>(std::llround(t.StdevNs()))},
           {"avg_ts", t.AvgTs()},
@@ -150,13 +151,14 @@ std::string BenchTest::Name() const {
     name = "pp" + std::to_string(n_prompt) + "+tg" + std::to_string(n_gen);
   }
   if (n_depth > 0) name += " @ d" + std::to_string(n_depth);
+  if (n_parallel > 1) name += " x" + std::to_string(n_parallel);
   return name;
 }
 
 std::vector<double> BenchTest::TokensPerSecond() const {
   std::vector<double> ts;
   for (uint64_t ns : samples_ns) {
-    ts.push_back(ns ? 1e9 * (n_prompt + n_gen) / static_cast<double>(ns) : 0.0);
+    ts.push_back(ns ? 1e9 * (n_prompt + n_gen) * n_parallel / static_cast<double>(ns) : 0.0);
   }
   return ts;
 }

@@ -24,12 +24,16 @@ struct BenchTest {
   int n_prompt = 0;
   int n_gen = 0;
   int n_depth = 0;  // tokens already in the KV cache before the test (llama-bench -d)
+  // tg tests: sequences decoding together (bench --npl, llama-batched-bench's -npl): each step
+  // evaluates one token of each; t/s counts all of them (aggregate).
+  int n_parallel = 1;
   int n_threads = 1;
   std::string numa;  // placement label ("shard 0,1"); "" = default, and no numa column is shown
   std::vector<uint64_t> samples_ns;  // one per repetition (after the warm-up run)
 
-  std::string Name() const;                     // "pp512", "tg128", "pp512+tg128", "... @ d4096"
-  std::vector<double> TokensPerSecond() const;  // (n_prompt + n_gen) * 1e9 / ns, per sample
+  // "pp512", "tg128", "pp512+tg128", "... @ d4096", "tg128 x4" (4 parallel sequences)
+  std::string Name() const;
+  std::vector<double> TokensPerSecond() const;  // (n_prompt + n_gen) * n_parallel * 1e9 / ns
   double AvgTs() const;
   double StdevTs() const;  // sample standard deviation (n - 1), 0 for one sample
   double AvgNs() const;

@@ -17,6 +17,7 @@
 #include "apps/bench_report.h"
 #include "apps/cpu_tier.h"
 #include "apps/sweep_chart.h"
+#include "core/base/int_math.h"
 #include "core/engine/engine.h"
 #include "numa/bandwidth_probe.h"
 #include "numa/topology.h"
@@ -88,13 +89,52 @@ StatusOr<uint64_t> RunOnce(engine::Session& s, int64_t n_vocab, const BenchTest&
   return engine::NsSince(t0);
 }
 
+// A tg test with t.n_parallel sequences on s's engine: sequence i owns blocks [i*nb, (i+1)*nb)
+// of the pool (nb blocks hold its depth and its tokens); its depth is evaluated untimed, then
+// every timed step evaluates one token of each sequence.
+StatusOr<uint64_t> RunParallel(engine::Session& s, int64_t n_vocab, const BenchTest& t,
+                               int n_batch, std::mt19937& rng) {
+  engine::Engine& e = s.engine();
+  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(n_vocab - 1));
+  const int N = t.n_parallel;
+  const int64_t nb = CeilDiv(t.n_depth + t.n_gen, e.kv_block_size());
+  MOESPLIT_CHECK(nb * N <= e.kv_blocks(), "bench: the pool holds ", e.kv_blocks(), " blocks");
+  std::vector<std::vector<int32_t>> blocks(static_cast<size_t>(N));
+  for (int i = 0; i < N; ++i) {
+    for (int64_t b = 0; b < nb; ++b) blocks[i].push_back(static_cast<int32_t>(i * nb + b));
+  }
+  std::vector<float> logits;
+  std::vector<int32_t> ids(static_cast<size_t>(std::max(t.n_depth, N)));
+  for (int i = 0; i < N; ++i) {  // depth: not timed
+    for (int32_t& id : ids) id = tok(rng);
+    for (int done = 0; done < t.n_depth; done += n_batch) {
+      const int n = std::min(n_batch, t.n_depth - done);
+      const engine::StepSeq seq{std::span(ids).subspan(done, n), blocks[i], done, 0};
+      MOESPLIT_RETURN_IF_ERROR(e.Step({&seq, 1}, &logits));
+    }
+  }
+  std::vector<engine::StepSeq> step(static_cast<size_t>(N));
+  const auto t0 = Clock::now();
+  for (int g = 0; g < t.n_gen; ++g) {
+    for (int i = 0; i < N; ++i) {
+      ids[i] = tok(rng);
+      step[i] = {std::span(ids).subspan(i, 1), blocks[i], t.n_depth + g, 1};
+    }
+    logits.clear();
+    MOESPLIT_RETURN_IF_ERROR(e.Step(step, &logits));
+  }
+  return engine::NsSince(t0);
+}
+
 StatusOr<std::vector<BenchTest>> PlanTests(const BenchArgs& a, int n_threads) {
   std::vector<BenchTest> tests;
   for (int p : a.n_prompt) {
     if (p > 0) tests.push_back({.n_prompt = p, .n_threads = n_threads});
   }
-  for (int n : a.n_gen) {
-    if (n > 0) tests.push_back({.n_gen = n, .n_threads = n_threads});
+  for (int npl : a.n_parallel) {
+    for (int n : a.n_gen) {
+      if (n > 0) tests.push_back({.n_gen = n, .n_parallel = npl, .n_threads = n_threads});
+    }
   }
   for (const std::string& pg : a.pg) {
     int p = 0, n = 0;
@@ -117,6 +157,9 @@ Status Validate(const BenchArgs& a) {
   }
   for (int v : a.n_gen) {
     if (v < 0) return InvalidArgumentError("-n values must be >= 0, got ", v);
+  }
+  for (int v : a.n_parallel) {
+    if (v < 1 || v > 256) return InvalidArgumentError("--npl values must be 1-256, got ", v);
   }
   for (int v : a.prompt_sizes) {
     if (v < 1) return InvalidArgumentError("--prompt-sizes values must be >= 1, got ", v);
@@ -207,6 +250,10 @@ Status MeasureTest(engine::Session& s, int64_t n_vocab, const BenchArgs& a, Benc
   // Warm-up as llama-bench does it: the prompt once, and one generated token.
   const BenchTest warm{.n_prompt = t.n_prompt, .n_gen = std::min(t.n_gen, 1)};
   MOESPLIT_RETURN_IF_ERROR(RunOnce(s, n_vocab, warm, a.n_batch, rng).status());
+  if (t.n_parallel > 1) {
+    const BenchTest warm_n{.n_gen = 1, .n_parallel = t.n_parallel};
+    MOESPLIT_RETURN_IF_ERROR(RunParallel(s, n_vocab, warm_n, a.n_batch, rng).status());
+  }
   const bool tty = ::isatty(STDERR_FILENO);  // progress only where it can be overwritten
   s.set_profile(profile);
   for (int r = 0; r < a.repetitions; ++r) {
@@ -214,7 +261,8 @@ Status MeasureTest(engine::Session& s, int64_t n_vocab, const BenchArgs& a, Benc
       err << "\rbench: " << t.Name() << ", " << t.n_threads << " threads, run " << (r + 1) << "/"
           << a.repetitions << "   " << std::flush;
     }
-    StatusOr<uint64_t> ns = RunOnce(s, n_vocab, t, a.n_batch, rng);
+    StatusOr<uint64_t> ns = t.n_parallel > 1 ? RunParallel(s, n_vocab, t, a.n_batch, rng)
+                                             : RunOnce(s, n_vocab, t, a.n_batch, rng);
     if (!ns.ok()) s.set_profile(nullptr);
     MOESPLIT_RETURN_IF_ERROR(ns.status());
     t.samples_ns.push_back(*ns);
@@ -234,7 +282,12 @@ Status MeasureConfig(const engine::Model& model, const BenchArgs& a, cpu::IsaTie
                      std::string* profiles, std::ostream& err) {
   if (tests.empty()) return Status::Ok();
   int64_t ctx = 16;
-  for (const BenchTest& t : tests) ctx = std::max<int64_t>(ctx, t.n_depth + t.n_prompt + t.n_gen);
+  for (const BenchTest& t : tests) {
+    // Parallel tests: whole blocks per sequence.
+    const int64_t per_seq = t.n_depth + t.n_prompt + t.n_gen;
+    ctx = std::max<int64_t>(ctx, t.n_parallel > 1 ? t.n_parallel * RoundUp(per_seq, engine::kKvBlockSize)
+                                                 : per_seq);
+  }
   // A backend per session: its device memory is freed with it.
   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::DenseBackend> backend,
                             OpenDenseBackend(device));
@@ -409,6 +462,11 @@ void RegisterBench(CLI::App& app, std::function<int()>* action) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--pg", a->pg, "prompt + generation test PP,TG (repeatable)");
+  cmd->add_option("--npl", a->n_parallel,
+                  "tg tests with this many sequences decoding together, comma-separated "
+                  "(aggregate t/s, as llama-batched-bench's -npl)")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "thread counts, comma-separated (default: all)")
       ->delimiter(',');
   cmd->add_option("-r,--repetitions", a->repetitions, "timed runs per test")->capture_default_str();

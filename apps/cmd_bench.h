@@ -29,6 +29,9 @@ struct BenchArgs {
   int n_batch = 2048;                 // -b: prompt tokens per Eval call
   std::string output = "md";          // -o md|csv|json
   std::vector<int> prompt_sizes;      // --prompt-sizes: adds the prefill/decode table
+  // --npl: the tg tests again with this many sequences decoding together (aggregate t/s: what a
+  // server gets from that many streams; llama-batched-bench's -npl). 1 = the plain tg test.
+  std::vector<int> n_parallel = {1};
   uint32_t seed = 42;                 // random token ids
   PlacementFlags placement;           // --numa, --nodes, --plan, --no-pin
   // --sweep threads=1,2,4 numa=single,shard: every combination, one table, and a chart

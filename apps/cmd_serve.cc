@@ -31,6 +31,9 @@ Status CheckArgs(const ServeArgs& a) {
   if (a.batch_tokens < 1) {
     return InvalidArgumentError("--batch-tokens must be >= 1, got ", a.batch_tokens);
   }
+  if (a.whole_prompt_tokens < 0) {
+    return InvalidArgumentError("--whole-prompt must be >= 0, got ", a.whole_prompt_tokens);
+  }
   if (a.max_queue < 0) return InvalidArgumentError("--max-queue must be >= 0, got ", a.max_queue);
   if (a.reasoning_format != "deepseek" && a.reasoning_format != "none") {
     return InvalidArgumentError("--reasoning-format must be deepseek or none, got \"",
@@ -146,7 +149,8 @@ Status RunServe(const ServeArgs& args_in, std::ostream& err, const std::atomic<b
                                {.max_running = args.n_parallel,
                                 .max_queue = args.max_queue,
                                 .batch_tokens = args.batch_tokens,
-                                .itl_factor = args.itl_factor});
+                                .itl_factor = args.itl_factor,
+                                .whole_prompt_tokens = args.whole_prompt_tokens});
   server::Serving serving;
   serving.tok = &tok;
   serving.tmpl = tmpl;
@@ -209,6 +213,11 @@ void RegisterServe(CLI::App& app, std::function<int()>* action) {
   cmd->add_option("--itl-factor", args->itl_factor,
                   "while streams decode, prompt chunks keep a step within this many times a "
                   "decode step (0 = chunks of --batch-tokens)")
+      ->capture_default_str();
+  cmd->add_option("--whole-prompt", args->whole_prompt_tokens,
+                  "prompts with at most this many tokens left run in one step even while "
+                  "streams decode (chunking a short prompt costs the others more in all; 0 = "
+                  "always chunk)")
       ->capture_default_str();
   cmd->add_option("-t,--threads", args->threads, "threads (0 = all hardware threads)");
   cmd->add_option("--api-key", args->http.api_key,

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "apps/server/api.h"
 #include "apps/server/chat_page.h"
@@ -202,8 +203,20 @@ Status HttpServer::Bind() {
   return Status::Ok();
 }
 
-void HttpServer::Run() { http_->listen_after_bind(); }
-void HttpServer::Stop() { http_->stop(); }
+void HttpServer::Run() {
+  http_->listen_after_bind();
+  run_returned_ = true;
+}
+
+void HttpServer::Stop() {
+  // cpp-httplib's stop() does nothing until listen_after_bind() has marked the server running:
+  // a Stop() right after Bind() (serve failing to load its model a millisecond after binding)
+  // would leave Run() accepting forever. Wait until it runs (or returned), then stop it.
+  while (!http_->is_running() && !run_returned_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  http_->stop();
+}
 void HttpServer::SetReady(const Serving* serving) { serving_.store(serving); }
 
 void HttpServer::Routes() {

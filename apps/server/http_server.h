@@ -52,6 +52,7 @@ class HttpServer {
   int port() const { return port_; }
   // Serves until Stop (blocking; call from a thread of its own).
   void Run();
+  // Ends Run (waiting for it to have started: a Run thread must have been launched).
   void Stop();
   // From here on the API endpoints answer (serving must outlive the server's use of it).
   void SetReady(const Serving* serving);
@@ -61,6 +62,7 @@ class HttpServer {
   std::unique_ptr<httplib::Server> http_;
   ServerOptions opt_;
   std::atomic<const Serving*> serving_{nullptr};
+  std::atomic<bool> run_returned_{false};  // Run() has left cpp-httplib's accept loop
   int port_ = 0;
   std::string id_prefix_;  // random per process: response ids do not repeat across restarts
 };

@@ -261,14 +261,17 @@ void Scheduler::RunStep() {
     int64_t n;
   };
   std::vector<Planned> plan;
-  int64_t budget = opt_.batch_tokens;
+  int64_t budget = opt_.batch_tokens, planned_tokens = 0;
   for (int pass = 0; pass < 2; ++pass) {  // 0: decode tokens, 1: prompt chunks
     if (pass == 1 && !plan.empty()) budget = std::min(budget, PromptBudgetWithDecodes());
     for (size_t i = 0; i < running_.size(); ++i) {
       Seq& s = *running_[i];
       const int64_t pending = static_cast<int64_t>(s.tokens.size()) - s.n_past;
       if ((pass == 0) != (pending == 1) || s.finished) continue;
-      const int64_t n = pass == 0 ? 1 : std::min(pending, budget);
+      // A short prompt runs whole when the step has room for it (whole_prompt_tokens).
+      const bool whole = pass == 1 && pending <= opt_.whole_prompt_tokens &&
+                         planned_tokens + pending <= opt_.batch_tokens;
+      const int64_t n = pass == 0 ? 1 : whole ? pending : std::min(pending, budget);
       if (n <= 0) continue;
       bool ok = EnsureBlocks(s, s.n_past + n);
       while (!ok) {
@@ -294,6 +297,7 @@ void Scheduler::RunStep() {
       }
       plan.push_back({&s, n});
       budget -= n;
+      planned_tokens += n;
     }
   }
   if (plan.empty()) return;

@@ -24,6 +24,7 @@ TEST(BenchReport, TestNames) {
   EXPECT_EQ((BenchTest{.n_gen = 128}).Name(), "tg128");
   EXPECT_EQ((BenchTest{.n_prompt = 512, .n_gen = 128}).Name(), "pp512+tg128");
   EXPECT_EQ((BenchTest{.n_gen = 128, .n_depth = 4096}).Name(), "tg128 @ d4096");
+  EXPECT_EQ((BenchTest{.n_gen = 128, .n_parallel = 4}).Name(), "tg128 x4");
 }
 
 TEST(BenchReport, StatisticsAsLlamaBench) {

@@ -188,6 +188,33 @@ TEST(BenchCommand, UserErrors) {
   a.pg.clear();
   a.output = "xml";
   EXPECT_NE(RunBench(a, out, err).message().find("-o"), std::string::npos);
+  a.output = "md";
+  a.n_parallel = {0};
+  EXPECT_NE(RunBench(a, out, err).message().find("--npl"), std::string::npos);
+}
+
+// --npl: the tg tests again with N sequences decoding together; their t/s counts every
+// sequence's tokens, so it is the aggregate a server gets from N streams.
+TEST(BenchCommand, ParallelSequencesCountEveryToken) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  BenchArgs a;
+  a.model = TestDataPath("models/ds-tiny-Q4_K_M.gguf");
+  a.n_prompt = {0};
+  a.n_gen = {6};
+  a.n_parallel = {1, 3};
+  a.threads = {2};
+  a.repetitions = 2;
+  a.output = "json";
+  std::ostringstream out, err;
+  ASSERT_TRUE(RunBench(a, out, err).ok());
+  const std::string js = out.str();
+  auto j = nlohmann::json::parse(js.substr(0, js.find("\n]\n") + 2));
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["n_parallel"], 1);
+  EXPECT_EQ(j[1]["n_parallel"], 3);
+  // t/s = 6 tokens x 3 sequences / time, per sample.
+  const double ns = j[1]["samples_ns"][0].get<double>();
+  EXPECT_NEAR(j[1]["samples_ts"][0].get<double>(), 18 * 1e9 / ns, 1e-6 * 18 * 1e9 / ns);
 }
 
 TEST(KernelTier, MaxIsaCapsTheBenchTierAndBadValuesAreErrors) {

@@ -6,9 +6,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
 #include <future>
 #include <sstream>
 #include <thread>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +41,54 @@ TEST(ServeLoadingTest, BeforeTheModelIsReadyOnlyHealthAnswersAnd503) {
   EXPECT_EQ(json::parse(chat->body)["error"]["type"], "unavailable_error");
   http.Stop();
   t.join();
+}
+
+// The command line's refusals name the flag and the value, before anything listens or loads.
+TEST(ServeArgsTest, BadFlagsNameTheFlag) {
+  const std::atomic<bool> stop{true};
+  auto refusal = [&](const std::function<void(ServeArgs&)>& set) {
+    ServeArgs a;
+    a.model = "/nonexistent/model.gguf";
+    a.http.port = 0;
+    set(a);
+    std::ostringstream err;
+    const Status s = RunServe(a, err, &stop);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    return s.ToString();
+  };
+  EXPECT_NE(refusal([](ServeArgs& a) { a.n_parallel = 0; }).find("-np"), std::string::npos);
+  EXPECT_NE(refusal([](ServeArgs& a) { a.n_parallel = 257; }).find("257"), std::string::npos);
+  EXPECT_NE(refusal([](ServeArgs& a) { a.ctx_size = 32; }).find("-c must be >= 64, got 32"),
+            std::string::npos);
+  EXPECT_NE(refusal([](ServeArgs& a) { a.batch_tokens = 0; }).find("--batch-tokens"),
+            std::string::npos);
+  EXPECT_NE(refusal([](ServeArgs& a) { a.max_queue = -1; }).find("--max-queue"),
+            std::string::npos);
+  EXPECT_NE(refusal([](ServeArgs& a) { a.whole_prompt_tokens = -1; }).find("--whole-prompt"),
+            std::string::npos);
+  EXPECT_NE(refusal([](ServeArgs& a) { a.reasoning_format = "r1"; }).find("\"r1\""),
+            std::string::npos);
+  EXPECT_NE(refusal([](ServeArgs& a) { a.http.timeout_s = 0; }).find("--timeout"),
+            std::string::npos);
+  EXPECT_NE(refusal([](ServeArgs& a) {
+              a.http.api_key = "k";
+              a.api_key_file = "/tmp/k";
+            }).find("not both"),
+            std::string::npos);
+  // An empty key file is refused naming the file; a model that is not there names the path.
+  const std::string empty = testing::ScratchDir() + "/empty-key." + std::to_string(::getpid());
+  { std::ofstream(empty) << "\n"; }
+  EXPECT_NE(refusal([&](ServeArgs& a) { a.api_key_file = empty; }).find("holds no API key"),
+            std::string::npos);
+  std::remove(empty.c_str());
+  ServeArgs a;
+  a.model = "/nonexistent/model.gguf";
+  a.http.port = 0;
+  std::ostringstream err;
+  const Status missing = RunServe(a, err, &stop);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.ToString().find("/nonexistent/model.gguf"), std::string::npos)
+      << missing.ToString();
 }
 
 class ServeTest : public ::testing::Test {

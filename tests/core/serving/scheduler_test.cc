@@ -243,6 +243,29 @@ TEST_P(SchedulerTest, ALongPromptIsChunkedBesideADecodingStream) {
   EXPECT_EQ(Collect(decoding).usage.completion_tokens, 60);
 }
 
+// A short prompt (at most whole_prompt_tokens left) goes in one step beside a decoding stream;
+// with whole_prompt_tokens = 0 the same prompt is cut to the latency budget.
+TEST_P(SchedulerTest, AShortPromptRunsWholeBesideADecodingStream) {
+  for (const int64_t whole : {int64_t{256}, int64_t{0}}) {
+    auto engine = NewEngine(1024);
+    Scheduler s(engine.get(), tok_.get(),
+                {.max_running = 2, .batch_tokens = 512, .whole_prompt_tokens = whole});
+    auto decoding = s.Submit(Prompt(8, 1), Greedy(40)).value();
+    std::vector<Event> events;
+    while (events.empty()) decoding->Next(&events, milliseconds(100));
+    const int64_t steps_before = s.Stats().steps;
+    const Result r = Collect(s.Submit(Prompt(100, 2), Greedy(1)).value());
+    EXPECT_EQ(r.usage.completion_tokens, 1);
+    const int64_t steps = s.Stats().steps - steps_before;
+    if (whole > 0) {
+      EXPECT_EQ(steps, 1) << "a 100-token prompt was cut with whole_prompt_tokens " << whole;
+    } else {
+      EXPECT_GE(steps, 2) << "the prompt went in one step with whole_prompt_tokens 0";
+    }
+    EXPECT_EQ(Collect(decoding).usage.completion_tokens, 40);
+  }
+}
+
 TEST_P(SchedulerTest, CancelStopsTheSequenceAndFreesItsBlocks) {
   auto engine = NewEngine(512);
   Scheduler s(engine.get(), tok_.get(), {.max_running = 2});
