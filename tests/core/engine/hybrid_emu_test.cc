@@ -1,7 +1,8 @@
 // The hybrid CPU/GPU pass over CudaBackend on the emulated CUDA device (gpu_kernels/emu): the
 // real CUDA kernels, streams, events and host functions of the split, compiled by the host
 // compiler, against the CPU pass (llama.cpp-checked) on toy models at DeepSeek's MLA widths:
-// ds-tiny's structure (experts on the CPU and in device memory) and V2-Lite's. llama.cpp's own
+// ds-tiny's structure (experts on the CPU and in device memory; split and legacy MLA layouts) and
+// V2-Lite's. llama.cpp's own
 // logits (shared/testdata's ds-tiny) cannot be the oracle here: that model's latent is 64 + 16
 // wide, and the CUDA MLA kernels take only DeepSeek's 512 + 64.
 #include <gtest/gtest.h>
@@ -34,11 +35,12 @@ std::unique_ptr<CudaBackend> Device() {
 // A toy model at DeepSeek's real MLA widths (kv_lora 512 + rope 64 = the 576-wide latent rows the
 // CUDA kernels are built for; shared/testdata's ds-tiny has 64 + 16 and cannot run on them).
 std::string WriteMla576(const char* preset, const char* tag, synth::QuantMix quant,
-                        int64_t layers = 0) {
+                        int64_t layers = 0, synth::MlaLayout mla = synth::MlaLayout::kSplit) {
   synth::BuildOptions bo;
   bo.preset = preset;
   bo.layers = layers;
   bo.quant = quant;
+  bo.mla = mla;
   synth::ModelHparams h = synth::FindPreset(preset).value();
   h.kv_lora = 512, h.qk_nope = 128, h.qk_rope = 64, h.v_head = 128;
   h.n_head = 16;
@@ -84,6 +86,15 @@ TEST(HybridEmu, DsTinyStructureAgreesWithTheCpuPass) {
 TEST(HybridEmu, DsTinyStructureExpertsOnTheDeviceAgreeWithTheCpuPass) {
   const std::string path = WriteMla576("ds-tiny", "ds-tiny-576-dev", synth::QuantMix::kQ4_K_M);
   CheckAgainstCpu(path, ExpertHome::kDevice);
+  std::remove(path.c_str());
+}
+
+// The legacy attn_kv_b layout (the popular DeepSeek-R1 Q4_K_M uploads; here kv_b is Q6_K / Q4_K
+// [512, 16 x 256]): Create derives f16 attn_k_b / attn_v_b, which the GPU's HeadMatMul reads.
+TEST(HybridEmu, DsTinyStructureLegacyLayoutAgreesWithTheCpuPass) {
+  const std::string path = WriteMla576("ds-tiny", "ds-tiny-576-legacy", synth::QuantMix::kQ4_K_M,
+                                       0, synth::MlaLayout::kLegacy);
+  CheckAgainstCpu(path, ExpertHome::kCpu);
   std::remove(path.c_str());
 }
 
