@@ -16,8 +16,8 @@ namespace moesplit::engine {
 namespace {
 
 MlaHeadDims MlaDims(const ModelConfig& c) {
-  return {.n_head = c.n_head, .kv_lora = c.kv_lora_rank, .qk_nope = c.qk_nope,
-          .v_head = c.head_dim_v};
+  return {
+      .n_head = c.n_head, .kv_lora = c.kv_lora_rank, .qk_nope = c.qk_nope, .v_head = c.head_dim_v};
 }
 
 }  // namespace
@@ -83,11 +83,15 @@ StatusOr<std::unique_ptr<HybridForward>> HybridForward::Create(
   }
   if (!cfg.mla_split) {  // legacy attn_kv_b: what Upload derived (mla_split.h)
     uint64_t derived = 0;
-    for (const LayerWeights& l : w.layers) derived += MlaSplitBytes(l.attn_kv_b.type, MlaDims(cfg));
-    f->report_.push_back(StrCat(
-        "attn_k_b / attn_v_b: derived at load from the legacy attn_kv_b (",
-        TypeName(MlaSplitType(w.layers.empty() ? GgmlType::kF16 : w.layers[0].attn_kv_b.type)),
-        ", ", derived >> 20, " MiB on the device, counted above; attn_kv_b stays on the CPU)"));
+    std::string types;  // the derived types, each once ("f16")
+    for (const LayerWeights& l : w.layers) {
+      derived += MlaSplitBytes(l.attn_kv_b.type, MlaDims(cfg));
+      const std::string t = TypeName(MlaSplitType(l.attn_kv_b.type));
+      if (types.find(t) == std::string::npos) types += (types.empty() ? "" : "/") + t;
+    }
+    f->report_.push_back(StrCat("attn_k_b / attn_v_b: derived at load from the legacy attn_kv_b (",
+                                types, ", ", derived >> 20,
+                                " MiB on the device, counted above; attn_kv_b stays on the CPU)"));
   }
   return f;
 }
@@ -162,7 +166,8 @@ Status HybridForward::Upload(const ModelWeights& w, int64_t ctx_size) {
       MOESPLIT_RETURN_IF_ERROR(split.CheckSource());
       MOESPLIT_RETURN_IF_ERROR(
           backend_->CheckWeight(std::string(split.k_b().name), split.type(), c.qk_nope));
-      MOESPLIT_RETURN_IF_ERROR(backend_->CheckWeight(std::string(split.v_b().name), split.type(), L));
+      MOESPLIT_RETURN_IF_ERROR(
+          backend_->CheckWeight(std::string(split.v_b().name), split.type(), L));
       if (!checking_) MOESPLIT_RETURN_IF_ERROR(split.Derive());
       MOESPLIT_ASSIGN_OR_RETURN(l.k_b, UploadBytes(split.k_b(), H * L, c.qk_nope));
       MOESPLIT_ASSIGN_OR_RETURN(l.v_b, UploadBytes(split.v_b(), H * hv, L));

@@ -80,14 +80,16 @@ Status MlaSplit::Derive() {
       for (int64_t i = 0; i < stride * L; ++i) {
         const float x = head[static_cast<size_t>(i)];
         if (std::isfinite(x) && std::fabs(x) > kF16Max) {
-          return InvalidArgumentError(kv_b_.name, ": value ", x, " (head ", h, ") is outside f16's "
+          return InvalidArgumentError(kv_b_.name, ": value ", x, " (head ", h,
+                                      ") is outside f16's "
                                       "range, so attn_k_b / attn_v_b cannot be derived in f16 for "
                                       "the GPU; run this file with --device cpu");
         }
       }
     }
     for (int64_t l = 0; l < L; ++l) {  // k_b row h*L + l: column i = W_kb[h][i][l]
-      for (int64_t i = 0; i < nope; ++i) kt[static_cast<size_t>(i)] = head[static_cast<size_t>(i * L + l)];
+      for (int64_t i = 0; i < nope; ++i)
+        kt[static_cast<size_t>(i)] = head[static_cast<size_t>(i * L + l)];
       quant::QuantizeRow(type_, kt.data(), &k_b_[static_cast<size_t>(h * L + l) * k_row], nope);
     }
     for (int64_t j = 0; j < hv; ++j) {  // v_b row h*v + j = W_vb[h] row j

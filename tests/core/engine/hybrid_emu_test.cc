@@ -129,8 +129,8 @@ TEST(HybridEmu, DsTinyStructureExpertsOnTheDeviceAgreeWithTheCpuPass) {
 // The legacy attn_kv_b layout (the popular DeepSeek-R1 Q4_K_M uploads; here kv_b is Q6_K / Q4_K
 // [512, 16 x 256]): Create derives f16 attn_k_b / attn_v_b, which the GPU's HeadMatMul reads.
 TEST(HybridEmu, DsTinyStructureLegacyLayoutAgreesWithTheCpuPass) {
-  const std::string path = WriteMla576("ds-tiny", "ds-tiny-576-legacy", synth::QuantMix::kQ4_K_M,
-                                       0, synth::MlaLayout::kLegacy);
+  const std::string path = WriteMla576("ds-tiny", "ds-tiny-576-legacy", synth::QuantMix::kQ4_K_M, 0,
+                                       synth::MlaLayout::kLegacy);
   CheckAgainstCpu(path, ExpertHome::kCpu);
   std::remove(path.c_str());
 }

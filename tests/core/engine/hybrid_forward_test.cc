@@ -251,7 +251,8 @@ TEST(HybridForward, V2LiteStructureAgreesWithTheCpuPass) {
 
 // The legacy attn_kv_b layout (the popular DeepSeek-R1 Q4_K_M uploads): Create derives attn_k_b /
 // attn_v_b from it (mla_split.h). F16 kv_b (an exact rearrangement) and Q4_K_M (kv_b quantized:
-// Q6_K's / Q4_K's fallbacks Q8_0 / Q5_0 at this width; derived in f16); ds-tiny's structure and V2-Lite's (no q_lora).
+// Q6_K's / Q4_K's fallbacks Q8_0 / Q5_0 at this width; derived in f16); ds-tiny's structure and
+// V2-Lite's (no q_lora).
 TEST(HybridForward, LegacyLayoutAgreesWithTheCpuPass) {
   for (const auto& [preset, quant] :
        {std::pair{"ds-tiny", synth::QuantMix::kF16}, std::pair{"ds-tiny", synth::QuantMix::kQ4_K_M},
@@ -266,7 +267,8 @@ TEST(HybridForward, LegacyLayoutAgreesWithTheCpuPass) {
 // What the legacy layout costs on the device: DeviceBytesNeeded (the placement's budget) counts
 // the derived k_b / v_b, not attn_kv_b, and equals what Create allocates; the report says so.
 TEST(HybridForward, LegacyLayoutDerivedBytesAreCountedAndReported) {
-  const std::string path = WriteTiny("ds-tiny", synth::MlaLayout::kLegacy, synth::QuantMix::kQ4_K_M);
+  const std::string path =
+      WriteTiny("ds-tiny", synth::MlaLayout::kLegacy, synth::QuantMix::kQ4_K_M);
   std::unique_ptr<Model> model = Model::Load(path).value();
   const ModelConfig& c = model->config();
   const ModelWeights& w = model->weights();

@@ -220,8 +220,7 @@ TEST(TinyModelsHybrid, LegacyLayoutMatchesLlamaCpp) {
     std::unique_ptr<Model> model = Model::Load(path).value();
     ASSERT_FALSE(model->config().mla_split) << c.name;
     const int64_t V = model->config().n_vocab;
-    const std::string data =
-        std::string(MOESPLIT_SOURCE_DIR) + "/tests/core/engine/data/" + c.name;
+    const std::string data = std::string(MOESPLIT_SOURCE_DIR) + "/tests/core/engine/data/" + c.name;
     const std::vector<float> batch_ref = ReadF32(data + ".batch.f32");
     const std::vector<float> seq_ref = ReadF32(data + ".seq.f32");
     for (const bool decode : {false, true}) {
@@ -241,7 +240,6 @@ TEST(TinyModelsHybrid, LegacyLayoutMatchesLlamaCpp) {
     }
   }
 }
-
 
 // A step that mixes sequences gives each the logits it gets alone (the rule: Pearson >=
 // 0.9999 per row and the same arg-max). Three sequences on one Engine with fragmented block
