@@ -132,31 +132,13 @@ Status RunServe(const ServeArgs& args_in, std::ostream& err, const std::atomic<b
   }
   if (!chosen.ok()) return chosen.status();
   const chat::ChatTemplate tmpl = *chosen;
-  // The device flags are checked like run's; the server evaluates on the CPU (a batched, paged
-  // hybrid step is not built: Engine::Step's hybrid pass takes one sequence).
-  int threads = args.threads;
-  MOESPLIT_ASSIGN_OR_RETURN(
-      DeviceChoice device,
-      ApplyDeviceFlags(args.placement.device, TensorEntriesOf(model->file().tensors()), err,
-                       &threads, &args.placement.numa, &args.placement.nodes,
-                       HybridBlocker(*model, CudaHasKernel)));
-  if (device.gpu) {
-    if (args.placement.device.device == "cuda") {
-      return UnimplementedError("serve runs the CPU pass: batched, paged steps of the hybrid "
-                                "CPU/GPU pass are not built yet (use --device cpu, or `run` / "
-                                "`chat` for the hybrid pass)");
-    }
-    err << "serve: " << device.gpu_name << " is visible, but serving runs the CPU pass (the "
-        << "hybrid pass serves one sequence at a time, not built for serve yet)\n";
-  }
-  MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement,
-                            ResolvePlacement(args.placement, threads, args.model, &err));
+  // The device flags as run's: --device cuda runs the hybrid pass (its latent cache on the
+  // device is the block pool), auto falls back to the CPU when no device or kernel fits.
+  MOESPLIT_ASSIGN_OR_RETURN(EngineSetup setup,
+                            SetUpEngine(*model, args.model, args.placement, args.threads,
+                                        args.ctx_size, tier, err));
   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> eng,
-                            engine::Engine::Create(*model, {.ctx_size = args.ctx_size,
-                                                            .n_threads = threads,
-                                                            .isa_tier = tier,
-                                                            .placement = placement,
-                                                            .progress = CopyProgress(err)}));
+                            engine::Engine::Create(*model, setup.options));
   for (const std::string& line : eng->placement_report()) err << "numa: " << line << "\n";
   if (const std::string p = PlannerLine(args, eng->n_threads()); !p.empty()) err << p << "\n";
   LogKernels(err, eng->isa_tier(), std::to_string(eng->n_threads()), eng->FallbackTypes());
@@ -177,11 +159,12 @@ Status RunServe(const ServeArgs& args_in, std::ostream& err, const std::atomic<b
   serving.reasoning_enabled = args.reasoning_format == "deepseek";
   const double load_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const engine::KvCache& kv = *eng->kv();
   err << "serve: model " << serving.model_name << " (" << ModelArchName(model->config().arch)
       << ", " << HumanBytes(model->file().total_file_bytes()) << ") loaded in "
-      << static_cast<int>(load_s * 10) / 10.0 << " s; KV pool " << kv.n_blocks() << " blocks x "
-      << kv.block_size() << " positions (" << HumanBytes(kv.bytes()) << ") shared by -np "
+      << static_cast<int>(load_s * 10) / 10.0 << " s; KV pool " << eng->kv_blocks()
+      << " blocks x " << eng->kv_block_size() << " positions ("
+      << HumanBytes(eng->kv_cache_bytes()) << (eng->hybrid() ? " on the device" : "")
+      << ") shared by -np "
       << args.n_parallel << "; chat template " << chat::ChatFormatName(tmpl.format)
       << "; reasoning " << args.reasoning_format << "\n"
       << "serve: ready on http://" << args.http.host << ":" << http.port() << "\n"

@@ -265,26 +265,35 @@ StatusOr<std::unique_ptr<engine::Session>> MakeSession(const engine::Model& mode
   return s;
 }
 
-StatusOr<OpenedSession> OpenSession(const engine::Model& model, const std::string& model_path,
-                                    PlacementFlags flags, int threads, int64_t ctx_size,
-                                    cpu::IsaTier tier, std::ostream& err) {
+StatusOr<EngineSetup> SetUpEngine(const engine::Model& model, const std::string& model_path,
+                                  PlacementFlags flags, int threads, int64_t ctx_size,
+                                  cpu::IsaTier tier, std::ostream& err) {
   MOESPLIT_ASSIGN_OR_RETURN(DeviceChoice device,
                             ApplyDeviceFlags(flags.device, TensorEntriesOf(model.file().tensors()),
                                              err, &threads, &flags.numa, &flags.nodes,
                                              HybridBlocker(model, CudaHasKernel)));
-  OpenedSession o;
+  EngineSetup o;
   MOESPLIT_ASSIGN_OR_RETURN(o.backend, OpenDenseBackend(device));
   MOESPLIT_ASSIGN_OR_RETURN(engine::CpuPlacement placement,
                             ResolvePlacement(flags, threads, model_path, &err));
-  MOESPLIT_ASSIGN_OR_RETURN(o.session, MakeSession(model,
-                                                   {.ctx_size = ctx_size,
-                                                    .n_threads = threads,
-                                                    .isa_tier = tier,
-                                                    .placement = placement,
-                                                    .progress = CopyProgress(err),
-                                                    .backend = o.backend.get(),
-                                                    .expert_homes = device.expert_homes},
-                                                   err));
+  o.options = {.ctx_size = ctx_size,
+               .n_threads = threads,
+               .isa_tier = tier,
+               .placement = placement,
+               .progress = CopyProgress(err),
+               .backend = o.backend.get(),
+               .expert_homes = device.expert_homes};
+  return o;
+}
+
+StatusOr<OpenedSession> OpenSession(const engine::Model& model, const std::string& model_path,
+                                    PlacementFlags flags, int threads, int64_t ctx_size,
+                                    cpu::IsaTier tier, std::ostream& err) {
+  MOESPLIT_ASSIGN_OR_RETURN(EngineSetup setup,
+                            SetUpEngine(model, model_path, flags, threads, ctx_size, tier, err));
+  OpenedSession o;
+  o.backend = std::move(setup.backend);
+  MOESPLIT_ASSIGN_OR_RETURN(o.session, MakeSession(model, setup.options, err));
   return o;
 }
 

@@ -70,6 +70,17 @@ StatusOr<std::unique_ptr<engine::Session>> MakeSession(const engine::Model& mode
                                                        const engine::SessionOptions& options,
                                                        std::ostream& err);
 
+// What run / chat / serve open: the device flags applied (ApplyDeviceFlags: --device auto
+// falls back to the CPU, said on err), the backend opened, the CPU placement resolved into the
+// engine's options (options.backend points at `backend`, which must outlive the engine).
+struct EngineSetup {
+  std::unique_ptr<engine::DenseBackend> backend;  // null: the CPU pass
+  engine::EngineOptions options;
+};
+StatusOr<EngineSetup> SetUpEngine(const engine::Model& model, const std::string& model_path,
+                                  PlacementFlags flags, int threads, int64_t ctx_size,
+                                  cpu::IsaTier tier, std::ostream& err);
+
 // A session of run / chat: the device flags applied (ApplyDeviceFlags), the backend opened, the
 // CPU placement resolved, Session::Create with all of it. `backend` outlives `session` (members
 // are destroyed in reverse order).

@@ -117,16 +117,15 @@ Status Engine::CheckStep(std::span<const StepSeq> seqs) const {
                              " tokens > context size ", ctx_,
                              " (use a larger --ctx-size or start a new session)");
     }
-    if (kv_ == nullptr) continue;
-    const int64_t need = CeilDiv(s.pos0 + n, kv_->block_size());
+    const int64_t need = CeilDiv(s.pos0 + n, kv_block_size());
     if (static_cast<int64_t>(s.blocks.size()) < need) {
       return InvalidArgumentError("Step: sequence ", i, " has ", s.blocks.size(),
                                   " KV blocks for ", s.pos0 + n, " positions (", need, " needed)");
     }
     for (int64_t b = 0; b < need; ++b) {
-      if (s.blocks[b] < 0 || s.blocks[b] >= kv_->n_blocks()) {
+      if (s.blocks[b] < 0 || s.blocks[b] >= kv_blocks()) {
         return InvalidArgumentError("Step: sequence ", i, " names KV block ", s.blocks[b],
-                                    " of a pool of ", kv_->n_blocks());
+                                    " of a pool of ", kv_blocks());
       }
     }
   }
@@ -150,15 +149,8 @@ Status Engine::Step(std::span<const StepSeq> seqs, std::vector<float>* logits) {
   const size_t at = logits->size();
   logits->resize(at + step_rows_.size() * static_cast<size_t>(V));  // [n_out x V]
   if (hybrid_ != nullptr) {
-    const StepSeq& s = seqs[0];
-    bool from_zero = seqs.size() == 1;
-    for (size_t b = 0; from_zero && b < s.blocks.size(); ++b) from_zero = s.blocks[b] == int(b);
-    if (!from_zero) {
-      return UnimplementedError("the hybrid pass evaluates one sequence per step (not built: "
-                                "batched and paged hybrid steps; serve runs the CPU pass)");
-    }
-    MOESPLIT_RETURN_IF_ERROR(hybrid_->Eval(s.tokens, s.pos0, s.n_logits, logits->data() + at,
-                                           profile_));
+    MOESPLIT_RETURN_IF_ERROR(
+        hybrid_->Step(step_tokens_, step_seqs_, step_rows_, logits->data() + at, profile_));
   } else {
     ForwardCpu(step_tokens_, step_seqs_, step_rows_, logits->data() + at);
   }
@@ -218,12 +210,22 @@ void Engine::ForwardCpu(std::span<const int32_t> tokens, std::span<const SeqRows
   if (!out_rows.empty()) Logits(ctx, x, out_rows, logits);
 }
 
+int64_t Engine::kv_blocks() const {
+  return hybrid_ != nullptr ? hybrid_->kv_blocks() : kv_->n_blocks();
+}
+
+int Engine::kv_block_size() const { return kv_ != nullptr ? kv_->block_size() : kKvBlockSize; }
+
+Status Engine::CopyKvBlock(int32_t src, int32_t dst) {
+  if (hybrid_ != nullptr) return hybrid_->CopyBlock(src, dst);
+  kv_->CopyBlock(src, dst);
+  return Status::Ok();
+}
+
 namespace {
-// 0, 1, 2, ... over the pool (or, in the hybrid pass, over the ctx positions its device cache
-// holds in order).
+// 0, 1, 2, ... over the whole pool (CPU or device).
 std::vector<int32_t> WholePool(Engine& e) {
-  if (e.kv() != nullptr) return IdentityBlocks(*e.kv());
-  std::vector<int32_t> blocks(static_cast<size_t>(CeilDiv(e.ctx_size(), kKvBlockSize)));
+  std::vector<int32_t> blocks(static_cast<size_t>(e.kv_blocks()));
   for (size_t b = 0; b < blocks.size(); ++b) blocks[b] = static_cast<int32_t>(b);
   return blocks;
 }

@@ -147,12 +147,17 @@ class Engine {
 
   // Evaluates every sequence's tokens in one forward pass: norms, projections, router and
   // experts over all the step's rows (each expert's weights read once per step), attention per
-  // sequence over its own blocks. Appends the logits asked for to *logits, [sum n_logits x
-  // n_vocab] in sequence order. Errors (nothing is evaluated): no tokens, a token id outside
-  // the vocabulary, a block table that does not cover the positions or names blocks the pool
-  // lacks (InvalidArgument); the hybrid pass evaluates one sequence from block 0 (Unimplemented
-  // otherwise).
+  // sequence over its own blocks (the CPU pool's, or the device cache's in the hybrid pass).
+  // Appends the logits asked for to *logits, [sum n_logits x n_vocab] in sequence order.
+  // Errors (nothing is evaluated): no tokens, a token id outside the vocabulary, a block table
+  // that does not cover the positions or names blocks the pool lacks (InvalidArgument).
   Status Step(std::span<const StepSeq> seqs, std::vector<float>* logits);
+
+  // The KV block pool, CPU or device: blocks of kv_block_size() positions that block tables
+  // name; CopyKvBlock copies one block's rows in every layer (copy-on-write of a shared prefix).
+  int64_t kv_blocks() const;
+  int kv_block_size() const;
+  Status CopyKvBlock(int32_t src, int32_t dst);
 
   const Model& model() const { return model_; }
   // The CPU pass's block pool (nullptr in the hybrid pass: its cache is on the device).

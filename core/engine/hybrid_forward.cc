@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/base/int_math.h"
 #include "core/engine/forward.h"
 #include "core/engine/hybrid_internal.h"
 #include "core/engine/mla_split.h"
@@ -145,6 +146,8 @@ Status HybridForward::Upload(const ModelWeights& w, int64_t ctx_size) {
     MOESPLIT_ASSIGN_OR_RETURN(output_, UploadMatrix(w.output, V, D));
   }
   MOESPLIT_ASSIGN_OR_RETURN(output_norm_, UploadVector(w.output_norm));
+  kv_blocks_ = CeilDiv(std::max<int64_t>(ctx_size, 1), kKvBlockSize);
+  const int64_t n_rows = kv_blocks_ * kKvBlockSize;
   layers_.resize(static_cast<size_t>(c.n_layer));
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& t = w.layers[static_cast<size_t>(il)];
@@ -188,13 +191,20 @@ Status HybridForward::Upload(const ModelWeights& w, int64_t ctx_size) {
       MOESPLIT_ASSIGN_OR_RETURN(l.sh_down, UploadMatrix(t.ffn_down_shexp, D, Fs));
     }
     if (checking_) continue;
-    // Latent cache: ctx rows of (L+R) f16 values (V3: 4096 x 576 x 2 B = 4.5 MiB a layer).
-    const size_t cache_bytes = static_cast<size_t>(ctx_size * (L + R) * 2);
+    // Latent cache: ctx rows of (L+R) f16 values (V3: 4096 x 576 x 2 B = 4.5 MiB a layer), whole
+    // blocks of kKvBlockSize rows (Step's block tables).
+    const size_t cache_bytes = static_cast<size_t>(n_rows * (L + R) * 2);
     MOESPLIT_ASSIGN_OR_RETURN(
         void* cache, backend_->AllocDevice(cache_bytes, StrCat("latent cache of layer ", il)));
-    l.cache = {cache, ctx_size, L + R};
+    l.cache = {cache, n_rows, L + R};
     kv_bytes_ += cache_bytes;
   }
+  if (checking_) return Status::Ok();
+  // One more layer's worth: where a sequence whose blocks are not consecutive is gathered
+  // before its attention (reused by every layer and sequence: the main lane is in order).
+  MOESPLIT_ASSIGN_OR_RETURN(
+      gather_, backend_->AllocDevice(static_cast<size_t>(n_rows * (L + R) * 2),
+                                     "latent cache gather scratch"));
   return Status::Ok();
 }
 
@@ -276,7 +286,9 @@ uint64_t HybridForward::DeviceBytesNeeded(const ModelConfig& c, const ModelWeigh
     // Legacy files: attn_kv_b stays on the CPU; the k_b / v_b derived from it are uploaded.
     if (!c.mla_split && Present(l.attn_kv_b)) bytes += MlaSplitBytes(l.attn_kv_b.type, MlaDims(c));
   }
-  bytes += static_cast<uint64_t>(c.n_layer * ctx_size * (c.kv_lora_rank + c.qk_rope) * 2);
+  // The latent caches (whole blocks) and the gather scratch: n_layer + 1 of them.
+  const int64_t n_rows = CeilDiv(std::max<int64_t>(ctx_size, 1), kKvBlockSize) * kKvBlockSize;
+  bytes += static_cast<uint64_t>((c.n_layer + 1) * n_rows * (c.kv_lora_rank + c.qk_rope) * 2);
   HybridBuffers dummy;
   for (const BufferSpec& s :
        BufferSpecs(c, std::max<int64_t>(max_batch, 1), device_experts, dummy)) {

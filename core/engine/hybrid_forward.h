@@ -14,7 +14,8 @@
 // waits once, for the logits). Dense layers, attention, norms and the head never leave the
 // device; the weights are uploaded once, in their GGUF types and layout (except a legacy file's
 // attn_k_b / attn_v_b, see below). The latent KV cache [n_layer x ctx x (L+R)] lives on the
-// device in f16.
+// device in f16, as a pool of 32-position blocks that the steps' block tables name (Step: many
+// sequences a step, as the CPU pass; the server's pool).
 //
 // Layers whose routed experts were placed in device memory (spare VRAM; Create's
 // device_experts) run them there too (ExpertMatMul over the T*k (token, expert) pairs, then the
@@ -27,7 +28,8 @@
 // quantized kv_b: V3/R1 32 MiB a layer instead of kv_b's ~13 MiB of Q6_K), one layer's bytes
 // on the host at a time, and attn_kv_b itself stays on the CPU. Not built: GQA architectures
 // (qwen3moe, llama: Unimplemented), PCIe streaming of experts for long prompts, CUDA graph
-// capture of the decode step, sampling on the device.
+// capture of the decode step, sampling on the device, one attention kernel for all the
+// sequences of a step (each runs its own launch per layer).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +40,7 @@
 
 #include "core/base/status.h"
 #include "core/engine/dense_backend.h"
+#include "core/engine/forward.h"
 #include "core/engine/profile.h"
 #include "core/model/model_config.h"
 #include "core/model/model_weights.h"
@@ -89,12 +92,25 @@ class HybridForward {
   HybridForward(const HybridForward&) = delete;
   HybridForward& operator=(const HybridForward&) = delete;
 
-  // Evaluates tokens at positions pos0 .. pos0 + n - 1 (the caller checked ids and the
-  // context) and writes logits [n_out x n_vocab] of the last n_out tokens. prof (may be null)
-  // gets the CPU expert time (Phase::kCpuExperts, measured inside the host calls) and the device
-  // time not hidden behind it (Phase::kDevice).
-  Status Eval(std::span<const int32_t> tokens, int64_t pos0, int64_t n_out, float* logits,
-              Profile* prof);
+  // Evaluates one step of many sequences (Engine::Step): tokens [T] are the rows of all of
+  // them; seqs[i] covers rows [row0, row0 + n_tok) at positions pos0 .. pos0 + n_tok - 1 of its
+  // block table (kKvBlockSize positions a block; block b is rows [32b, 32b + 32) of every
+  // layer's device cache). Norms, projections, router and experts run over all T rows (each
+  // expert read once per chunk); attention runs per sequence, over its blocks in place when they
+  // are consecutive, else gathered into one scratch cache. Writes logits [out_rows.size() x V]
+  // of the rows out_rows (ascending). The caller checked ids, positions and block tables.
+  // Steps longer than max_batch run as consecutive chunks of rows (a sequence cut by a chunk
+  // boundary continues in the next chunk, after its earlier rows are cached). prof (may be
+  // null) gets the CPU expert time (Phase::kCpuExperts, measured inside the host calls) and the
+  // device time not hidden behind it (Phase::kDevice).
+  Status Step(std::span<const int32_t> tokens, std::span<const SeqRows> seqs,
+              std::span<const int64_t> out_rows, float* logits, Profile* prof);
+
+  // Copies KV block src to dst in every layer's device cache (copy-on-write of a shared
+  // prefix's last block) and waits for it.
+  Status CopyBlock(int32_t src, int32_t dst);
+  // Blocks of every layer's device cache (ctx_size rounded up to whole blocks).
+  int64_t kv_blocks() const { return kv_blocks_; }
 
   uint64_t device_weight_bytes() const { return weight_bytes_; }
   uint64_t device_expert_bytes() const { return expert_bytes_; }
@@ -113,10 +129,17 @@ class HybridForward {
   // t's bytes to a new device allocation (nothing while checking_).
   StatusOr<DevMatrix> UploadBytes(const TensorView& t, int64_t rows, int64_t cols);
   StatusOr<const float*> UploadVector(const TensorView& t);
-  // One chunk of <= max_batch tokens.
-  Status EvalChunk(std::span<const int32_t> tokens, int64_t pos0, int64_t n_out, float* logits,
-                   Profile* prof);
-  Status Attention(const HybridLayer& l, int64_t n_tok, int64_t pos0);
+  // One chunk of <= max_batch rows; seqs' row0 and out_rows are chunk rows.
+  Status EvalChunk(std::span<const int32_t> tokens, std::span<const SeqRows> seqs,
+                   std::span<const int64_t> out_rows, float* logits, Profile* prof);
+  Status Attention(const HybridLayer& l, int64_t n_tok, std::span<const SeqRows> seqs);
+  // Cache rows of s's tokens (b.kv rows s.row0 ..) into the blocks holding their positions.
+  Status AppendSeq(const DevLatentCache& cache, const SeqRows& s);
+  // The first pos0 + n_tok positions of s as one contiguous cache: its blocks in place when
+  // consecutive, else copied into the gather scratch.
+  StatusOr<DevLatentCache> SeqCache(const DevLatentCache& cache, const SeqRows& s);
+  // Logits [out_rows.size() x V] of chunk rows out_rows into b.host_logits (queued).
+  Status Head(std::span<const int64_t> out_rows);
   Status SwiGluFfn(Lane lane, const DevMatrix& gate, const DevMatrix& up, const DevMatrix& down,
                    int64_t n_tok, float* a, float* b, float* y);
   Status DenseFfn(const HybridLayer& l, int64_t n_tok);
@@ -134,6 +157,10 @@ class HybridForward {
   const float* output_norm_ = nullptr;
   std::unique_ptr<HybridBuffers> buf_;
   int64_t max_batch_ = 0;
+  int64_t kv_blocks_ = 0;         // blocks of kKvBlockSize positions in each layer's cache
+  void* gather_ = nullptr;        // [kv_blocks * 32 x (L+R)] f16: a fragmented sequence's cache
+  std::vector<SeqRows> pieces_;   // a chunk's sequences (Step)
+  std::vector<int64_t> outs_;     // a chunk's logits rows (Step)
   uint64_t weight_bytes_ = 0, kv_bytes_ = 0, expert_bytes_ = 0;  // expert: routed, in VRAM
   bool checking_ = false;  // Create's first pass: Upload* only check, allocate nothing
   int64_t device_expert_layers_ = 0;

@@ -6,48 +6,73 @@
 #include <cstring>
 #include <vector>
 
+#include "core/base/int_math.h"
 #include "core/engine/forward.h"
 #include "core/engine/hybrid_forward.h"
 #include "core/engine/hybrid_internal.h"
 
 namespace moesplit::engine {
 
-Status HybridForward::Eval(std::span<const int32_t> tokens, int64_t pos0, int64_t n_out,
-                           float* logits, Profile* prof) {
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  MOESPLIT_CHECK(n_out >= 1 && n_out <= n, "HybridForward::Eval: n_out ", n_out, " of ", n);
-  // Chunks of max_batch tokens; logits of the last n_out tokens, which may span chunks.
-  for (int64_t t0 = 0; t0 < n; t0 += max_batch_) {
-    const int64_t nt = std::min(max_batch_, n - t0);
-    const int64_t first_out = n - n_out;  // index of the first token whose logits are wanted
-    const int64_t out0 = std::max(first_out, t0);
-    const int64_t chunk_out = std::max<int64_t>(0, t0 + nt - out0);
-    float* dst = chunk_out > 0 ? logits + (out0 - first_out) * cfg_.n_vocab : nullptr;
-    const Status s = EvalChunk(tokens.subspan(static_cast<size_t>(t0), static_cast<size_t>(nt)),
-                               pos0 + t0, chunk_out, dst, prof);
+Status HybridForward::Step(std::span<const int32_t> tokens, std::span<const SeqRows> seqs,
+                           std::span<const int64_t> out_rows, float* logits, Profile* prof) {
+  const int64_t T = static_cast<int64_t>(tokens.size()), V = cfg_.n_vocab;
+  MOESPLIT_CHECK(std::is_sorted(out_rows.begin(), out_rows.end()),
+                 "HybridForward::Step: logits rows out of order");
+  size_t next_out = 0;
+  // Chunks of max_batch rows: a chunk holds the parts of the sequences that overlap its rows,
+  // and the part of a sequence in a later chunk sees the rows an earlier chunk cached.
+  for (int64_t c0 = 0; c0 < T; c0 += max_batch_) {
+    const int64_t len = std::min(max_batch_, T - c0);
+    pieces_.clear();
+    for (const SeqRows& s : seqs) {
+      const int64_t first = std::max(s.row0, c0), end = std::min(s.row0 + s.n_tok, c0 + len);
+      if (first < end) pieces_.push_back({s.blocks, first - c0, end - first, s.pos0 + first - s.row0});
+    }
+    outs_.clear();
+    for (; next_out < out_rows.size() && out_rows[next_out] < c0 + len; ++next_out) {
+      outs_.push_back(out_rows[next_out] - c0);
+    }
+    const Status s = EvalChunk(tokens.subspan(static_cast<size_t>(c0), static_cast<size_t>(len)),
+                               pieces_, outs_, logits, prof);
     if (!s.ok()) {
       // What was queued before the failure (copies, the host calls running the CPU experts on
       // the shared pools and writing the staging buffers) must finish before the caller goes
-      // on, retries, or destroys the session.
+      // on, retries, or destroys the engine.
       (void)backend_->Synchronize();
       return s;
     }
+    logits += static_cast<int64_t>(outs_.size()) * V;
   }
   return Status::Ok();
 }
 
-Status HybridForward::EvalChunk(std::span<const int32_t> tokens, int64_t pos0, int64_t n_out,
-                                float* logits, Profile* prof) {
+Status HybridForward::CopyBlock(int32_t src, int32_t dst) {
+  MOESPLIT_CHECK(src >= 0 && src < kv_blocks_ && dst >= 0 && dst < kv_blocks_,
+                 "HybridForward::CopyBlock: blocks ", src, " -> ", dst, " of ", kv_blocks_);
+  for (const HybridLayer& l : layers_) {
+    // One block: 32 rows x (L+R) f16 (V3: 36 KiB).
+    const size_t bytes = static_cast<size_t>(kKvBlockSize * l.cache.width * 2);
+    char* base = static_cast<char*>(l.cache.data);
+    MOESPLIT_RETURN_IF_ERROR(backend_->Copy2D(Lane::kMain, base + dst * bytes, bytes,
+                                              base + src * bytes, bytes, bytes, 1));
+  }
+  return backend_->Synchronize();
+}
+
+Status HybridForward::EvalChunk(std::span<const int32_t> tokens, std::span<const SeqRows> seqs,
+                                std::span<const int64_t> out_rows, float* logits,
+                                Profile* prof) {
   const ModelConfig& c = cfg_;
   DenseBackend& be = *backend_;
   HybridBuffers& b = *buf_;
   const int64_t T = static_cast<int64_t>(tokens.size()), D = c.n_embd, V = c.n_vocab;
+  const int64_t n_out = static_cast<int64_t>(out_rows.size());
   const auto t0 = std::chrono::steady_clock::now();
   std::fill(b.expert_ns.begin(), b.expert_ns.end(), 0);
   std::fill(b.expert_bytes.begin(), b.expert_bytes.end(), 0);
-  for (int64_t t = 0; t < T; ++t) {
-    b.host_tokens[t] = tokens[static_cast<size_t>(t)];
-    b.host_pos[t] = static_cast<int32_t>(pos0 + t);
+  for (int64_t t = 0; t < T; ++t) b.host_tokens[t] = tokens[static_cast<size_t>(t)];
+  for (const SeqRows& s : seqs) {
+    for (int64_t t = 0; t < s.n_tok; ++t) b.host_pos[s.row0 + t] = static_cast<int32_t>(s.pos0 + t);
   }
   const size_t ids_bytes = static_cast<size_t>(T) * 4;
   MOESPLIT_RETURN_IF_ERROR(be.CopyFromHost(Lane::kMain, b.tokens, b.host_tokens, ids_bytes));
@@ -58,22 +83,13 @@ Status HybridForward::EvalChunk(std::span<const int32_t> tokens, int64_t pos0, i
     const HybridLayer& l = layers_[static_cast<size_t>(il)];
     // x += attention(attn_norm(x))
     MOESPLIT_RETURN_IF_ERROR(be.RmsNorm(Lane::kMain, b.x, D, l.attn_norm, T, D, c.rms_eps, b.h, D));
-    MOESPLIT_RETURN_IF_ERROR(Attention(l, T, pos0));
+    MOESPLIT_RETURN_IF_ERROR(Attention(l, T, seqs));
     MOESPLIT_RETURN_IF_ERROR(be.Add(Lane::kMain, b.out, b.x, T * D));
     // x += ffn(ffn_norm(x))
     MOESPLIT_RETURN_IF_ERROR(be.RmsNorm(Lane::kMain, b.x, D, l.ffn_norm, T, D, c.rms_eps, b.h, D));
     MOESPLIT_RETURN_IF_ERROR(l.moe ? MoeFfn(l, il, T, prof) : DenseFfn(l, T));
   }
-  if (n_out > 0) {
-    // logits [n_out x V] = output(output_norm(x[T - n_out ..]))
-    const float* x_last = b.x + (T - n_out) * D;
-    MOESPLIT_RETURN_IF_ERROR(
-        be.RmsNorm(Lane::kMain, x_last, D, output_norm_, n_out, D, c.rms_eps, b.h, D));
-    MOESPLIT_RETURN_IF_ERROR(be.MatMul(Lane::kMain, output_, b.h, n_out, b.logits));
-    const size_t bytes = static_cast<size_t>(n_out * V) * 4;
-    MOESPLIT_RETURN_IF_ERROR(be.CopyToHost(Lane::kMain, b.host_logits, b.logits, bytes));
-    traffic_.to_host += bytes;
-  }
+  if (n_out > 0) MOESPLIT_RETURN_IF_ERROR(Head(out_rows));
   MOESPLIT_RETURN_IF_ERROR(be.Synchronize());
   if (n_out > 0) std::memcpy(logits, b.host_logits, static_cast<size_t>(n_out * V) * 4);
   if (prof != nullptr) {
@@ -94,11 +110,33 @@ Status HybridForward::EvalChunk(std::span<const int32_t> tokens, int64_t pos0, i
   return Status::Ok();
 }
 
+// logits [n_out x V] = output(output_norm(x[out_rows])): the rows are normed into h, packed
+// (one RmsNorm per run of consecutive rows: one run for a prompt's last rows, one row per
+// decoding sequence), then one product and one copy to the host.
+Status HybridForward::Head(std::span<const int64_t> out_rows) {
+  DenseBackend& be = *backend_;
+  HybridBuffers& b = *buf_;
+  const int64_t D = cfg_.n_embd, n_out = static_cast<int64_t>(out_rows.size());
+  for (int64_t i = 0; i < n_out;) {
+    int64_t run = 1;
+    while (i + run < n_out && out_rows[i + run] == out_rows[i] + run) ++run;
+    MOESPLIT_RETURN_IF_ERROR(be.RmsNorm(Lane::kMain, b.x + out_rows[i] * D, D, output_norm_, run,
+                                        D, cfg_.rms_eps, b.h + i * D, D));
+    i += run;
+  }
+  MOESPLIT_RETURN_IF_ERROR(be.MatMul(Lane::kMain, output_, b.h, n_out, b.logits));
+  const size_t bytes = static_cast<size_t>(n_out * cfg_.n_vocab) * 4;
+  MOESPLIT_RETURN_IF_ERROR(be.CopyToHost(Lane::kMain, b.host_logits, b.logits, bytes));
+  traffic_.to_host += bytes;
+  return Status::Ok();
+}
+
 // MLA in the absorbed form (forward_mla.cc, same maths) on b.h [T x D] -> b.out [T x D]:
 //   q [T x H*hk] = q_b(norm(q_a h)) or q h;  kv [T x (L+R)] = kv_a h, c normed, k_pe roped
-//   cache rows pos0.. = kv;  qf[t, h] = [W_kb[h] q_nope (L), roped q_pe (R)]
-//   o_lat [T x H x L] = attention over the cache;  o [T x H*hv] = W_vb[h] o_lat;  out = W_o o
-Status HybridForward::Attention(const HybridLayer& l, int64_t T, int64_t pos0) {
+//   (all rows of the chunk together; each row at its own position)
+//   per sequence: its cache rows = its kv rows;  o_lat = attention over its cache
+//   qf[t, h] = [W_kb[h] q_nope (L), roped q_pe (R)];  o [T x H*hv] = W_vb[h] o_lat;  out = W_o o
+Status HybridForward::Attention(const HybridLayer& l, int64_t T, std::span<const SeqRows> seqs) {
   const ModelConfig& c = cfg_;
   DenseBackend& be = *backend_;
   HybridBuffers& b = *buf_;
@@ -117,17 +155,56 @@ Status HybridForward::Attention(const HybridLayer& l, int64_t T, int64_t pos0) {
   // k_pe: the last R values of each [L+R] row (one "head" of width W); q_pe: of each head.
   MOESPLIT_RETURN_IF_ERROR(be.Rope(m, rope_, b.pos, T, 1, W, b.kv + L));
   MOESPLIT_RETURN_IF_ERROR(be.Rope(m, rope_, b.pos, T, H, hk, b.q + nope));
-  MOESPLIT_RETURN_IF_ERROR(be.AppendLatent(m, b.kv, T, pos0, l.cache));
   // qf[t, h, 0..L) = W_kb[h] q_nope[t, h]: per head L rows of nope.
   MOESPLIT_RETURN_IF_ERROR(be.HeadMatMul(m, l.k_b, H, b.q, H * hk, hk, T, b.qf, H * W, W));
   // qf[t, h, L..W) = q_pe[t, h]: T*H rows of R floats.
   MOESPLIT_RETURN_IF_ERROR(be.Copy2D(m, b.qf + L, W * 4, b.q + nope, hk * 4, R * 4, T * H));
-  const DevMlaParams p{
-      .n_tok = T, .n_head = H, .latent = L, .rope = R, .pos0 = pos0, .scale = c.kq_scale};
-  MOESPLIT_RETURN_IF_ERROR(be.MlaAttention(m, p, b.qf, l.cache, b.o_lat));
+  for (const SeqRows& s : seqs) {
+    MOESPLIT_RETURN_IF_ERROR(AppendSeq(l.cache, s));
+    MOESPLIT_ASSIGN_OR_RETURN(const DevLatentCache cache, SeqCache(l.cache, s));
+    const DevMlaParams p{.n_tok = s.n_tok, .n_head = H, .latent = L, .rope = R, .pos0 = s.pos0,
+                         .scale = c.kq_scale};
+    MOESPLIT_RETURN_IF_ERROR(
+        be.MlaAttention(m, p, b.qf + s.row0 * H * W, cache, b.o_lat + s.row0 * H * L));
+  }
   // o[t, h, 0..hv) = W_vb[h] o_lat[t, h]: per head hv rows of L.
   MOESPLIT_RETURN_IF_ERROR(be.HeadMatMul(m, l.v_b, H, b.o_lat, H * L, L, T, b.o, H * hv, hv));
   return be.MatMul(m, l.attn_out, b.o, T, b.out);
+}
+
+Status HybridForward::AppendSeq(const DevLatentCache& cache, const SeqRows& s) {
+  const int64_t W = cache.width, B = kKvBlockSize;
+  for (int64_t t = 0; t < s.n_tok;) {
+    const int64_t pos = s.pos0 + t, off = pos % B;
+    const int64_t run = std::min(B - off, s.n_tok - t);  // rows that land in this block
+    const int64_t block = s.blocks[static_cast<size_t>(pos / B)];
+    const DevLatentCache dst{static_cast<uint16_t*>(cache.data) + block * B * W, B, W};
+    MOESPLIT_RETURN_IF_ERROR(
+        backend_->AppendLatent(Lane::kMain, buf_->kv + (s.row0 + t) * W, run, off, dst));
+    t += run;
+  }
+  return Status::Ok();
+}
+
+StatusOr<DevLatentCache> HybridForward::SeqCache(const DevLatentCache& cache, const SeqRows& s) {
+  const int64_t B = kKvBlockSize, n_blocks = CeilDiv(s.pos0 + s.n_tok, B);
+  const size_t block_bytes = static_cast<size_t>(B * cache.width * 2);
+  const auto block = [&](int64_t i) { return s.blocks[static_cast<size_t>(i)]; };
+  char* base = static_cast<char*>(cache.data);
+  bool consecutive = true;
+  for (int64_t i = 1; consecutive && i < n_blocks; ++i) consecutive = block(i) == block(0) + i;
+  if (consecutive) return DevLatentCache{base + block(0) * block_bytes, n_blocks * B, cache.width};
+  // Gather: one copy per run of consecutive blocks (V3: 36 KiB a block and layer).
+  char* dst = static_cast<char*>(gather_);
+  for (int64_t i = 0; i < n_blocks;) {
+    int64_t run = 1;
+    while (i + run < n_blocks && block(i + run) == block(i) + run) ++run;
+    MOESPLIT_RETURN_IF_ERROR(backend_->Copy2D(Lane::kMain, dst + i * block_bytes, run * block_bytes,
+                                              base + block(i) * block_bytes, run * block_bytes,
+                                              run * block_bytes, 1));
+    i += run;
+  }
+  return DevLatentCache{gather_, n_blocks * B, cache.width};
 }
 
 // y [T x D] = down(silu(gate h) * up h) on `lane`, with a, b [T x F] as scratch: the dense FFN

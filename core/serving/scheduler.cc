@@ -91,8 +91,7 @@ Scheduler::Scheduler(engine::Engine* engine, const tokenizer::Tokenizer* tok,
       opt_(options),
       ctx_(engine->ctx_size()),
       n_vocab_(engine->model().config().n_vocab),
-      blocks_(static_cast<int32_t>(engine->kv()->n_blocks()), engine->kv()->block_size()) {
-  MOESPLIT_CHECK(engine->kv() != nullptr, "Scheduler: the engine has no CPU KV pool");
+      blocks_(static_cast<int32_t>(engine->kv_blocks()), engine->kv_block_size()) {
   opt_.max_running = std::max(opt_.max_running, 1);
   opt_.batch_tokens = std::max<int64_t>(opt_.batch_tokens, 1);
   stats_.kv_block_size = blocks_.block_size();
@@ -180,10 +179,17 @@ bool Scheduler::StartSeq(Seq& s) {
       s.n_past = 0;
       return false;
     }
-    engine_->kv()->CopyBlock(s.blocks.back(), copy);
-    blocks_.Release({&s.blocks.back(), 1});
-    s.blocks.back() = copy;
-    s.n_past = n - 1;
+    if (engine_->CopyKvBlock(s.blocks.back(), copy).ok()) {
+      blocks_.Release({&s.blocks.back(), 1});
+      s.blocks.back() = copy;
+      s.n_past = n - 1;
+    } else {
+      // The device could not copy it (the next step reports the fault): the last block's
+      // tokens are evaluated again into the fresh block instead.
+      blocks_.Release({&s.blocks.back(), 1});
+      s.blocks.back() = copy;
+      s.n_past = n - B;
+    }
   }
   if (!s.admitted_once) {
     s.admitted_once = true;

@@ -20,6 +20,7 @@
 #include "core/synth/model_spec.h"
 #include "core/synth/model_writer.h"
 #include "core/tokenizer/tokenizer.h"
+#include "tests/core/engine/host_backend.h"
 #include "tests/testdata.h"
 
 namespace moesplit::serving {
@@ -85,7 +86,9 @@ std::vector<int32_t> Prompt(int n, int salt) {
   return t;
 }
 
-class SchedulerTest : public ::testing::Test {
+// Every scheduler test runs on both passes: the CPU engine, and the hybrid engine on HostBackend
+// (the device's ops with the CPU's arithmetic; its block pool is the device latent cache).
+class SchedulerTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     synth::BuildOptions o;
@@ -103,9 +106,20 @@ class SchedulerTest : public ::testing::Test {
     tok_ = std::make_unique<tokenizer::Tokenizer>(
         tokenizer::Tokenizer::FromGguf(model_->file()).value());
   }
+  engine::EngineOptions Options(int64_t ctx) {
+    engine::EngineOptions o{.ctx_size = ctx, .n_threads = 2};
+    if (GetParam()) {  // hybrid: the backend outlives every engine of the test
+      backends_.push_back(std::make_unique<moesplit::testing::HostBackend>());
+      o.backend = backends_.back().get();
+      o.expert_homes.assign(static_cast<size_t>(model_->config().n_layer),
+                            engine::ExpertHome::kCpu);
+    }
+    return o;
+  }
   std::unique_ptr<engine::Engine> NewEngine(int64_t ctx) {
-    return std::make_unique<engine::Engine>(*model_,
-                                            engine::EngineOptions{.ctx_size = ctx, .n_threads = 2});
+    StatusOr<std::unique_ptr<engine::Engine>> e = engine::Engine::Create(*model_, Options(ctx));
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return std::move(e).value();
   }
   // What a request gives alone on a fresh engine (no cache, nothing else running).
   Result Alone(const std::vector<int32_t>& prompt, int64_t max_tokens) {
@@ -113,22 +127,23 @@ class SchedulerTest : public ::testing::Test {
     Scheduler s(engine.get(), tok_.get(), {.max_running = 1});
     return Collect(s.Submit(prompt, Greedy(max_tokens)).value());
   }
+  std::vector<std::unique_ptr<moesplit::testing::HostBackend>> backends_;  // before model_'s users
   std::unique_ptr<engine::Model> model_;
   std::unique_ptr<tokenizer::Tokenizer> tok_;
 };
 
 // The scheduler's tokens for one request are the one-sequence Session's greedy tokens.
-TEST_F(SchedulerTest, OneRequestMatchesTheSessionLoop) {
+TEST_P(SchedulerTest, OneRequestMatchesTheSessionLoop) {
   const std::vector<int32_t> prompt = Prompt(20, 1);
   const Result r = Alone(prompt, 12);
-  engine::Session session(*model_, {.ctx_size = 64, .n_threads = 2});
-  std::vector<float> logits = session.Eval(prompt, false).value();
+  std::unique_ptr<engine::Session> session = engine::Session::Create(*model_, Options(64)).value();
+  std::vector<float> logits = session->Eval(prompt, false).value();
   std::vector<int32_t> want;
   for (int i = 0; i < 12; ++i) {
     const int32_t id = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) -
                                             logits.begin());
     want.push_back(id);
-    logits = session.Eval(std::span<const int32_t>(&id, 1), false).value();
+    logits = session->Eval(std::span<const int32_t>(&id, 1), false).value();
   }
   EXPECT_EQ(r.tokens, want);
   EXPECT_EQ(r.reason, FinishReason::kLength);
@@ -138,7 +153,7 @@ TEST_F(SchedulerTest, OneRequestMatchesTheSessionLoop) {
 
 // Five requests, two running at a time, prompts prefilled in chunks of at most 16 tokens per
 // step between the others' decode tokens: each gets its alone-tokens.
-TEST_F(SchedulerTest, ConcurrentRequestsGetTheirAloneTokens) {
+TEST_P(SchedulerTest, ConcurrentRequestsGetTheirAloneTokens) {
   std::vector<std::vector<int32_t>> prompts;
   std::vector<Result> alone;
   for (int i = 0; i < 5; ++i) {
@@ -162,7 +177,7 @@ TEST_F(SchedulerTest, ConcurrentRequestsGetTheirAloneTokens) {
 
 // A second request with the same prompt starts after the cached blocks; a prompt that is all
 // cached re-evaluates only its last token, in a copy of its last block.
-TEST_F(SchedulerTest, PrefixReuseAcrossRequests) {
+TEST_P(SchedulerTest, PrefixReuseAcrossRequests) {
   auto engine = NewEngine(1024);
   Scheduler s(engine.get(), tok_.get(), {.max_running = 2});
   const std::vector<int32_t> p70 = Prompt(70, 9), p64 = Prompt(64, 10);
@@ -190,11 +205,11 @@ TEST_F(SchedulerTest, PrefixReuseAcrossRequests) {
 // A pool of 4 blocks for two sequences that need 3 each: one is preempted into the cache and
 // resumed (its generated tokens re-evaluated as a prompt); both finish with their alone-tokens
 // (up to a near-tie).
-TEST_F(SchedulerTest, AFullPoolPreemptsAndResumes) {
+TEST_P(SchedulerTest, AFullPoolPreemptsAndResumes) {
   const std::vector<int32_t> pa = Prompt(40, 3), pb = Prompt(40, 4);
   const Result ra = Alone(pa, 40), rb = Alone(pb, 40);
   auto engine = NewEngine(128);
-  ASSERT_EQ(engine->kv()->n_blocks(), 4);
+  ASSERT_EQ(engine->kv_blocks(), 4);
   Scheduler s(engine.get(), tok_.get(), {.max_running = 2});
   auto a = s.Submit(pa, Greedy(40)).value();
   auto b = s.Submit(pb, Greedy(40)).value();
@@ -214,7 +229,7 @@ TEST(SchedulerBudgetTest, PromptChunksKeepStepsWithinTheLatencyFactor) {
 
 // While a stream decodes, a 300-token prompt is cut into chunks (here learned from the steps),
 // not evaluated in one 512-token step; both finish.
-TEST_F(SchedulerTest, ALongPromptIsChunkedBesideADecodingStream) {
+TEST_P(SchedulerTest, ALongPromptIsChunkedBesideADecodingStream) {
   auto engine = NewEngine(1024);
   Scheduler s(engine.get(), tok_.get(), {.max_running = 2, .batch_tokens = 512});
   auto decoding = s.Submit(Prompt(8, 1), Greedy(60)).value();
@@ -228,7 +243,7 @@ TEST_F(SchedulerTest, ALongPromptIsChunkedBesideADecodingStream) {
   EXPECT_EQ(Collect(decoding).usage.completion_tokens, 60);
 }
 
-TEST_F(SchedulerTest, CancelStopsTheSequenceAndFreesItsBlocks) {
+TEST_P(SchedulerTest, CancelStopsTheSequenceAndFreesItsBlocks) {
   auto engine = NewEngine(512);
   Scheduler s(engine.get(), tok_.get(), {.max_running = 2});
   auto st = s.Submit(Prompt(30, 5), Greedy(400)).value();
@@ -243,7 +258,7 @@ TEST_F(SchedulerTest, CancelStopsTheSequenceAndFreesItsBlocks) {
   EXPECT_EQ(stats.kv_blocks_used, 0);
 }
 
-TEST_F(SchedulerTest, AFullQueueAndBadPromptsAreRefused) {
+TEST_P(SchedulerTest, AFullQueueAndBadPromptsAreRefused) {
   auto engine = NewEngine(256);
   Scheduler s(engine.get(), tok_.get(), {.max_running = 1, .max_queue = 1});
   auto running = s.Submit(Prompt(8, 6), Greedy(200)).value();
@@ -264,6 +279,9 @@ TEST_F(SchedulerTest, AFullQueueAndBadPromptsAreRefused) {
   EXPECT_EQ(r.reason, FinishReason::kLength);
   EXPECT_EQ(r.usage.completion_tokens, 6);
 }
+
+INSTANTIATE_TEST_SUITE_P(Passes, SchedulerTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Hybrid" : "Cpu"; });
 
 }  // namespace
 }  // namespace moesplit::serving
