@@ -7,6 +7,8 @@
 #include <set>
 
 #include "core/engine/hybrid_forward.h"
+#include "core/engine/mla_split.h"
+#include "cpu_kernels/quant/quant.h"
 
 #ifdef MOESPLIT_HAVE_CUDA
 #include "core/engine/cuda_backend.h"
@@ -260,6 +262,20 @@ std::string HybridBlocker(const engine::Model& model,
   if (!arch.ok()) return arch.message();
   for (const gguf::TensorInfo& t : model.file().tensors()) {
     if (t.n_dims < 2 || HybridDeviceOf(t.name) == Device::kCpu) continue;  // norms, experts
+    // The legacy attn_kv_b never goes to the GPU: attn_k_b / attn_v_b derived from it do
+    // (engine/mla_split.h), in their own type.
+    if (t.name.find("attn_kv_b") != std::string::npos) {
+      const GgmlType derived = engine::MlaSplitType(t.type);
+      if (!quant::CanDequantize(t.type)) {
+        return StrCat(t.name, " is ", TypeName(t.type), ", which cannot be dequantized to derive ",
+                      "the attn_k_b / attn_v_b the GPU needs from it");
+      }
+      if (!device_has_kernel(derived)) {
+        return StrCat(t.name, ": the attn_k_b / attn_v_b the GPU needs are derived from it in ",
+                      TypeName(derived), ", which the GPU kernels do not handle");
+      }
+      continue;
+    }
     if (!device_has_kernel(t.type)) {
       return StrCat(t.name, " is ", TypeName(t.type),
                     ", which the GPU kernels do not handle (q4_0, q5_0, q8_0, q4_K, q5_K, q6_K, "

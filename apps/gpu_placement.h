@@ -116,8 +116,9 @@ StatusOr<DeviceChoice> ApplyDeviceFlags(const DeviceFlags& flags,
 
 // Why the hybrid pass cannot run `model`, or "": its architecture / attention layout
 // (HybridForward::CheckModel), or the first tensor it would put on the GPU whose type the GPU
-// has no kernel for (device_has_kernel; a file with Q2_K / Q3_K attention). Routed experts
-// without a kernel are no blocker: they stay on the CPU.
+// has no kernel for (device_has_kernel; a file with Q2_K / Q3_K attention; for a legacy
+// attn_kv_b, the type of the attn_k_b / attn_v_b derived from it, engine/mla_split.h). Routed
+// experts without a kernel are no blocker: they stay on the CPU.
 std::string HybridBlocker(const engine::Model& model,
                           const std::function<bool(GgmlType)>& device_has_kernel);
 // The CUDA kernels' types (engine::CudaBackend::HasKernel); false for all without CUDA.

@@ -10,8 +10,18 @@
 #include "core/base/int_math.h"
 #include "core/engine/forward.h"
 #include "core/engine/hybrid_internal.h"
+#include "core/engine/mla_split.h"
 
 namespace moesplit::engine {
+
+namespace {
+
+MlaHeadDims MlaDims(const ModelConfig& c) {
+  return {
+      .n_head = c.n_head, .kv_lora = c.kv_lora_rank, .qk_nope = c.qk_nope, .v_head = c.head_dim_v};
+}
+
+}  // namespace
 
 HybridForward::HybridForward(const ModelConfig& cfg, DenseBackend* backend,
                              moe::GroupedExperts* experts)
@@ -29,12 +39,7 @@ Status HybridForward::CheckModel(const ModelConfig& cfg) {
         "the hybrid CPU/GPU pass runs deepseek2 (MLA) models; this model's "
         "architecture runs on the CPU only (--device cpu)");
   }
-  if (!cfg.mla_split) {
-    return UnimplementedError(
-        "the hybrid CPU/GPU pass needs the split attn_k_b / attn_v_b tensors; this file has the "
-        "legacy attn_kv_b (re-convert it with a current llama.cpp convert_hf_to_gguf.py, or run "
-        "--device cpu)");
-  }
+  // The legacy attn_kv_b layout runs too: Upload derives attn_k_b / attn_v_b (mla_split.h).
   return Status::Ok();
 }
 
@@ -76,6 +81,18 @@ StatusOr<std::unique_ptr<HybridForward>> HybridForward::Create(
                                 " MiB; the other MoE layers' experts on the CPU"));
   } else {
     f->report_.push_back("routed experts: all on the CPU");
+  }
+  if (!cfg.mla_split) {  // legacy attn_kv_b: what Upload derived (mla_split.h)
+    uint64_t derived = 0;
+    std::string types;  // the derived types, each once ("f16")
+    for (const LayerWeights& l : w.layers) {
+      derived += MlaSplitBytes(l.attn_kv_b.type, MlaDims(cfg));
+      const std::string t = TypeName(MlaSplitType(l.attn_kv_b.type));
+      if (types.find(t) == std::string::npos) types += (types.empty() ? "" : "/") + t;
+    }
+    f->report_.push_back(StrCat("attn_k_b / attn_v_b: derived at load from the legacy attn_kv_b (",
+                                types, ", ", derived >> 20,
+                                " MiB on the device, counted above; attn_kv_b stays on the CPU)"));
   }
   return f;
 }
@@ -144,9 +161,21 @@ Status HybridForward::Upload(const ModelWeights& w, int64_t ctx_size) {
     MOESPLIT_ASSIGN_OR_RETURN(l.q_b, UploadMatrix(t.attn_q_b, H * hk, Q));
     MOESPLIT_ASSIGN_OR_RETURN(l.q, UploadMatrix(t.attn_q, H * hk, D));
     MOESPLIT_ASSIGN_OR_RETURN(l.kv_a, UploadMatrix(t.attn_kv_a_mqa, L + R, D));
-    MOESPLIT_ASSIGN_OR_RETURN(l.k_b, UploadMatrix(t.attn_k_b, H * L, c.qk_nope));
+    if (c.mla_split) {
+      MOESPLIT_ASSIGN_OR_RETURN(l.k_b, UploadMatrix(t.attn_k_b, H * L, c.qk_nope));
+      MOESPLIT_ASSIGN_OR_RETURN(l.v_b, UploadMatrix(t.attn_v_b, H * hv, L));
+    } else {  // legacy attn_kv_b: k_b / v_b derived here, one layer's bytes alive at a time
+      MlaSplit split(t.attn_kv_b, MlaDims(c));
+      MOESPLIT_RETURN_IF_ERROR(split.CheckSource());
+      MOESPLIT_RETURN_IF_ERROR(
+          backend_->CheckWeight(std::string(split.k_b().name), split.type(), c.qk_nope));
+      MOESPLIT_RETURN_IF_ERROR(
+          backend_->CheckWeight(std::string(split.v_b().name), split.type(), L));
+      if (!checking_) MOESPLIT_RETURN_IF_ERROR(split.Derive());
+      MOESPLIT_ASSIGN_OR_RETURN(l.k_b, UploadBytes(split.k_b(), H * L, c.qk_nope));
+      MOESPLIT_ASSIGN_OR_RETURN(l.v_b, UploadBytes(split.v_b(), H * hv, L));
+    }
     l.k_b.rows = L;  // per head (HeadMatMul)
-    MOESPLIT_ASSIGN_OR_RETURN(l.v_b, UploadMatrix(t.attn_v_b, H * hv, L));
     l.v_b.rows = hv;
     MOESPLIT_ASSIGN_OR_RETURN(l.attn_out, UploadMatrix(t.attn_output, D, H * hv));
     l.moe = c.IsMoeLayer(il);
@@ -254,6 +283,8 @@ uint64_t HybridForward::DeviceBytesNeeded(const ModelConfig& c, const ModelWeigh
           &l.ffn_up_shexp, &l.ffn_down_shexp}) {
       bytes += BytesOf(*t);
     }
+    // Legacy files: attn_kv_b stays on the CPU; the k_b / v_b derived from it are uploaded.
+    if (!c.mla_split && Present(l.attn_kv_b)) bytes += MlaSplitBytes(l.attn_kv_b.type, MlaDims(c));
   }
   // The latent caches (whole blocks) and the gather scratch: n_layer + 1 of them.
   const int64_t n_rows = CeilDiv(std::max<int64_t>(ctx_size, 1), kKvBlockSize) * kKvBlockSize;

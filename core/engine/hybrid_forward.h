@@ -12,18 +12,23 @@
 // so the bus carries only the hidden state, the top-k and the experts' output per MoE layer, and
 // the CPU work is ordered on the device's queue (no host round trip per layer: the host only
 // waits once, for the logits). Dense layers, attention, norms and the head never leave the
-// device; the weights are uploaded once, in their GGUF types and layout. The latent KV cache
-// [n_layer x ctx x (L+R)] lives on the device in f16, as a pool of 32-position blocks that the
-// steps' block tables name (Step: many sequences a step, as the CPU pass; the server's pool).
+// device; the weights are uploaded once, in their GGUF types and layout (except a legacy file's
+// attn_k_b / attn_v_b, see below). The latent KV cache [n_layer x ctx x (L+R)] lives on the
+// device in f16, as a pool of 32-position blocks that the steps' block tables name (Step: many
+// sequences a step, as the CPU pass; the server's pool).
 //
 // Layers whose routed experts were placed in device memory (spare VRAM; Create's
 // device_experts) run them there too (ExpertMatMul over the T*k (token, expert) pairs, then the
 // routing-weighted sum) and send nothing over the bus.
 //
-// Supported: deepseek2 with the split attn_k_b / attn_v_b tensors (llama.cpp's converter since
-// 2025). Not built: GQA architectures (qwen3moe, llama: Unimplemented), the legacy attn_kv_b
-// layout (Unimplemented: re-convert the model), PCIe streaming of experts for long prompts, CUDA
-// graph capture of the decode step, sampling on the device, one attention kernel for all the
+// Supported: deepseek2 in both MLA layouts. The split attn_k_b / attn_v_b tensors (llama.cpp's
+// converter since 2025) are uploaded as they are; from the legacy attn_kv_b [L, H*(nope+v)] (the
+// popular DeepSeek-R1 Q4_K_M uploads) Create derives them at load the way the converter does
+// (mla_split.h: per head, the key rows transposed to [L x nope], the value rows [v x L]; f16 for a
+// quantized kv_b: V3/R1 32 MiB a layer instead of kv_b's ~13 MiB of Q6_K), one layer's bytes
+// on the host at a time, and attn_kv_b itself stays on the CPU. Not built: GQA architectures
+// (qwen3moe, llama: Unimplemented), PCIe streaming of experts for long prompts, CUDA graph
+// capture of the decode step, sampling on the device, one attention kernel for all the
 // sequences of a step (each runs its own launch per layer).
 #pragma once
 

@@ -12,6 +12,8 @@
 #include "apps/cmd_plan.h"
 #include "apps/cmd_run.h"
 #include "apps/gpu_placement.h"
+#include "core/synth/model_spec.h"
+#include "core/synth/model_writer.h"
 #include "tests/testdata.h"
 
 namespace moesplit::app {
@@ -252,6 +254,29 @@ TEST(HybridSplit, BlockerNamesTheFirstTensorWithoutAGpuKernel) {
   EXPECT_TRUE(CudaHasKernel(GgmlType::kQ4_K));
   EXPECT_FALSE(CudaHasKernel(GgmlType::kQ3_K));
 #endif
+}
+
+// A legacy attn_kv_b file is no blocker by its layout: the GPU gets attn_k_b / attn_v_b derived
+// from it at load, so the derived type (f16 for a quantized kv_b) is what needs a kernel, not
+// kv_b's own.
+TEST(HybridSplit, LegacyLayoutBlocksOnlyOnTheDerivedType) {
+  StatusOr<synth::ModelSpec> spec = synth::BuildModelSpec(
+      {.preset = "ds-tiny", .quant = synth::QuantMix::kQ8_0, .mla = synth::MlaLayout::kLegacy});
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  const std::string path = testing::ScratchDir() + "/blocker-legacy-ds-tiny.gguf";
+  ASSERT_TRUE(synth::WriteModel(*spec, {.path = path, .threads = 1, .show_progress = false}).ok());
+  std::unique_ptr<engine::Model> model = engine::Model::Load(path).value();
+  ASSERT_FALSE(model->config().mla_split);
+  // Every type handled: only ds-tiny's 64 + 16 latent keeps it off the GPU.
+  const std::string all = HybridBlocker(*model, [](GgmlType) { return true; });
+  EXPECT_NE(all.find("512 + 64 latent"), std::string::npos) << all;
+  // No f16 kernel: the q8_0 kv_b is fine itself, its f16 derivatives are not.
+  const std::string f16 = HybridBlocker(*model, [](GgmlType t) { return t != GgmlType::kF16; });
+  EXPECT_NE(f16.find("attn_kv_b.weight: the attn_k_b / attn_v_b the GPU needs are derived from "
+                     "it in f16"),
+            std::string::npos)
+      << f16;
+  std::remove(path.c_str());
 }
 
 TEST(RunDevice, CpuRulesAndIgnoredNglRun) {

@@ -1,7 +1,8 @@
 // The hybrid CPU/GPU pass over CudaBackend on the emulated CUDA device (gpu_kernels/emu): the
 // real CUDA kernels, streams, events and host functions of the split, compiled by the host
 // compiler, against the CPU pass (llama.cpp-checked) on toy models at DeepSeek's MLA widths:
-// ds-tiny's structure (experts on the CPU and in device memory) and V2-Lite's. llama.cpp's own
+// ds-tiny's structure (experts on the CPU and in device memory; split and legacy MLA layouts, the
+// latter also with sharpened attention) and V2-Lite's. llama.cpp's own
 // logits (shared/testdata's ds-tiny) cannot be the oracle here: that model's latent is 64 + 16
 // wide, and the CUDA MLA kernels take only DeepSeek's 512 + 64.
 #include <gtest/gtest.h>
@@ -9,13 +10,18 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <span>
+#include <cstring>
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "core/base/float16.h"
 #include "core/engine/cuda_backend.h"
 #include "core/engine/engine.h"
+#include "core/gguf/gguf_file.h"
+#include "core/gguf/gguf_writer.h"
 #include "core/synth/model_spec.h"
 #include "core/synth/model_writer.h"
 #include "tests/core/engine/hybrid_session.h"
@@ -36,11 +42,12 @@ std::unique_ptr<CudaBackend> Device() {
 // A toy model at DeepSeek's real MLA widths (kv_lora 512 + rope 64 = the 576-wide latent rows the
 // CUDA kernels are built for; shared/testdata's ds-tiny has 64 + 16 and cannot run on them).
 std::string WriteMla576(const char* preset, const char* tag, synth::QuantMix quant,
-                        int64_t layers = 0) {
+                        int64_t layers = 0, synth::MlaLayout mla = synth::MlaLayout::kSplit) {
   synth::BuildOptions bo;
   bo.preset = preset;
   bo.layers = layers;
   bo.quant = quant;
+  bo.mla = mla;
   synth::ModelHparams h = synth::FindPreset(preset).value();
   h.kv_lora = 512, h.qk_nope = 128, h.qk_rope = 64, h.v_head = 128;
   h.n_head = 16;
@@ -54,6 +61,38 @@ std::string WriteMla576(const char* preset, const char* tag, synth::QuantMix qua
   wo.show_progress = false;
   EXPECT_TRUE(synth::WriteModel(spec, wo).ok());
   return wo.path;
+}
+
+// A copy of the F16 model at `src` with the f16 values of the tensors whose names contain one of
+// `sharpen` multiplied by 16 (exact in f16), so that attention is far from uniform: with
+// make-model's N(0, 0.02) weights the scores are so small that a wrong key map (e.g. W_kb
+// untransposed) changes the logits by less than the Pearson floor below.
+std::string SharpenedCopy(const std::string& src, std::initializer_list<const char*> sharpen) {
+  const std::string path = src + ".sharp.gguf";
+  std::unique_ptr<gguf::GgufFile> in = gguf::GgufFile::Open(src).value();
+  gguf::GgufWriter w(path);
+  for (const gguf::KeyValue& kv : in->metadata()) w.AddKeyValue(kv.key, kv.value);
+  for (const gguf::TensorInfo& t : in->tensors()) {
+    w.AddTensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims));
+  }
+  EXPECT_TRUE(w.Begin().ok());
+  for (const gguf::TensorInfo& t : in->tensors()) {
+    std::vector<uint8_t> bytes(t.data, t.data + t.nbytes);
+    bool scale = false;
+    for (const char* part : sharpen) scale |= t.name.find(part) != std::string::npos;
+    if (scale) {
+      EXPECT_EQ(t.type, GgmlType::kF16) << t.name;
+      for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
+        uint16_t h;
+        std::memcpy(&h, &bytes[i], 2);
+        h = Fp32ToFp16(Fp16ToFp32(h) * 16.0f);
+        std::memcpy(&bytes[i], &h, 2);
+      }
+    }
+    EXPECT_TRUE(w.WriteTensorData(bytes.data(), bytes.size()).ok());
+  }
+  EXPECT_TRUE(w.Finish().ok());
+  return path;
 }
 
 // The hybrid pass on the emulated device against the CPU pass (itself checked against
@@ -86,6 +125,27 @@ TEST(HybridEmu, DsTinyStructureAgreesWithTheCpuPass) {
 TEST(HybridEmu, DsTinyStructureExpertsOnTheDeviceAgreeWithTheCpuPass) {
   const std::string path = WriteMla576("ds-tiny", "ds-tiny-576-dev", synth::QuantMix::kQ4_K_M);
   CheckAgainstCpu(path, ExpertHome::kDevice);
+  std::remove(path.c_str());
+}
+
+// The legacy attn_kv_b layout (the popular DeepSeek-R1 Q4_K_M uploads; here kv_b is Q6_K / Q4_K
+// [512, 16 x 256]): Create derives f16 attn_k_b / attn_v_b, which the GPU's HeadMatMul reads.
+TEST(HybridEmu, DsTinyStructureLegacyLayoutAgreesWithTheCpuPass) {
+  const std::string path = WriteMla576("ds-tiny", "ds-tiny-576-legacy", synth::QuantMix::kQ4_K_M, 0,
+                                       synth::MlaLayout::kLegacy);
+  CheckAgainstCpu(path, ExpertHome::kCpu);
+  std::remove(path.c_str());
+}
+
+// The same layout in F16 (k_b / v_b an exact rearrangement of kv_b) with sharpened attention
+// (attn_q_b, attn_kv_a_mqa, attn_kv_b x16, like tiny_models_test's "-sharp" cases): here the
+// scores, hence the derived key map, decide the logits.
+TEST(HybridEmu, SharpLegacyLayoutAgreesWithTheCpuPass) {
+  const std::string path = WriteMla576("ds-tiny", "ds-tiny-576-legacy-f16", synth::QuantMix::kF16,
+                                       0, synth::MlaLayout::kLegacy);
+  const std::string sharp = SharpenedCopy(path, {"attn_q_b", "attn_kv_a_mqa", "attn_kv_b"});
+  CheckAgainstCpu(sharp, ExpertHome::kCpu);
+  std::remove(sharp.c_str());
   std::remove(path.c_str());
 }
 

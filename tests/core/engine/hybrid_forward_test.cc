@@ -206,15 +206,17 @@ TEST(HybridForward, AgreesWithTheCpuPass) {
   EXPECT_GE(close * 4, n * 3) << close << "/" << n;
 }
 
-std::string WriteTiny(const char* preset, synth::MlaLayout mla) {
+std::string WriteTiny(const char* preset, synth::MlaLayout mla,
+                      synth::QuantMix quant = synth::QuantMix::kF16) {
   synth::BuildOptions o;
   o.preset = preset;
-  o.quant = synth::QuantMix::kF16;
+  o.quant = quant;
   o.mla = mla;
   const synth::ModelSpec spec = synth::BuildModelSpec(o).value();
   synth::WriteOptions wo;
   wo.path = testing::ScratchDir() + "/hybrid-" + preset + "-" +
-            std::to_string(static_cast<int>(mla)) + "." + std::to_string(::getpid()) + ".gguf";
+            std::to_string(static_cast<int>(mla)) + "-" + std::to_string(static_cast<int>(quant)) +
+            "." + std::to_string(::getpid()) + ".gguf";
   wo.seed = 7;
   wo.threads = 2;
   wo.show_progress = false;
@@ -222,10 +224,9 @@ std::string WriteTiny(const char* preset, synth::MlaLayout mla) {
   return wo.path;
 }
 
-// V2-Lite's structure (no q_lora: attn_q; softmax routing; 2 shared experts; 27 layers) with
-// F16 weights, against the CPU pass, decode after a prompt.
-TEST(HybridForward, V2LiteStructureAgreesWithTheCpuPass) {
-  const std::string path = WriteTiny("ds-v2-lite-tiny", synth::MlaLayout::kSplit);
+// The hybrid pass against the CPU pass on a make-model file: a prompt as one batch, then decode
+// steps (reference vs quantized arithmetic, f16 vs f32 cache: close, not equal).
+void CheckFileAgainstCpu(const std::string& path) {
   std::unique_ptr<Model> model = Model::Load(path).value();
   HostBackend be(HostBackend::Schedule::kSideFirst);
   std::unique_ptr<Session> hy = HybridSession(*model, &be);
@@ -238,25 +239,95 @@ TEST(HybridForward, V2LiteStructureAgreesWithTheCpuPass) {
   const int64_t V = model->config().n_vocab;
   for (int64_t i = 0; i < 8; ++i) EXPECT_GT(Pearson(&a[i * V], &b[i * V], V), 0.999) << i;
   for (int64_t i = 0; i < 3; ++i) EXPECT_GT(Pearson(&a2[i * V], &b2[i * V], V), 0.999) << i;
+}
+
+// V2-Lite's structure (no q_lora: attn_q; softmax routing; 2 shared experts; 27 layers) with
+// F16 weights, against the CPU pass, decode after a prompt.
+TEST(HybridForward, V2LiteStructureAgreesWithTheCpuPass) {
+  const std::string path = WriteTiny("ds-v2-lite-tiny", synth::MlaLayout::kSplit);
+  CheckFileAgainstCpu(path);
+  std::remove(path.c_str());
+}
+
+// The legacy attn_kv_b layout (the popular DeepSeek-R1 Q4_K_M uploads): Create derives attn_k_b /
+// attn_v_b from it (mla_split.h). F16 kv_b (an exact rearrangement) and Q4_K_M (kv_b quantized:
+// Q6_K's / Q4_K's fallbacks Q8_0 / Q5_0 at this width; derived in f16); ds-tiny's structure and
+// V2-Lite's (no q_lora).
+TEST(HybridForward, LegacyLayoutAgreesWithTheCpuPass) {
+  for (const auto& [preset, quant] :
+       {std::pair{"ds-tiny", synth::QuantMix::kF16}, std::pair{"ds-tiny", synth::QuantMix::kQ4_K_M},
+        std::pair{"ds-v2-lite-tiny", synth::QuantMix::kF16}}) {
+    SCOPED_TRACE(std::string(preset) + (quant == synth::QuantMix::kF16 ? " F16" : " Q4_K_M"));
+    const std::string path = WriteTiny(preset, synth::MlaLayout::kLegacy, quant);
+    CheckFileAgainstCpu(path);
+    std::remove(path.c_str());
+  }
+}
+
+// What the legacy layout costs on the device: DeviceBytesNeeded (the placement's budget) counts
+// the derived k_b / v_b, not attn_kv_b, and equals what Create allocates; the report says so.
+TEST(HybridForward, LegacyLayoutDerivedBytesAreCountedAndReported) {
+  const std::string path =
+      WriteTiny("ds-tiny", synth::MlaLayout::kLegacy, synth::QuantMix::kQ4_K_M);
+  std::unique_ptr<Model> model = Model::Load(path).value();
+  const ModelConfig& c = model->config();
+  const ModelWeights& w = model->weights();
+  ASSERT_FALSE(c.mla_split);
+  HostBackend be;
+  const uint64_t free0 = be.DeviceBytesFree();
+  std::unique_ptr<Session> hy = HybridSession(*model, &be);
+  ASSERT_NE(hy, nullptr);
+  EXPECT_EQ(free0 - be.DeviceBytesFree(), HybridForward::DeviceBytesNeeded(c, w, 128, 512, false));
+  uint64_t derived = 0;
+  for (const LayerWeights& l : w.layers) {
+    ASSERT_NE(l.attn_kv_b.type, GgmlType::kF16);  // the quantized path
+    derived += static_cast<uint64_t>(c.n_head * c.kv_lora_rank * (c.qk_nope + c.head_dim_v) * 2);
+  }
+  ModelConfig split = c;
+  split.mla_split = true;  // the same tensors, k_b / v_b absent: what the derivation adds
+  EXPECT_EQ(HybridForward::DeviceBytesNeeded(c, w, 128, 512, false),
+            HybridForward::DeviceBytesNeeded(split, w, 128, 512, false) + derived);
+  std::string report;
+  for (const std::string& line : hy->placement_report()) report += line + "\n";
+  EXPECT_NE(report.find("attn_k_b / attn_v_b: derived at load from the legacy attn_kv_b (f16"),
+            std::string::npos)
+      << report;
+  hy.reset();
   std::remove(path.c_str());
 }
 
 TEST(HybridForward, UnsupportedModelsAreClearErrors) {
-  for (const auto& [preset, mla, what] :
-       {std::tuple{"qwen3moe-tiny", synth::MlaLayout::kSplit, "deepseek2"},
-        std::tuple{"ds-tiny", synth::MlaLayout::kLegacy, "attn_kv_b"}}) {
-    const std::string path = WriteTiny(preset, mla);
-    std::unique_ptr<Model> model = Model::Load(path).value();
-    HostBackend be;
-    SessionOptions o{.ctx_size = 64, .n_threads = 1};
-    o.backend = &be;
-    StatusOr<std::unique_ptr<Session>> s = Session::Create(*model, o);
-    ASSERT_FALSE(s.ok()) << preset;
-    EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented);
-    EXPECT_NE(s.status().message().find(what), std::string::npos) << s.status().message();
-    EXPECT_NE(s.status().message().find("--device cpu"), std::string::npos);
-    std::remove(path.c_str());
-  }
+  const std::string path = WriteTiny("qwen3moe-tiny", synth::MlaLayout::kSplit);
+  std::unique_ptr<Model> model = Model::Load(path).value();
+  HostBackend be;
+  SessionOptions o{.ctx_size = 64, .n_threads = 1};
+  o.backend = &be;
+  StatusOr<std::unique_ptr<Session>> s = Session::Create(*model, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(s.status().message().find("deepseek2"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("--device cpu"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+// The derived tensors go through the backend's weight check like the file's own (named as
+// derived), before anything is uploaded.
+TEST(HybridForward, LegacyLayoutDerivedWeightsAreCheckedBeforeAnyUpload) {
+  const std::string path = WriteTiny("ds-tiny", synth::MlaLayout::kLegacy);
+  std::unique_ptr<Model> model = Model::Load(path).value();
+  HostBackend be;
+  be.RefuseWeightType(GgmlType::kF16, "attn_v_b");
+  const uint64_t free0 = be.DeviceBytesFree();
+  SessionOptions o{.ctx_size = 64, .n_threads = 1};
+  o.backend = &be;
+  StatusOr<std::unique_ptr<Session>> s = Session::Create(*model, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("attn_v_b.weight (derived from attn_kv_b)"),
+            std::string::npos)
+      << s.status().message();
+  EXPECT_EQ(be.DeviceBytesFree(), free0);
+  std::remove(path.c_str());
 }
 
 // A weight the device has no kernel for fails Create before anything is uploaded, naming it;

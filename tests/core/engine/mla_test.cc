@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "core/engine/forward.h"
+#include "core/engine/mla_split.h"
 #include "moe/expert_store.h"
 #include "moe/grouped_experts.h"
 #include "tests/core/engine/f32_view.h"
@@ -258,6 +260,21 @@ TEST(MlaTest, AttentionIsNotUniformHere) {
   double diff = 0, norm = 0;
   for (size_t i = 4 * D; i < a.size(); ++i) diff += std::fabs(a[i] - b[i]), norm += std::fabs(a[i]);
   EXPECT_GT(diff / norm, 0.05);
+}
+
+// The hybrid pass's derivation of the split tensors from the legacy kv_b (mla_split.h) gives
+// exactly the split maps these tests pair with it (F32: a rearrangement, bit-exact).
+TEST(MlaTest, DerivedSplitTensorsAreTheSplitLayoutsMaps) {
+  const Weights w = MakeWeights(10, 5);
+  const LayerWeights legacy = Layer(w, Config(10, false));
+  MlaSplit split(legacy.attn_kv_b, {.n_head = H, .kv_lora = L, .qk_nope = NOPE, .v_head = V});
+  ASSERT_TRUE(split.Derive().ok());
+  const TensorView k = split.k_b(), v = split.v_b();
+  ASSERT_EQ(k.type, GgmlType::kF32);
+  ASSERT_EQ(k.nbytes, w.k_b.size() * 4);
+  ASSERT_EQ(v.nbytes, w.v_b.size() * 4);
+  EXPECT_EQ(std::memcmp(k.data, w.k_b.data(), k.nbytes), 0);
+  EXPECT_EQ(std::memcmp(v.data, w.v_b.data(), v.nbytes), 0);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "core/synth/model_spec.h"
 #include "core/synth/model_writer.h"
 #include "tests/core/engine/host_backend.h"
+#include "tests/core/engine/hybrid_session.h"
 #include "tests/core/engine/logits_util.h"
 #include "tests/isa_tiers.h"
 #include "tests/testdata.h"
@@ -208,6 +209,38 @@ INSTANTIATE_TEST_SUITE_P(Archs, TinyModelsTest,
                            return n + "_" + std::string(cpu::IsaTierName(std::get<1>(info.param)));
                          });
 
+// The hybrid CPU/GPU pass (HostBackend) on the legacy-layout cases, whose attn_k_b / attn_v_b it
+// derives from attn_kv_b at load (core/engine/mla_split.h; F32 here: exact), against the same
+// llama.cpp logits by the hybrid pass's oracle rule (hybrid_forward_test.cc: Pearson >= 0.999 and
+// llama.cpp's arg-max where it is decisive, at 3 of 4 positions or more): its latent cache is
+// f16, so the 1e-3 bound above is not its bound.
+TEST(TinyModelsHybrid, LegacyLayoutMatchesLlamaCpp) {
+  for (const Case& c : Cases()) {
+    if (c.mla != synth::MlaLayout::kLegacy) continue;
+    const std::string path = WriteCaseModel(c);
+    std::unique_ptr<Model> model = Model::Load(path).value();
+    ASSERT_FALSE(model->config().mla_split) << c.name;
+    const int64_t V = model->config().n_vocab;
+    const std::string data = std::string(MOESPLIT_SOURCE_DIR) + "/tests/core/engine/data/" + c.name;
+    const std::vector<float> batch_ref = ReadF32(data + ".batch.f32");
+    const std::vector<float> seq_ref = ReadF32(data + ".seq.f32");
+    for (const bool decode : {false, true}) {
+      testing::HostBackend be;
+      std::unique_ptr<Session> hy = HybridSession(*model, &be);
+      ASSERT_NE(hy, nullptr) << c.name;
+      ASSERT_TRUE(hy->hybrid());
+      const std::vector<float> ours = RunTokens(*hy, Tokens(), decode);
+      const std::vector<float>& ref = decode ? seq_ref : batch_ref;
+      ASSERT_EQ(ours.size(), ref.size());
+      const int64_t n = static_cast<int64_t>(ref.size()) / V;
+      int agree = 0;
+      for (int64_t i = 0; i < n; ++i) agree += testing::RowAgrees(&ours[i * V], &ref[i * V], V);
+      std::printf("hybrid %s %s: %d/%lld positions agree with llama.cpp\n", c.name,
+                  decode ? "decode" : "batch", agree, static_cast<long long>(n));
+      EXPECT_GE(agree * 4, n * 3) << c.name << (decode ? " decode" : " batch");
+    }
+  }
+}
 
 // A step that mixes sequences gives each the logits it gets alone (the rule: Pearson >=
 // 0.9999 per row and the same arg-max). Three sequences on one Engine with fragmented block
