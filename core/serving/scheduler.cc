@@ -80,6 +80,7 @@ struct Scheduler::Seq {
   std::vector<int32_t> blocks;  // [ceil(n_past / B) ..] block table
   bool admitted_once = false;
   bool finished = false;
+  bool cut = false;             // part of its prompt went in a chunk (it is a long prompt)
   int64_t admit_order = 0;      // higher: admitted later (preempted first)
   Clock::time_point t_submit, t_admit, t_first;
 };
@@ -263,13 +264,18 @@ void Scheduler::RunStep() {
   std::vector<Planned> plan;
   int64_t budget = opt_.batch_tokens, planned_tokens = 0;
   for (int pass = 0; pass < 2; ++pass) {  // 0: decode tokens, 1: prompt chunks
-    if (pass == 1 && !plan.empty()) budget = std::min(budget, PromptBudgetWithDecodes());
+    // Beside decode tokens: a chunk bounded by the latency budget, and none at all while the
+    // streams are owed time (latency_debt_ms_: earlier prompt steps took longer than the bound).
+    if (pass == 1 && !plan.empty()) {
+      budget = latency_debt_ms_ > 0 ? 0 : std::min(budget, PromptBudgetWithDecodes());
+    }
     for (size_t i = 0; i < running_.size(); ++i) {
       Seq& s = *running_[i];
       const int64_t pending = static_cast<int64_t>(s.tokens.size()) - s.n_past;
       if ((pass == 0) != (pending == 1) || s.finished) continue;
       // A short prompt runs whole when the step has room for it (whole_prompt_tokens).
-      const bool whole = pass == 1 && pending <= opt_.whole_prompt_tokens &&
+      const bool whole = pass == 1 && budget > 0 && !s.cut &&
+                         pending <= opt_.whole_prompt_tokens &&
                          planned_tokens + pending <= opt_.batch_tokens;
       const int64_t n = pass == 0 ? 1 : whole ? pending : std::min(pending, budget);
       if (n <= 0) continue;
@@ -296,6 +302,7 @@ void Scheduler::RunStep() {
         continue;
       }
       plan.push_back({&s, n});
+      if (pass == 1 && n < pending) s.cut = true;
       budget -= n;
       planned_tokens += n;
     }
@@ -341,6 +348,17 @@ void Scheduler::RunStep() {
 // prompt token adds compute b. Both are learned from the steps (exponential moving averages).
 void Scheduler::LearnStepCost(int64_t n_decode, int64_t n_prompt, double ms) {
   constexpr double kAlpha = 0.2;
+  // The streams' mean inter-token latency is kept within itl_factor x a decode step: a step
+  // with prompt tokens that took longer than that leaves a debt, which decode-only steps pay
+  // back at (factor - 1) x a decode step each (a minimal chunk can cost several decode steps:
+  // 8 tokens read about half of V2-Lite's experts). Some credit (one bound's worth) may build
+  // up so that a chunk can follow a run of decode steps at once.
+  if (n_decode == 0) {
+    latency_debt_ms_ = 0;  // no stream waited on this step
+  } else if (decode_step_ms_ > 0 && opt_.itl_factor > 0) {
+    const double bound = opt_.itl_factor * decode_step_ms_;
+    latency_debt_ms_ = std::max(latency_debt_ms_ + ms - bound, -bound);
+  }
   if (n_prompt == 0 && n_decode > 0) {
     decode_step_ms_ = decode_step_ms_ <= 0 ? ms : (1 - kAlpha) * decode_step_ms_ + kAlpha * ms;
   } else if (n_prompt > 0 && n_decode > 0 && decode_step_ms_ > 0) {

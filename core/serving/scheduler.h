@@ -198,6 +198,9 @@ class Scheduler {
   std::vector<float> logits_;  // [rows x V] of a step
   double decode_step_ms_ = 0;   // EMA of a decode-only step's time (scheduler thread only)
   double prompt_token_ms_ = 0;  // EMA of the time a prompt token adds to a step
+  // How far the decoding streams' steps ran past itl_factor x a decode step in all (ms, > 0:
+  // the next steps carry no prompt tokens; see LearnStepCost).
+  double latency_debt_ms_ = 0;
   std::thread thread_;
 };
 
