@@ -105,7 +105,7 @@ constexpr IsaTier kTiers[] = {IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512
 // Widths: one block, odd block counts, and the real widths (V2-Lite expert 1408 is IQ4_NL only:
 // not a multiple of 256).
 std::vector<int64_t> Widths(GgmlType t) {
-  if (t == GgmlType::kIQ4_NL) return {32, 96, 288, 1408, 2048, 7168};
+  if (t == GgmlType::kIQ4_NL) return {32, 96, 128, 288, 1408, 2048, 7168};
   return {256, 768, 2048, 2304, 7168};
 }
 
@@ -155,7 +155,7 @@ TEST_P(Iq4KernelTest, GemmMatchesScalarOddShapes) {
   if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks " << cpu::IsaTierName(tier);
   const TypeKernels& tk = *KernelsFor(tier).For(wt);
   const DotFn ref = KernelsFor(IsaTier::kScalar).For(wt)->dot;
-  for (int64_t n : {Widths(wt)[0], Widths(wt)[2]}) {
+  for (int64_t n : {Widths(wt)[0], Widths(wt)[1], Widths(wt)[2]}) {
     const Matrix w = Random(wt, 35, n, 6, static_cast<uint32_t>(n) + 2, 0.02f);
     const Matrix a = Random(ActType(wt), 17, n, 12, static_cast<uint32_t>(n) + 3, 3.0f);
     for (int64_t rows : {1, 3, 16, 17, 35}) {
@@ -206,7 +206,7 @@ TEST_P(Iq4KernelTest, RepackedGemmMatchesScalar) {
   ASSERT_NE(tk, nullptr);
   EXPECT_EQ(tk->dot, nullptr);
   const DotFn ref = KernelsFor(IsaTier::kScalar).For(wt)->dot;
-  for (int64_t n : {Widths(wt)[0], Widths(wt)[2], Widths(wt)[3]}) {
+  for (int64_t n : {Widths(wt)[0], Widths(wt)[2], Widths(wt)[4]}) {
     for (int64_t rows : {16, 48}) {
       const Matrix w = RandomBytes(wt, rows, n, static_cast<uint32_t>(n + rows));
       const int64_t row_bytes = RowBytes(r16, n);
