@@ -176,6 +176,11 @@ float DotIQ4XS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotIQ4XS_Q8K_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
 void GemmIQ4XSR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// The same with vpermb lookups (gemv_iq4xs_avx512vbmi.cc): the VNNI tier's entries where
+// cpu::DetectCpuFeatures().avx512vbmi.
+float DotIQ4XS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
+void GemmIQ4XSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #undef MOESPLIT_KQUANT_DECLARE
 #endif
 // ---- end of the K-quant family ------------------------------------------------------------

@@ -58,8 +58,14 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(GemmQ5KR16_Q8K_Avx512Vnni, true, kQ5R16);
       // IQ4_XS: the 16-row layout's kernels (decode and several tokens); the file layout, left
       // to tensors whose rows are not a multiple of 16, one dot per (row, token).
-      set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx512Vnni, GemmByDots<DotIQ4XS_Q8K_Avx512Vnni>);
-      set_r16(GemmIQ4XSR16_Q8K_Avx512Vnni, true, kXsR16);
+      // With VBMI, vpermb lookups (3 ops per 128 indices instead of 5).
+      if (cpu::DetectCpuFeatures().avx512vbmi) {
+        set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx512Vbmi, GemmByDots<DotIQ4XS_Q8K_Avx512Vbmi>);
+        set_r16(GemmIQ4XSR16_Q8K_Avx512Vbmi, true, kXsR16);
+      } else {
+        set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx512Vnni, GemmByDots<DotIQ4XS_Q8K_Avx512Vnni>);
+        set_r16(GemmIQ4XSR16_Q8K_Avx512Vnni, true, kXsR16);
+      }
       return;
 #endif
     default:

@@ -183,9 +183,11 @@ void UnpackQ6KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
 
 void RepackIQ4XSRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
   MOESPLIT_CHECK(n % kQkK == 0, "IQ4_XS row of ", n, " values");
+  const int64_t nb = n / kQkK;
   const auto* s = static_cast<const uint8_t*>(src);
-  auto* out = static_cast<BlockIQ4_XS_R16*>(dst);
-  for (int64_t b = 0; b < n / kQkK; ++b) {
+  auto* d = static_cast<uint16_t*>(dst);  // [nb][16] f16
+  auto* out = reinterpret_cast<BlockIQ4_XS_R16*>(static_cast<uint8_t*>(dst) + nb * kR16Rows * 2);
+  for (int64_t b = 0; b < nb; ++b) {
     BlockIQ4_XS_R16& o = out[b];
     for (int r = 0; r < kR16Rows; ++r) {
       BlockIQ4_XS in;
@@ -195,29 +197,32 @@ void RepackIQ4XSRows16(const void* src, size_t src_stride, int64_t n, void* dst)
         const int ls = ((in.scales_l[j / 2] >> 4 * (j % 2)) & 0xF) | ((in.scales_h >> 2 * j) & 3) << 4;
         o.sc[j][r] = static_cast<int8_t>(ls - 32);
       }
-      o.d[r] = in.d;
+      d[b * kR16Rows + r] = in.d;
     }
   }
 }
 
 void UnpackIQ4XSRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
   MOESPLIT_CHECK(n % kQkK == 0, "IQ4_XS row of ", n, " values");
-  const auto* in = static_cast<const BlockIQ4_XS_R16*>(src);
-  auto* d = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < n / kQkK; ++b) {
+  const int64_t nb = n / kQkK;
+  const auto* d = static_cast<const uint16_t*>(src);  // [nb][16] f16
+  const auto* in =
+      reinterpret_cast<const BlockIQ4_XS_R16*>(static_cast<const uint8_t*>(src) + nb * kR16Rows * 2);
+  auto* o = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < nb; ++b) {
     const BlockIQ4_XS_R16& g = in[b];
     for (int r = 0; r < kR16Rows; ++r) {
-      BlockIQ4_XS o;
-      for (int i = 0; i < 32; ++i) std::memcpy(o.qs + 4 * i, &g.q[i][r], 4);
-      o.scales_h = 0;
-      std::memset(o.scales_l, 0, sizeof(o.scales_l));
+      BlockIQ4_XS blk;
+      for (int i = 0; i < 32; ++i) std::memcpy(blk.qs + 4 * i, &g.q[i][r], 4);
+      blk.scales_h = 0;
+      std::memset(blk.scales_l, 0, sizeof(blk.scales_l));
       for (int j = 0; j < 8; ++j) {
         const int ls = g.sc[j][r] + 32;
-        o.scales_l[j / 2] |= static_cast<uint8_t>((ls & 0xF) << 4 * (j % 2));
-        o.scales_h |= static_cast<uint16_t>((ls >> 4) << 2 * j);
+        blk.scales_l[j / 2] |= static_cast<uint8_t>((ls & 0xF) << 4 * (j % 2));
+        blk.scales_h |= static_cast<uint16_t>((ls >> 4) << 2 * j);
       }
-      o.d = g.d[r];
-      std::memcpy(d + r * dst_stride + b * sizeof(BlockIQ4_XS), &o, sizeof(o));
+      blk.d = d[b * kR16Rows + r];
+      std::memcpy(o + r * dst_stride + b * sizeof(BlockIQ4_XS), &blk, sizeof(blk));
     }
   }
 }

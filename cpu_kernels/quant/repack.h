@@ -48,11 +48,14 @@
 // of the stored index bytes): the nibbles are indices into kIq4Values instead of q + 8, so the
 // kernels look them up (vpshufb) where Q4_0's use them as they are. 16 x 18 bytes per 32 values.
 //
-// kIQ4_XS_R16: IQ4_XS with 16 rows interleaved, one BlockIQ4_XS_R16 per (16-row group, 256
-// columns): q dword i = row r's qs bytes 4i .. 4i+3 as stored (sub-block i / 4: low nibbles
-// values 32 (i / 4) + 4 (i % 4) + 0..3, high nibbles the same + 16), the 6-bit scales unpacked to
-// signed bytes s_j - 32 (both nibbles of a dword share one sub-block, so one vpmulld per
-// sub-block applies it), the f16 d's. 16 x 138 bytes per block (IQ4_XS: 136).
+// kIQ4_XS_R16: IQ4_XS with 16 rows interleaved. A group of nb = n / 256 blocks is, as the
+// legacy R16 layouts, the group's [nb][16] f16 d's, then nb BlockIQ4_XS_R16 payloads: q dword i
+// = row r's qs bytes 4i .. 4i+3 as stored (sub-block i / 4: low nibbles values 32 (i / 4) +
+// 4 (i % 4) + 0..3, high nibbles the same + 16), then the 6-bit scales unpacked to signed bytes
+// s_j - 32 (both nibbles of a dword share one sub-block, so one vpmulld per sub-block applies
+// it). A payload is 2176 bytes = 34 cache lines (64-byte aligned when nb is even, as 7168 / 256
+// and 2048 / 256 are: with the d's inside, 2208-byte blocks straddled lines every other block
+// and read ~20% slower cold). 16 x 138 bytes per 256 values (IQ4_XS: 136).
 //
 // A matrix of R rows (R a multiple of 16) and n columns is R / 16 groups back to back, each
 // n / 256 (Q4_K) or n / 32 (legacy) blocks: rows [16 g, 16 g + 16) start at byte
@@ -99,9 +102,10 @@ static_assert(sizeof(BlockQ5_K_R16) == kR16Rows * 180, "16 rows x 180 bytes");
 struct BlockIQ4_XS_R16 {
   uint32_t q[32][kR16Rows];  // [dword i][row r] row r's qs bytes 4i .. 4i+3, as stored
   int8_t sc[8][kR16Rows];    // [sub-block j][row] s_j - 32 in [-32, 31]
-  uint16_t d[kR16Rows];      // [row] f16 super-scale
 };
-static_assert(sizeof(BlockIQ4_XS_R16) == kR16Rows * 138, "16 rows x 138 bytes");
+static_assert(sizeof(BlockIQ4_XS_R16) == 34 * 64, "34 cache lines");
+// With its [16] f16 d's at the group head: 16 x 138 bytes per block.
+static_assert(sizeof(BlockIQ4_XS_R16) + kR16Rows * 2 == kR16Rows * 138);
 
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
 // Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL and IQ4_XS with rows a multiple of 16 repack).
@@ -133,7 +137,8 @@ void UnpackQ6KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 void RepackQ5KRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackQ5KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
-// The same for IQ4_XS (kIQ4_XS_R16): n / 256 BlockIQ4_XS_R16 at dst, and the inverse.
+// The same for IQ4_XS (kIQ4_XS_R16): one group (n / 256 d rows, then the payloads) at dst, and
+// the inverse.
 void RepackIQ4XSRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ4XSRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 

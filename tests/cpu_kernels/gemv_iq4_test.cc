@@ -6,7 +6,9 @@
 //     gemm (decode and several tokens) matches the scalar dot of the original rows;
 //   - extreme blocks (every index at -127 or 113, scales at -32 / 31, activations +-127) match
 //     float64 on every tier;
-//   - LoadLayout repacks them where the tier has native tiles (AVX-512 VNNI and AMX).
+//   - LoadLayout repacks them where the tier has native tiles (AVX-512 VNNI and AMX);
+//   - both IQ4_XS lookup variants of the VNNI tier (vpshufb; vpermb where the CPU has VBMI),
+//     whichever the table picked, against the scalar dot.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,6 +24,7 @@
 #include "core/base/float16.h"
 #include "cpu_kernels/cpu_features.h"
 #include "cpu_kernels/gemv/gemv.h"
+#include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/quant/blocks.h"
 #include "cpu_kernels/quant/quant.h"
 #include "cpu_kernels/quant/repack.h"
@@ -323,6 +326,46 @@ TEST(Iq4ExtremeTest, AllTiersMatchFloat64) {
     }
   }
 }
+
+#if defined(MOESPLIT_GEMV_X86)
+// The VNNI tier's table holds one of the two IQ4_XS variants (by the CPU's VBMI): run both.
+TEST(Iq4XsLookupVariants, VnniAndVbmiMatchScalar) {
+  const cpu::CpuFeatures f = cpu::DetectCpuFeatures();
+  if (!f.avx512vnni) GTEST_SKIP() << "no AVX-512 VNNI";
+  struct Variant {
+    const char* name;
+    DotFn dot;
+    GemmFn gemm;
+    bool runs;
+  };
+  const Variant variants[] = {
+      {"vnni", internal::DotIQ4XS_Q8K_Avx512Vnni, internal::GemmIQ4XSR16_Q8K_Avx512Vnni, true},
+      {"vbmi", internal::DotIQ4XS_Q8K_Avx512Vbmi, internal::GemmIQ4XSR16_Q8K_Avx512Vbmi,
+       f.avx512vbmi}};
+  const DotFn ref = KernelsFor(IsaTier::kScalar).For(GgmlType::kIQ4_XS)->dot;
+  const int64_t n = 2304, rows = 32;
+  const Matrix w = RandomBytes(GgmlType::kIQ4_XS, rows, n, 77);
+  const Matrix a = Random(GgmlType::kQ8_K, 5, n, 0, 78, 3.0f);
+  std::vector<uint8_t> packed(rows * RowBytes(GgmlType::kIQ4_XS_R16, n));
+  quant::RepackRows(GgmlType::kIQ4_XS, w.Row(0), w.stride, rows, n, packed.data());
+  for (const Variant& v : variants) {
+    if (!v.runs) continue;
+    for (int64_t n_tok : {1, 5}) {
+      std::vector<float> y(n_tok * rows, kNaN);
+      v.gemm(packed.data(), RowBytes(GgmlType::kIQ4_XS_R16, n), rows, a.Row(0), a.stride, n_tok,
+             n, y.data(), rows);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const double tol = 1e-5 * ExactDot(w, r, a, t).norm;
+          ASSERT_NEAR(y[t * rows + r], ref(w.Row(r), a.Row(t), n), tol) << v.name;
+          ASSERT_NEAR(v.dot(w.Row(r), a.Row(t), n), ref(w.Row(r), a.Row(t), n), tol) << v.name;
+        }
+      }
+    }
+  }
+}
+
+#endif  // MOESPLIT_GEMV_X86
 
 TEST(Iq4TableTest, LoadLayoutRepacksOnlyWithNativeTiles) {
   for (GgmlType wt : kTypes) {
