@@ -3,9 +3,9 @@
 // (gemv/kquants.cmake); reached only through KernelsFor(IsaTier::kAvx2 / kAvx512).
 //
 // Per 256-value block and sub-block j (32 values, 16 index bytes at qs + 16j):
-//   q  = vpshufb(kIq4Values, the 32 indices in value order)    [32] i8 in [-127, 113]
-//   p  = maddubs(|q|, a with q's sign)                          [16] i16, |pair| <= 2 * 127 * 127
-//   s += madd(p, s_j - 32)                                      [8] i32, |lane| <= 8 * 2 * 32258 * 32
+//   q  = vpshufb(kIq4Values, the 32 indices in value order)  [32] i8 in [-127, 113]
+//   p  = maddubs(|q|, a with q's sign)                        [16] i16, |pair| <= 2 * 127 * 127
+//   s += madd(p, s_j - 32)                                    [8] i32, |lane| <= 8 * 2 * 32258 * 32
 // and once per block acc += cvt(s) * d * d_a. The integer lanes are exact; converting them
 // rounds above 2^24 (relative 6e-8), so results agree with the scalar dot to ~1e-6 of
 // sum |w a|, not bit for bit.

@@ -1,6 +1,7 @@
-// IQ4_XS x Q8_K, AVX-512 VNNI tier on CPUs with AVX-512 VBMI (vpermb lookups). Compiled with MOESPLIT_FLAGS_AVX512VNNI + -mavx512vbmi (gemv/kquants.cmake); reached only through
-// KernelsFor(IsaTier::kAvx512Vnni / kAmx),
-// only where DetectCpuFeatures() reports avx512vbmi. The bodies are in gemv_iq4xs_avx512.inc.
+// IQ4_XS x Q8_K, AVX-512 VNNI tier on CPUs with AVX-512 VBMI (vpermb lookups). Compiled with
+// MOESPLIT_FLAGS_AVX512VNNI + -mavx512vbmi (gemv/kquants.cmake); reached only through
+// KernelsFor(IsaTier::kAvx512Vnni / kAmx), and only where DetectCpuFeatures() reports
+// avx512vbmi. The bodies are in gemv_iq4xs_avx512.inc.
 #include <immintrin.h>
 
 #include <cstddef>

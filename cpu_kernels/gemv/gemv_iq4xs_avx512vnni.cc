@@ -1,5 +1,6 @@
-// IQ4_XS x Q8_K, AVX-512 VNNI tier (vpshufb lookups). Compiled with MOESPLIT_FLAGS_AVX512VNNI (gemv/kquants.cmake); reached only through
-// KernelsFor(IsaTier::kAvx512Vnni / kAmx). The bodies are in gemv_iq4xs_avx512.inc.
+// IQ4_XS x Q8_K, AVX-512 VNNI tier (vpshufb lookups). Compiled with MOESPLIT_FLAGS_AVX512VNNI
+// (gemv/kquants.cmake); reached only through KernelsFor(IsaTier::kAvx512Vnni / kAmx) on CPUs
+// without AVX-512 VBMI. The bodies are in gemv_iq4xs_avx512.inc.
 #include <immintrin.h>
 
 #include <cstddef>

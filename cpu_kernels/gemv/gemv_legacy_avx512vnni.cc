@@ -1,6 +1,7 @@
-// Legacy-block kernels (Q8_0 / Q4_0 / Q5_0 / IQ4_NL weights x Q8_0 activations), AVX-512 VNNI tier (vpdpbusd
-// integer dots). Compiled with MOESPLIT_FLAGS_AVX512VNNI (gemv/legacy.cmake); reached only through
-// KernelsFor(IsaTier::kAvx512Vnni). The bodies are in gemv_legacy_avx512_impl.inc.
+// Legacy-block kernels (Q8_0 / Q4_0 / Q5_0 / IQ4_NL weights x Q8_0 activations), AVX-512 VNNI
+// tier (vpdpbusd integer dots). Compiled with MOESPLIT_FLAGS_AVX512VNNI (gemv/legacy.cmake);
+// reached only through KernelsFor(IsaTier::kAvx512Vnni). The bodies are in
+// gemv_legacy_avx512_impl.inc.
 #include <immintrin.h>
 
 #include <cstddef>

@@ -1,7 +1,7 @@
-// Scalar reference dots of the legacy-block weights Q4_0 / Q5_0 / IQ4_NL against Q8_0 activations: the
-// twins every SIMD tier is tested against (the Q8_0 x Q8_0 one is DotQ8_0_Q8_0_Scalar in
-// gemv_scalar.cc). Per block the integer sum is exact; the float terms d_w * d_a * isum are
-// accumulated in block order.
+// Scalar reference dots of the legacy-block weights Q4_0 / Q5_0 / IQ4_NL against Q8_0
+// activations: the twins every SIMD tier is tested against (the Q8_0 x Q8_0 one is
+// DotQ8_0_Q8_0_Scalar in gemv_scalar.cc). Per block the integer sum is exact; the float terms d_w *
+// d_a * isum are accumulated in block order.
 #include <cstdint>
 #include <cstring>
 

@@ -165,7 +165,8 @@ void QuantIQ4_XS(const float* src, void* dst, int64_t nb) {
       const float dl = d * static_cast<float>(l);
       const float idl = dl != 0.0f ? 1 / dl : 0.0f;
       uint8_t L[kQk];
-      for (int k = 0; k < kQk; ++k) L[k] = static_cast<uint8_t>(NearestLevel(idl * src[kQk * j + k]));
+      for (int k = 0; k < kQk; ++k)
+        L[k] = static_cast<uint8_t>(NearestLevel(idl * src[kQk * j + k]));
       PackIndices(L, b.qs + 16 * j);
       l += 32;
       b.scales_l[j / 2] |= static_cast<uint8_t>((l & 0xF) << 4 * (j % 2));

@@ -194,7 +194,8 @@ void RepackIQ4XSRows16(const void* src, size_t src_stride, int64_t n, void* dst)
       std::memcpy(&in, s + r * src_stride + b * sizeof(BlockIQ4_XS), sizeof(in));
       for (int i = 0; i < 32; ++i) std::memcpy(&o.q[i][r], in.qs + 4 * i, 4);
       for (int j = 0; j < 8; ++j) {
-        const int ls = ((in.scales_l[j / 2] >> 4 * (j % 2)) & 0xF) | ((in.scales_h >> 2 * j) & 3) << 4;
+        const int ls = ((in.scales_l[j / 2] >> 4 * (j % 2)) & 0xF) | ((in.scales_h >> 2 * j) & 3)
+                                                                         << 4;
         o.sc[j][r] = static_cast<int8_t>(ls - 32);
       }
       d[b * kR16Rows + r] = in.d;
@@ -206,8 +207,8 @@ void UnpackIQ4XSRows16(const void* src, int64_t n, void* dst, size_t dst_stride)
   MOESPLIT_CHECK(n % kQkK == 0, "IQ4_XS row of ", n, " values");
   const int64_t nb = n / kQkK;
   const auto* d = static_cast<const uint16_t*>(src);  // [nb][16] f16
-  const auto* in =
-      reinterpret_cast<const BlockIQ4_XS_R16*>(static_cast<const uint8_t*>(src) + nb * kR16Rows * 2);
+  const auto* in = reinterpret_cast<const BlockIQ4_XS_R16*>(static_cast<const uint8_t*>(src) +
+                                                            nb * kR16Rows * 2);
   auto* o = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < nb; ++b) {
     const BlockIQ4_XS_R16& g = in[b];

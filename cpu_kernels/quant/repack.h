@@ -142,7 +142,8 @@ void UnpackQ5KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 void RepackIQ4XSRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ4XSRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
-// 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q4_0 / IQ4_NL) at src
+// 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q4_0 / IQ4_NL) at
+// src
 // -> one group of RepackedType(from, 16) at dst; and the inverse (`r16` the repacked type).
 void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, size_t dst_stride);

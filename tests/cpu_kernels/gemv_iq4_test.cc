@@ -41,9 +41,7 @@ bool TierAvailable(IsaTier tier) {
   return static_cast<int>(tier) <= static_cast<int>(cpu::BestTier(cpu::DetectCpuFeatures()));
 }
 
-GgmlType ActType(GgmlType w) {
-  return w == GgmlType::kIQ4_NL ? GgmlType::kQ8_0 : GgmlType::kQ8_K;
-}
+GgmlType ActType(GgmlType w) { return w == GgmlType::kIQ4_NL ? GgmlType::kQ8_0 : GgmlType::kQ8_K; }
 
 // rows x n values of `type`, rows `stride` bytes apart (u32 storage: 4-byte aligned), with the
 // dequantized values.
@@ -352,8 +350,8 @@ TEST(Iq4XsLookupVariants, VnniAndVbmiMatchScalar) {
     if (!v.runs) continue;
     for (int64_t n_tok : {1, 5}) {
       std::vector<float> y(n_tok * rows, kNaN);
-      v.gemm(packed.data(), RowBytes(GgmlType::kIQ4_XS_R16, n), rows, a.Row(0), a.stride, n_tok,
-             n, y.data(), rows);
+      v.gemm(packed.data(), RowBytes(GgmlType::kIQ4_XS_R16, n), rows, a.Row(0), a.stride, n_tok, n,
+             y.data(), rows);
       for (int64_t t = 0; t < n_tok; ++t) {
         for (int64_t r = 0; r < rows; ++r) {
           const double tol = 1e-5 * ExactDot(w, r, a, t).norm;

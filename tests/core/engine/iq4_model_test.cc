@@ -93,8 +93,8 @@ TEST_P(Iq4ModelTest, LogitsMatchTheScalarTier) {
     for (const std::string& l : report) {
       repacked_iq4 = repacked_iq4 || l.find("iq4_xs_r16") != std::string::npos;
     }
-    const bool native = gemv::LoadLayout(gemv::KernelsFor(GetParam()), GgmlType::kIQ4_XS, 16) !=
-                        GgmlType::kIQ4_XS;
+    const bool native =
+        gemv::LoadLayout(gemv::KernelsFor(GetParam()), GgmlType::kIQ4_XS, 16) != GgmlType::kIQ4_XS;
     EXPECT_EQ(repacked_iq4, repack && native) << "repack " << repack;
   }
 }
