@@ -5,6 +5,7 @@
 //                                        layers a Q6_K down projection, the others Q4_K)
 //   v2lite   2048  1408  64       6      q4_K-q5_0 (llama.cpp's Q4_K_M fallback: 1408 is no
 //                                        multiple of 256), q4_K-q8_0
+//   v3 / v2lite iq4_xs-iq4_xs / iq4_xs-iq4_nl (IQ4_XS files; repacked only)
 // each in the file layout, and ".../repacked" (all four) as the engine stores
 // them by default: repacked at load into 16-row groups where the tier has the layouts
 // (gemv::LoadLayout: q4_K_r16, q6_K_r16, q5_0_r16, q8_0_r16 on AVX-512 VNNI).
@@ -68,6 +69,11 @@ constexpr Variant kVariants[] = {
     {"v3/q4_K-q4_K/repacked", 7168, 2048, 256, 8, GgmlType::kQ4_K, GgmlType::kQ4_K, true},
     {"v2lite/q4_K-q5_0/repacked", 2048, 1408, 64, 6, GgmlType::kQ4_K, GgmlType::kQ5_0, true},
     {"v2lite/q4_K-q8_0/repacked", 2048, 1408, 64, 6, GgmlType::kQ4_K, GgmlType::kQ8_0, true},
+    // IQ4_XS files (llama-quantize IQ4_XS: experts IQ4_XS; V2-Lite's 1408-wide down rows fall
+    // back to IQ4_NL), repacked at load to iq4_xs_r16 / iq4_nl_r16 on AVX-512 VNNI.
+    {"v3/iq4_xs-iq4_xs/repacked", 7168, 2048, 256, 8, GgmlType::kIQ4_XS, GgmlType::kIQ4_XS, true},
+    {"v2lite/iq4_xs-iq4_nl/repacked", 2048, 1408, 64, 6, GgmlType::kIQ4_XS, GgmlType::kIQ4_NL,
+     true},
 };
 constexpr int64_t kTokens[] = {1, 64, 512};  // decode, prefill 64, prefill 512
 constexpr int kThreads[] = {1, 2};

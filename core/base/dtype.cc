@@ -28,10 +28,10 @@ constexpr TypeTraits kTraits[] = {
     {T::kIQ2_XS, "iq2_xs", 256, 74, true},
     {T::kIQ3_XXS, "iq3_xxs", 256, 98, true},
     {T::kIQ1_S, "iq1_s", 256, 50, true},
-    {T::kIQ4_NL, "iq4_nl", 32, 18, true},
+    {T::kIQ4_NL, "iq4_nl", 32, 18, true},  // f16 d + 16 B of table indices
     {T::kIQ3_S, "iq3_s", 256, 110, true},
     {T::kIQ2_S, "iq2_s", 256, 82, true},
-    {T::kIQ4_XS, "iq4_xs", 256, 136, true},
+    {T::kIQ4_XS, "iq4_xs", 256, 136, true},  // f16 d + 2 + 4 B scales + 128 B indices
     {T::kI8, "i8", 1, 1, false},
     {T::kI16, "i16", 1, 2, false},
     {T::kI32, "i32", 1, 4, false},
@@ -52,6 +52,7 @@ constexpr TypeTraits kInternalTraits[] = {
     {T::kQ4_K_R16, "q4_K_r16", 256, 148, true}, {T::kQ8_0_R16, "q8_0_r16", 32, 34, true},
     {T::kQ5_0_R16, "q5_0_r16", 32, 22, true},   {T::kQ4_0_R16, "q4_0_r16", 32, 18, true},
     {T::kQ6_K_R16, "q6_K_r16", 256, 210, true}, {T::kQ5_K_R16, "q5_K_r16", 256, 180, true},
+    {T::kIQ4_NL_R16, "iq4_nl_r16", 32, 18, true}, {T::kIQ4_XS_R16, "iq4_xs_r16", 256, 138, true},
 };
 
 const TypeTraits* FindInternalTraits(GgmlType t) {

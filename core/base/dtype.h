@@ -66,10 +66,16 @@ enum class GgmlType : uint32_t {
   // Q5_K with 16 rows interleaved (repack.h): 180 bytes per row and block (Q5_K: 176; the
   // scales are stored unpacked, as kQ4_K_R16).
   kQ5_K_R16 = 69,
+  // IQ4_NL with 16 rows interleaved (repack.h): Q4_0_R16's layout (the nibbles are table
+  // indices), 18 bytes per row and block as the file type.
+  kIQ4_NL_R16 = 70,
+  // IQ4_XS with 16 rows interleaved (repack.h): 138 bytes per row and block (IQ4_XS: 136; the
+  // 6-bit scales are stored unpacked, as kQ4_K_R16).
+  kIQ4_XS_R16 = 71,
 };
 
 inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
-inline constexpr uint32_t kTypeIdLimit = 70;      // ggml's ids and moesplit's internal layouts
+inline constexpr uint32_t kTypeIdLimit = 72;      // ggml's ids and moesplit's internal layouts
 
 // The rows a layout interleaves: 16 for the *_R16 layouts, 1 for every GGUF type. Matrices of such
 // a type are sliced only at multiples of this many rows.

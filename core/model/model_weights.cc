@@ -30,7 +30,16 @@ class Resolver {
     std::string msg = StrCat(f_.path(), ": ", n_problems_, " tensor problem(s) for a ",
                              f_.architecture(), " model:");
     msg += problems_;
-    msg += "\n(is the file complete and converted by llama.cpp's convert_hf_to_gguf.py?)";
+    // Tensors of a type moesplit does not read are no fault of the file: say so instead of
+    // sending the user to re-convert it. The converter hint is for missing or misshapen tensors.
+    if (n_type_problems_ > 0) {
+      msg += StrCat("\n(", unsupported_types_,
+                    ": not supported by moesplit yet; a file quantized to another type, e.g. "
+                    "Q4_K_M, IQ4_XS or Q8_0, runs)");
+    }
+    if (n_problems_ > n_type_problems_) {
+      msg += "\n(is the file complete and converted by llama.cpp's convert_hf_to_gguf.py?)";
+    }
     return InvalidArgumentError(msg);
   }
 
@@ -55,8 +64,12 @@ class Resolver {
       return TensorView{};
     }
     if (!quant::CanDequantize(t->type)) {
-      Problem(
-          StrCat(name, " has type ", TypeName(t->type), ", which the CPU path cannot read yet"));
+      Problem(StrCat(name, " has type ", TypeName(t->type), ", which moesplit cannot read yet"));
+      ++n_type_problems_;
+      const std::string type = TypeName(t->type);
+      if (unsupported_types_.find(type) == std::string::npos) {
+        unsupported_types_ += (unsupported_types_.empty() ? "" : ", ") + type;
+      }
       return TensorView{};
     }
     return t->View();
@@ -77,6 +90,8 @@ class Resolver {
   const gguf::GgufFile& f_;
   std::string problems_;
   int n_problems_ = 0;
+  int n_type_problems_ = 0;        // problems that are only an unsupported tensor type
+  std::string unsupported_types_;  // their type names, comma-separated
 };
 
 std::string Blk(int64_t il, const char* name, const char* suffix = "weight") {

@@ -148,7 +148,9 @@ StatusOr<QuantMix> QuantMixFromName(std::string_view name) {
   if (u == "Q8_0") return QuantMix::kQ8_0;
   if (u == "F16") return QuantMix::kF16;
   if (u == "BF16") return QuantMix::kBF16;
-  return InvalidArgumentError("unsupported --quant '", name, "' (choose Q4_K_M, Q8_0, F16, BF16)");
+  if (u == "IQ4_XS") return QuantMix::kIQ4_XS;
+  return InvalidArgumentError("unsupported --quant '", name,
+                              "' (choose Q4_K_M, Q8_0, IQ4_XS, F16, BF16)");
 }
 
 const char* QuantMixName(QuantMix mix) {
@@ -161,6 +163,8 @@ const char* QuantMixName(QuantMix mix) {
       return "F16";
     case QuantMix::kBF16:
       return "BF16";
+    case QuantMix::kIQ4_XS:
+      return "IQ4_XS";
   }
   return "?";
 }
@@ -175,6 +179,8 @@ uint32_t QuantMixFileType(QuantMix mix) {
       return 1;  // LLAMA_FTYPE_MOSTLY_F16
     case QuantMix::kBF16:
       return 32;  // LLAMA_FTYPE_MOSTLY_BF16
+    case QuantMix::kIQ4_XS:
+      return 30;  // LLAMA_FTYPE_MOSTLY_IQ4_XS
   }
   return 0;
 }

@@ -64,6 +64,9 @@ GgmlType Fallback(GgmlType t, int64_t ne0) {
     case GgmlType::kQ3_K:
       r = GgmlType::kQ4_0;
       break;
+    case GgmlType::kIQ4_XS:
+      r = GgmlType::kIQ4_NL;
+      break;
     default:
       r = GgmlType::kF16;
       break;
@@ -105,6 +108,35 @@ GgmlType Q4KMType(const TensorSpec& t, Q4KMState* s) {
   return type;
 }
 
+// IQ4_XS without an importance matrix (llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_IQ4_XS):
+// default IQ4_XS; output Q6_K; attn_v-like Q5_K when n_gqa >= 4 (Q8_0 with 8 experts); 8-expert
+// models: attn_k Q8_0, attn_output Q5_K; ffn_down* Q5_K in the first eighth of the layers.
+GgmlType IQ4XSType(const TensorSpec& t, const Q4KMState& s, int64_t n_gqa) {
+  GgmlType type = GgmlType::kIQ4_XS;
+  switch (CategoryOf(t.name)) {
+    case Category::kOutput:
+      type = t.ne[0] % 256 != 0 ? GgmlType::kQ8_0 : GgmlType::kQ6_K;
+      break;
+    case Category::kAttnVLike:
+      if (n_gqa >= 4) type = GgmlType::kQ5_K;
+      if (s.n_expert == 8) type = GgmlType::kQ8_0;
+      break;
+    case Category::kAttnK:
+      if (s.n_expert == 8) type = GgmlType::kQ8_0;
+      break;
+    case Category::kAttnOutput:
+      if (s.n_expert == 8) type = GgmlType::kQ5_K;
+      break;
+    case Category::kFfnDown:
+      if (LayerOf(t.name) < s.n_layer / 8) type = GgmlType::kQ5_K;
+      break;
+    case Category::kTokenEmbd:
+    case Category::kOther:
+      break;
+  }
+  return type;
+}
+
 }  // namespace
 
 bool KeepsSourceType(const TensorSpec& t) {
@@ -112,7 +144,7 @@ bool KeepsSourceType(const TensorSpec& t) {
          Contains(t.name, "ffn_gate_inp.weight");
 }
 
-void AssignTypes(QuantMix mix, int64_t n_layer, int64_t n_expert,
+void AssignTypes(QuantMix mix, int64_t n_layer, int64_t n_expert, int64_t n_gqa,
                  std::vector<TensorSpec>* tensors) {
   Q4KMState state{n_layer, n_expert, 0, 0};
   for (const TensorSpec& t : *tensors) {
@@ -135,6 +167,9 @@ void AssignTypes(QuantMix mix, int64_t n_layer, int64_t n_expert,
         break;
       case QuantMix::kQ4_K_M:
         t.type = Fallback(Q4KMType(t, &state), t.ne[0]);
+        break;
+      case QuantMix::kIQ4_XS:
+        t.type = Fallback(IQ4XSType(t, state, n_gqa), t.ne[0]);
         break;
     }
   }

@@ -6,9 +6,12 @@
 //    "use more bits" layers (counted over those tensors); ffn_down* (incl. _exps, _shexp) Q6_K on
 //    the use-more-bits layers (layer parsed from the name, out of block_count); 8-expert models:
 //    attn_v and attn_k Q8_0, attn_output Q5_K;
+//  - IQ4_XS (no importance matrix): default IQ4_XS; output.weight Q6_K; attn_v-like Q5_K when
+//    n_head / n_head_kv >= 4; ffn_down* Q5_K in layers < n_layer / 8; 8-expert models: attn_v
+//    Q8_0, attn_k Q8_0, attn_output Q5_K (bartowski's IQ4_XS files are this mix, imatrix aside);
 //  - a K-quant whose ne[0] is not a multiple of 256 falls back: Q4_K->Q5_0, Q5_K->Q5_1,
-//    Q6_K->Q8_0 (e.g. DeepSeek's attn_k_b with ne[0] = qk_nope = 128), and to F16 if even that
-//    block size (32) does not divide ne[0].
+//    Q6_K->Q8_0, IQ4_XS->IQ4_NL (e.g. DeepSeek's attn_k_b with ne[0] = qk_nope = 128), and to
+//    F16 if even that block size (32) does not divide ne[0].
 #pragma once
 
 #include <vector>
@@ -21,7 +24,9 @@ namespace moesplit::synth {
 bool KeepsSourceType(const TensorSpec& t);
 
 // Sets `type` of every tensor. `tensors` must be in file order (the order llama-quantize walks
-// them, which the attn_v counter depends on). n_layer = block_count, n_expert = expert_count.
-void AssignTypes(QuantMix mix, int64_t n_layer, int64_t n_expert, std::vector<TensorSpec>* tensors);
+// them, which the attn_v counter depends on). n_layer = block_count, n_expert = expert_count,
+// n_gqa = head_count / head_count_kv (1 where the model has no kv head count).
+void AssignTypes(QuantMix mix, int64_t n_layer, int64_t n_expert, int64_t n_gqa,
+                 std::vector<TensorSpec>* tensors);
 
 }  // namespace moesplit::synth

@@ -183,7 +183,8 @@ StatusOr<ModelSpec> BuildTensorTable(const BuildOptions& options) {
     }
   }
   SortLikeQuantize(&spec.tensors);
-  AssignTypes(options.quant, layers, h.n_expert, &spec.tensors);
+  const int64_t n_gqa = h.n_head_kv > 0 ? h.n_head / h.n_head_kv : 1;
+  AssignTypes(options.quant, layers, h.n_expert, n_gqa, &spec.tensors);
   spec.hp = std::move(h);
   return spec;
 }

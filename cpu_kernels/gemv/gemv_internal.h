@@ -79,6 +79,8 @@ float DotQ8_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
 // (avx2: gemv_legacy_avx2_gemm.cc; avx512: gemv_legacy_avx512_gemm.inc).
 float DotQ4_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 float DotQ5_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
+// IQ4_NL: Q4_0's block with the nibbles indexing kIq4Values (same Q8_0 activations).
+float DotIQ4NL_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 
 #if defined(MOESPLIT_GEMV_X86)
 float DotQ4_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
@@ -106,6 +108,20 @@ void GemmQ4_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, co
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmQ5_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// IQ4_NL: the Q4_0 tiles with a vpshufb table lookup (avx2, avx512, avx512vnni) and, for
+// kIQ4_NL_R16, Q4_0_R16's VNNI kernels with the lookup (gemv_legacy_r16_avx512vnni.inc).
+float DotIQ4NL_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotIQ4NL_Q8_0_Avx512(const void* w_row, const void* a_row, int64_t n);
+float DotIQ4NL_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
+void GemmIQ4NL_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmIQ4NL_Q8_0_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                           size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmIQ4NL_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmIQ4NLR16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                  size_t a_stride, int64_t n_tok, int64_t n, float* y,
+                                  int64_t ldy);
 // The legacy blocks repacked in 16-row groups (kQ8_0_R16 / kQ5_0_R16 / kQ4_0_R16): the AVX-512
 // VNNI tiles (gemv_legacy_r16_avx512vnni.inc); other tiers take GemmR16ByUnpack.
 void GemmQ8_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
@@ -125,6 +141,8 @@ void GemmQ4_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows,
 float DotQ4K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
 float DotQ5K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
 float DotQ6K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
+// IQ4_XS (256-value super-blocks, 8 signed 6-bit sub-block scales, kIq4Values levels) x Q8_K.
+float DotIQ4XS_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
 
 #if defined(MOESPLIT_GEMV_X86)
 #define MOESPLIT_KQUANT_DECLARE(Type, Tier)                                                   \
@@ -152,6 +170,17 @@ void GemmQ6KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, c
 // Q5_K row-lane tile filled from the groups (gemv_kquants_q5k_r16_avx512vnni.inc).
 void GemmQ5KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// IQ4_XS: the AVX2 dot (also the AVX-512 tier's), the AVX-512 VNNI dot and the kIQ4_XS_R16
+// kernels (gemv_iq4xs_avx2.cc, gemv_iq4xs_avx512vnni.cc); the file layout's gemm is GemmByDots.
+float DotIQ4XS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotIQ4XS_Q8K_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
+void GemmIQ4XSR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// The same with vpermb lookups (gemv_iq4xs_avx512vbmi.cc): the VNNI tier's entries where
+// cpu::DetectCpuFeatures().avx512vbmi.
+float DotIQ4XS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
+void GemmIQ4XSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #undef MOESPLIT_KQUANT_DECLARE
 #endif
 // ---- end of the K-quant family ------------------------------------------------------------

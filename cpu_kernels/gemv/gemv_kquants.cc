@@ -1,4 +1,4 @@
-// Registration of the K-quant kernels (weights Q4_K/Q5_K/Q6_K, activations Q8_K) per tier.
+// Registration of the K-quant kernels (weights Q4_K/Q5_K/Q6_K/IQ4_XS, activations Q8_K) per tier.
 // The scalar tier keeps GemmByDots (it is the reference); the SIMD tiers have tiled gemms.
 #include "cpu_kernels/gemv/gemv_internal.h"
 
@@ -12,7 +12,8 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
     k->by_type[static_cast<size_t>(r16)] = {GgmlType::kQ8_K, nullptr, gemm};
     k->native_layout[static_cast<size_t>(r16)] = native;
   };
-  constexpr GgmlType kQ6R16 = GgmlType::kQ6_K_R16, kQ5R16 = GgmlType::kQ5_K_R16;
+  constexpr GgmlType kQ6R16 = GgmlType::kQ6_K_R16, kQ5R16 = GgmlType::kQ5_K_R16,
+                     kXsR16 = GgmlType::kIQ4_XS_R16;
   switch (tier) {
     case cpu::IsaTier::kScalar:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Scalar, GemmByDots<DotQ4K_Q8K_Scalar>);
@@ -21,6 +22,8 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(GemmR16ByUnpack<GgmlType::kQ4_K_R16, GemmByDots<DotQ4K_Q8K_Scalar>>, false);
       set_r16(GemmR16ByUnpack<kQ6R16, GemmByDots<DotQ6K_Q8K_Scalar>>, false, kQ6R16);
       set_r16(GemmR16ByUnpack<kQ5R16, GemmByDots<DotQ5K_Q8K_Scalar>>, false, kQ5R16);
+      set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Scalar, GemmByDots<DotIQ4XS_Q8K_Scalar>);
+      set_r16(GemmR16ByUnpack<kXsR16, GemmByDots<DotIQ4XS_Q8K_Scalar>>, false, kXsR16);
       return;
 #if defined(MOESPLIT_GEMV_X86)
     case cpu::IsaTier::kAvx2:
@@ -30,6 +33,8 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(GemmR16ByUnpack<GgmlType::kQ4_K_R16, GemmQ4K_Q8K_Avx2>, false);
       set_r16(GemmR16ByUnpack<kQ6R16, GemmQ6K_Q8K_Avx2>, false, kQ6R16);
       set_r16(GemmR16ByUnpack<kQ5R16, GemmQ5K_Q8K_Avx2>, false, kQ5R16);
+      set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx2, GemmByDots<DotIQ4XS_Q8K_Avx2>);
+      set_r16(GemmR16ByUnpack<kXsR16, GemmByDots<DotIQ4XS_Q8K_Avx2>>, false, kXsR16);
       return;
     case cpu::IsaTier::kAvx512:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512, GemmQ4K_Q8K_Avx512);
@@ -38,6 +43,9 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(GemmR16ByUnpack<GgmlType::kQ4_K_R16, GemmQ4K_Q8K_Avx512>, false);
       set_r16(GemmR16ByUnpack<kQ6R16, GemmQ6K_Q8K_Avx512>, false, kQ6R16);
       set_r16(GemmR16ByUnpack<kQ5R16, GemmQ5K_Q8K_Avx512>, false, kQ5R16);
+      // IQ4_XS: the AVX2 dot (no VNNI: 512-bit maddubs gains nothing over it here).
+      set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx2, GemmByDots<DotIQ4XS_Q8K_Avx2>);
+      set_r16(GemmR16ByUnpack<kXsR16, GemmByDots<DotIQ4XS_Q8K_Avx2>>, false, kXsR16);
       return;
     case cpu::IsaTier::kAvx512Vnni:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512Vnni, GemmQ4K_Q8K_Avx512Vnni);
@@ -48,6 +56,16 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       // tokens, the row-lane tile filled from the groups for more.
       set_r16(GemmQ6KR16_Q8K_Avx512Vnni, true, kQ6R16);
       set_r16(GemmQ5KR16_Q8K_Avx512Vnni, true, kQ5R16);
+      // IQ4_XS: the 16-row layout's kernels (decode and several tokens); the file layout, left
+      // to tensors whose rows are not a multiple of 16, one dot per (row, token).
+      // With VBMI, vpermb lookups (3 ops per 128 indices instead of 5).
+      if (cpu::DetectCpuFeatures().avx512vbmi) {
+        set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx512Vbmi, GemmByDots<DotIQ4XS_Q8K_Avx512Vbmi>);
+        set_r16(GemmIQ4XSR16_Q8K_Avx512Vbmi, true, kXsR16);
+      } else {
+        set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx512Vnni, GemmByDots<DotIQ4XS_Q8K_Avx512Vnni>);
+        set_r16(GemmIQ4XSR16_Q8K_Avx512Vnni, true, kXsR16);
+      }
       return;
 #endif
     default:

@@ -1,6 +1,6 @@
-// AVX2 + FMA tier of the legacy-block kernels: Q4_0 / Q5_0 dots and the Q8_0 / Q4_0 / Q5_0 gemm
-// tiles, all against Q8_0 activations. Compiled with MOESPLIT_FLAGS_AVX2 (gemv/legacy.cmake);
-// reached only through KernelsFor(IsaTier::kAvx2).
+// AVX2 + FMA tier of the legacy-block kernels: Q4_0 / Q5_0 / IQ4_NL dots and the Q8_0 / Q4_0 /
+// Q5_0 / IQ4_NL gemm tiles, all against Q8_0 activations. Compiled with MOESPLIT_FLAGS_AVX2
+// (gemv/legacy.cmake); reached only through KernelsFor(IsaTier::kAvx2).
 //
 // Integer scheme (maddubs needs one unsigned operand, pairs must fit i16):
 //   Q4_0 / Q5_0: the raw quants u in [0, 15] / [0, 31] are the unsigned operand, and the offset
@@ -131,6 +131,18 @@ struct KindQ8_0 {
   }
 };
 
+// IQ4_NL: the nibbles index kIq4Values; one vpshufb (16-entry table per 128-bit lane) turns
+// them into the signed values, which then take Q8_0's sign trick (|q| <= 127).
+struct KindIQ4NL : KindQ8_0 {
+  static constexpr size_t kBytes = sizeof(quant::BlockIQ4_NL);
+  [[gnu::always_inline]] static W Unpack(const uint8_t* p) {
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIq4Values)));
+    const __m256i q = _mm256_shuffle_epi8(table, UnpackNibbles(p + 2));
+    return {q, _mm256_abs_epi8(q)};
+  }
+};
+
 // acc + d_w * d_a * Dot of the weight block at w and the activation block at a.
 template <class K>
 [[gnu::always_inline]] inline __m256 DotBlock(const uint8_t* w, const uint8_t* a, __m256 acc) {
@@ -225,6 +237,15 @@ void GemmImpl(const void* w, size_t w_stride, int64_t n_rows, const void* a, siz
 }
 
 }  // namespace
+
+float DotIQ4NL_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
+  return DotImpl<KindIQ4NL>(w_row, a_row, n);
+}
+
+void GemmIQ4NL_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  GemmImpl<KindIQ4NL>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
 
 float DotQ4_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
   return DotImpl<KindQ4_0>(w_row, a_row, n);

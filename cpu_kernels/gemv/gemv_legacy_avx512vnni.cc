@@ -1,6 +1,7 @@
-// Legacy-block kernels (Q8_0 / Q4_0 / Q5_0 weights x Q8_0 activations), AVX-512 VNNI tier (vpdpbusd
-// integer dots). Compiled with MOESPLIT_FLAGS_AVX512VNNI (gemv/legacy.cmake); reached only through
-// KernelsFor(IsaTier::kAvx512Vnni). The bodies are in gemv_legacy_avx512_impl.inc.
+// Legacy-block kernels (Q8_0 / Q4_0 / Q5_0 / IQ4_NL weights x Q8_0 activations), AVX-512 VNNI
+// tier (vpdpbusd integer dots). Compiled with MOESPLIT_FLAGS_AVX512VNNI (gemv/legacy.cmake);
+// reached only through KernelsFor(IsaTier::kAvx512Vnni). The bodies are in
+// gemv_legacy_avx512_impl.inc.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -82,6 +83,32 @@ void GemmQ5_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows,
 void GemmQ4_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   LegacyR16Gemm<GgmlType::kQ4_0_R16, BlockQ4_0>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+
+float DotIQ4NL_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) {
+  return DotImpl<KindIQ4NL<true>>(w_row, a_row, n);
+}
+
+// IQ4_NL in the file layout (tensors that are not repacked): 16-row groups in the row-lane tile
+// for several tokens, the pair tiles for one token and the remaining rows (no block-major tile:
+// the file layout is the minority case, experts are repacked to kIQ4_NL_R16).
+void GemmIQ4NL_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  int64_t r = 0;
+  if (n_tok >= kLegacyRowLaneMinTokens && n / kQk <= kLegacyTokValues) {
+    r = n_rows / kRowLaneRows * kRowLaneRows;
+    LegacyRowLaneGemm<quant::BlockIQ4_NL>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
+  }
+  if (r == n_rows) return;
+  GemmImpl<KindIQ4NL<true>>(static_cast<const uint8_t*>(w) + r * w_stride, w_stride, n_rows - r, a,
+                            a_stride, n_tok, n, y + r, ldy);
+}
+
+void GemmIQ4NLR16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                  size_t a_stride, int64_t n_tok, int64_t n, float* y,
+                                  int64_t ldy) {
+  LegacyR16Gemm<GgmlType::kIQ4_NL_R16, quant::BlockIQ4_NL>(w, w_stride, n_rows, a, a_stride, n_tok,
+                                                           n, y, ldy);
 }
 
 }  // namespace moesplit::gemv::internal

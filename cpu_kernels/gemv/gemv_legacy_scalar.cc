@@ -1,7 +1,7 @@
-// Scalar reference dots of the legacy-block weights Q4_0 / Q5_0 against Q8_0 activations: the
-// twins every SIMD tier is tested against (the Q8_0 x Q8_0 one is DotQ8_0_Q8_0_Scalar in
-// gemv_scalar.cc). Per block the integer sum is exact; the float terms d_w * d_a * isum are
-// accumulated in block order.
+// Scalar reference dots of the legacy-block weights Q4_0 / Q5_0 / IQ4_NL against Q8_0
+// activations: the twins every SIMD tier is tested against (the Q8_0 x Q8_0 one is
+// DotQ8_0_Q8_0_Scalar in gemv_scalar.cc). Per block the integer sum is exact; the float terms d_w *
+// d_a * isum are accumulated in block order.
 #include <cstdint>
 #include <cstring>
 
@@ -49,6 +49,24 @@ float DotQ5_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
       const int lo = (w[b].qs[l] & 0xF) | static_cast<int>((qh >> l) & 1) << 4;
       const int hi = (w[b].qs[l] >> 4) | static_cast<int>((qh >> (l + 16)) & 1) << 4;
       isum += (lo - 16) * a[b].qs[l] + (hi - 16) * a[b].qs[l + kQk / 2];
+    }
+    sum += HalfToFloat(w[b].d) * HalfToFloat(a[b].d) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+// IQ4_NL value j = d * kIq4Values[q_j], q_j the nibble as in Q4_0.
+//   sum_j w_j a_j = d_w * d_a * sum_j kIq4Values[q_j] * a_j,  |isum| <= 32 * 127 * 127
+float DotIQ4NL_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const quant::BlockIQ4_NL*>(w_row);  // [n / 32]
+  const auto* a = static_cast<const BlockQ8_0*>(a_row);           // [n / 32]
+  const int64_t nb = n / kQk;
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    int32_t isum = 0;
+    for (int l = 0; l < kQk / 2; ++l) {
+      isum += quant::kIq4Values[w[b].qs[l] & 0xF] * a[b].qs[l];
+      isum += quant::kIq4Values[w[b].qs[l] >> 4] * a[b].qs[l + kQk / 2];
     }
     sum += HalfToFloat(w[b].d) * HalfToFloat(a[b].d) * static_cast<float>(isum);
   }

@@ -111,4 +111,31 @@ float DotQ8_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
   return sum;
 }
 
+// Per 256-value block (w = d * (s_j - 32) * kIq4Values[q], a = d_a * q8):
+//   sum_i w_i a_i = d * d_a * sum_j (s_j - 32) * sum_{i in j} kIq4Values[q_i] q8_i
+// |isum| <= 32 * 127 * 127 * 256 < 2^31.
+float DotIQ4XS_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const quant::BlockIQ4_XS*>(w_row);  // [n / 256]
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);           // [n / 256]
+  const int64_t nb = n / kQkK;
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    int32_t isum = 0;
+    for (int j = 0; j < kQkK / kQk; ++j) {
+      const int ls =
+          ((w[b].scales_l[j / 2] >> 4 * (j % 2)) & 0xF) | ((w[b].scales_h >> 2 * j) & 3) << 4;
+      const uint8_t* q4 = w[b].qs + 16 * j;   // [16] indices of values 32j + l | 32j + 16 + l
+      const int8_t* q8 = a[b].qs + kQk * j;  // [32]
+      int32_t sub = 0;
+      for (int l = 0; l < kQk / 2; ++l) {
+        sub += quant::kIq4Values[q4[l] & 0xF] * q8[l];
+        sub += quant::kIq4Values[q4[l] >> 4] * q8[l + kQk / 2];
+      }
+      isum += (ls - 32) * sub;
+    }
+    sum += HalfToFloat(w[b].d) * a[b].d * static_cast<float>(isum);
+  }
+  return sum;
+}
+
 }  // namespace moesplit::gemv::internal

@@ -17,6 +17,8 @@
 //   Q5_K   256    176      5.5        d*s_j * q - dmin*m_j     q in [0, 31], 8 sub-blocks of 32
 //   Q6_K   256    210      6.5625     d*s_j * (q - 32)         q in [0, 63], 16 sub-blocks of 16
 //   Q8_K   256    292      9.125      d * q (f32 d)            q in [-127, 127]; activations only
+//   IQ4_NL  32     18      4.5        d * kIq4Values[q]        q in [0, 15]
+//   IQ4_XS 256    136      4.25       d*(s_j - 32) * kIq4Values[q]  s_j 6-bit, 8 sub-blocks of 32
 #pragma once
 
 #include <cstdint>
@@ -122,7 +124,33 @@ struct BlockQ8_K {
   int16_t bsums[kQkK / 16];  // [16] sum of qs[16j .. 16j + 15]
 };
 
+// The 16 non-linear levels of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl): a 4-bit index selects
+// one. Denser near zero, where most weights are; the most negative level has the largest
+// magnitude, as in the linear types.
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
+// 4.5 bpw. Q4_0's layout with table values: qs[j] holds the index of value j in its low
+// nibble and of value j + 16 in its high nibble.
+struct BlockIQ4_NL {
+  uint16_t d;           // f16 scale
+  uint8_t qs[kQk / 2];  // [16] 4-bit indices into kIq4Values
+};
+
+// 4.25 bpw. 8 sub-blocks of 32 values; sub-block j has the 6-bit scale
+//   s_j = (scales_l[j / 2] >> 4 (j % 2)) & 15 | ((scales_h >> 2j) & 3) << 4
+// stored biased by 32 (value = d * (s_j - 32) * kIq4Values[q]), and its indices in
+// qs[16j .. 16j + 15] as IQ4_NL's block (low nibble value 32j + l, high nibble 32j + 16 + l).
+struct BlockIQ4_XS {
+  uint16_t d;                   // f16 super-scale
+  uint16_t scales_h;            // [8 x 2 bits] high bits of s_j
+  uint8_t scales_l[kQkK / 64];  // [4] low nibbles of s_j
+  uint8_t qs[kQkK / 2];         // [128] 4-bit indices
+};
+
 static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24);

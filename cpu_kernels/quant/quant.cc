@@ -61,6 +61,8 @@ constexpr RowKernels kKernels[] = {
     {T::kQ5_K, in::DequantQ5_K, in::QuantQ5_K, 2},
     {T::kQ6_K, in::DequantQ6_K, in::QuantQ6_K, 2},
     {T::kQ8_K, in::DequantQ8_K, in::QuantQ8_K, 4},
+    {T::kIQ4_NL, in::DequantIQ4_NL, in::QuantIQ4_NL, 2},
+    {T::kIQ4_XS, in::DequantIQ4_XS, in::QuantIQ4_XS, 2},
 };
 
 const RowKernels* Find(GgmlType type) {

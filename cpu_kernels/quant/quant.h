@@ -10,10 +10,12 @@
 
 namespace moesplit::quant {
 
-// True for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K.
+// True for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K,
+// IQ4_NL, IQ4_XS.
 bool CanDequantize(GgmlType type);
-// True for the same 14 types. Each follows ggml's quantize_row_*_ref (f16/bf16: RNE); the bytes
-// are checked identical to llama.cpp's for the 12 types with oracle files. Q8_K (ggml's
+// True for the same 16 types. Each follows ggml's quantize_row_*_ref (f16/bf16: RNE; IQ4_NL /
+// IQ4_XS: llama.cpp's no-importance-matrix path, quantize_iq4_* with no quant_weights); the
+// bytes are checked identical to llama.cpp's for the 14 types with oracle files. Q8_K (ggml's
 // activation quantizer) has no oracle file and is checked by its properties.
 bool CanQuantize(GgmlType type);
 

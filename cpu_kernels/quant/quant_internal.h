@@ -38,4 +38,10 @@ void QuantQ5_K(const float* src, void* dst, int64_t nb);
 void QuantQ6_K(const float* src, void* dst, int64_t nb);
 void QuantQ8_K(const float* src, void* dst, int64_t nb);
 
+// quant_iq4.cc (IQ4_NL, IQ4_XS: dequantization and the no-importance-matrix quantizers)
+void DequantIQ4_NL(const void* src, float* dst, int64_t nb);
+void DequantIQ4_XS(const void* src, float* dst, int64_t nb);
+void QuantIQ4_NL(const float* src, void* dst, int64_t nb);
+void QuantIQ4_XS(const float* src, void* dst, int64_t nb);
+
 }  // namespace moesplit::quant::internal

@@ -17,7 +17,8 @@ namespace {
 constexpr GgmlType kLayouts[][2] = {
     {GgmlType::kQ4_K, GgmlType::kQ4_K_R16}, {GgmlType::kQ5_K, GgmlType::kQ5_K_R16},
     {GgmlType::kQ6_K, GgmlType::kQ6_K_R16}, {GgmlType::kQ8_0, GgmlType::kQ8_0_R16},
-    {GgmlType::kQ5_0, GgmlType::kQ5_0_R16}, {GgmlType::kQ4_0, GgmlType::kQ4_0_R16}};
+    {GgmlType::kQ5_0, GgmlType::kQ5_0_R16}, {GgmlType::kQ4_0, GgmlType::kQ4_0_R16},
+    {GgmlType::kIQ4_NL, GgmlType::kIQ4_NL_R16}, {GgmlType::kIQ4_XS, GgmlType::kIQ4_XS_R16}};
 
 // The other member of t's pair (side 0: t is a file type; 1: t is a layout), or t itself.
 GgmlType Partner(GgmlType t, int side) {
@@ -180,6 +181,53 @@ void UnpackQ6KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
   }
 }
 
+void RepackIQ4XSRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
+  MOESPLIT_CHECK(n % kQkK == 0, "IQ4_XS row of ", n, " values");
+  const int64_t nb = n / kQkK;
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint16_t*>(dst);  // [nb][16] f16
+  auto* out = reinterpret_cast<BlockIQ4_XS_R16*>(static_cast<uint8_t*>(dst) + nb * kR16Rows * 2);
+  for (int64_t b = 0; b < nb; ++b) {
+    BlockIQ4_XS_R16& o = out[b];
+    for (int r = 0; r < kR16Rows; ++r) {
+      BlockIQ4_XS in;
+      std::memcpy(&in, s + r * src_stride + b * sizeof(BlockIQ4_XS), sizeof(in));
+      for (int i = 0; i < 32; ++i) std::memcpy(&o.q[i][r], in.qs + 4 * i, 4);
+      for (int j = 0; j < 8; ++j) {
+        const int ls = ((in.scales_l[j / 2] >> 4 * (j % 2)) & 0xF) | ((in.scales_h >> 2 * j) & 3)
+                                                                         << 4;
+        o.sc[j][r] = static_cast<int8_t>(ls - 32);
+      }
+      d[b * kR16Rows + r] = in.d;
+    }
+  }
+}
+
+void UnpackIQ4XSRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  MOESPLIT_CHECK(n % kQkK == 0, "IQ4_XS row of ", n, " values");
+  const int64_t nb = n / kQkK;
+  const auto* d = static_cast<const uint16_t*>(src);  // [nb][16] f16
+  const auto* in = reinterpret_cast<const BlockIQ4_XS_R16*>(static_cast<const uint8_t*>(src) +
+                                                            nb * kR16Rows * 2);
+  auto* o = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockIQ4_XS_R16& g = in[b];
+    for (int r = 0; r < kR16Rows; ++r) {
+      BlockIQ4_XS blk;
+      for (int i = 0; i < 32; ++i) std::memcpy(blk.qs + 4 * i, &g.q[i][r], 4);
+      blk.scales_h = 0;
+      std::memset(blk.scales_l, 0, sizeof(blk.scales_l));
+      for (int j = 0; j < 8; ++j) {
+        const int ls = g.sc[j][r] + 32;
+        blk.scales_l[j / 2] |= static_cast<uint8_t>((ls & 0xF) << 4 * (j % 2));
+        blk.scales_h |= static_cast<uint16_t>((ls >> 4) << 2 * j);
+      }
+      blk.d = d[b * kR16Rows + r];
+      std::memcpy(o + r * dst_stride + b * sizeof(BlockIQ4_XS), &blk, sizeof(blk));
+    }
+  }
+}
+
 namespace {
 
 // The legacy file blocks' fields at a block's bytes (all three start with the f16 d).
@@ -272,6 +320,8 @@ void RepackRows(GgmlType from, const void* src, size_t src_stride, int64_t rows,
       RepackQ5KRows16(in, src_stride, n, o + g * group_bytes);
     } else if (to == GgmlType::kQ6_K_R16) {
       RepackQ6KRows16(in, src_stride, n, o + g * group_bytes);
+    } else if (to == GgmlType::kIQ4_XS_R16) {
+      RepackIQ4XSRows16(in, src_stride, n, o + g * group_bytes);
     } else {
       RepackLegacyRows16(from, in, src_stride, n, o + g * group_bytes);
     }
@@ -285,6 +335,8 @@ void UnpackRows16(GgmlType r16, const void* src, int64_t n, void* dst, size_t ds
     UnpackQ5KRows16(src, n, dst, dst_stride);
   } else if (r16 == GgmlType::kQ6_K_R16) {
     UnpackQ6KRows16(src, n, dst, dst_stride);
+  } else if (r16 == GgmlType::kIQ4_XS_R16) {
+    UnpackIQ4XSRows16(src, n, dst, dst_stride);
   } else {
     UnpackLegacyRows16(r16, src, n, dst, dst_stride);
   }

@@ -44,6 +44,19 @@
 // 5th bits from qh dword m, bits 2c / 2c + 1 of each byte). The kernels move those bits to bit 4
 // with a shift and an and; unpacking is a copy. 16 x 180 bytes per block (Q5_K: 176).
 //
+// kIQ4_NL_R16: IQ4_NL's blocks in kQ4_0_R16's layout exactly (f16 d's first, then u32 q[4][16]
+// of the stored index bytes): the nibbles are indices into kIq4Values instead of q + 8, so the
+// kernels look them up (vpshufb) where Q4_0's use them as they are. 16 x 18 bytes per 32 values.
+//
+// kIQ4_XS_R16: IQ4_XS with 16 rows interleaved. A group of nb = n / 256 blocks is, as the
+// legacy R16 layouts, the group's [nb][16] f16 d's, then nb BlockIQ4_XS_R16 payloads: q dword i
+// = row r's qs bytes 4i .. 4i+3 as stored (sub-block i / 4: low nibbles values 32 (i / 4) +
+// 4 (i % 4) + 0..3, high nibbles the same + 16), then the 6-bit scales unpacked to signed bytes
+// s_j - 32 (both nibbles of a dword share one sub-block, so one vpmulld per sub-block applies
+// it). A payload is 2176 bytes = 34 cache lines (64-byte aligned when nb is even, as 7168 / 256
+// and 2048 / 256 are: with the d's inside, 2208-byte blocks straddled lines every other block
+// and read ~20% slower cold). 16 x 138 bytes per 256 values (IQ4_XS: 136).
+//
 // A matrix of R rows (R a multiple of 16) and n columns is R / 16 groups back to back, each
 // n / 256 (Q4_K) or n / 32 (legacy) blocks: rows [16 g, 16 g + 16) start at byte
 // g * 16 * RowBytes(type, n), i.e. the usual row * row_bytes addressing holds at multiples of
@@ -86,8 +99,16 @@ struct BlockQ5_K_R16 {
 };
 static_assert(sizeof(BlockQ5_K_R16) == kR16Rows * 180, "16 rows x 180 bytes");
 
+struct BlockIQ4_XS_R16 {
+  uint32_t q[32][kR16Rows];  // [dword i][row r] row r's qs bytes 4i .. 4i+3, as stored
+  int8_t sc[8][kR16Rows];    // [sub-block j][row] s_j - 32 in [-32, 31]
+};
+static_assert(sizeof(BlockIQ4_XS_R16) == 34 * 64, "34 cache lines");
+// With its [16] f16 d's at the group head: 16 x 138 bytes per block.
+static_assert(sizeof(BlockIQ4_XS_R16) + kR16Rows * 2 == kR16Rows * 138);
+
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
-// Q5_K, Q6_K, Q8_0, Q5_0 and Q4_0 with rows a multiple of 16 repack).
+// Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL and IQ4_XS with rows a multiple of 16 repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
 GgmlType UnpackedType(GgmlType t);
@@ -97,8 +118,9 @@ GgmlType UnpackedType(GgmlType t);
 constexpr int64_t LegacyR16Payload(GgmlType t) {
   return t == GgmlType::kQ8_0_R16   ? 8 * 64
          : t == GgmlType::kQ5_0_R16 ? 4 * 64 + 64
-         : t == GgmlType::kQ4_0_R16 ? 4 * 64
-                                    : 0;
+         : t == GgmlType::kQ4_0_R16   ? 4 * 64
+         : t == GgmlType::kIQ4_NL_R16 ? 4 * 64
+                                      : 0;
 }
 
 // 16 rows of n values (n a multiple of 256) of Q4_K at src (rows src_stride bytes apart) ->
@@ -115,7 +137,13 @@ void UnpackQ6KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 void RepackQ5KRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackQ5KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
-// 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q4_0) at src
+// The same for IQ4_XS (kIQ4_XS_R16): one group (n / 256 d rows, then the payloads) at dst, and
+// the inverse.
+void RepackIQ4XSRows16(const void* src, size_t src_stride, int64_t n, void* dst);
+void UnpackIQ4XSRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
+
+// 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q4_0 / IQ4_NL) at
+// src
 // -> one group of RepackedType(from, 16) at dst; and the inverse (`r16` the repacked type).
 void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, size_t dst_stride);

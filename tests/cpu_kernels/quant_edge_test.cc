@@ -30,7 +30,8 @@ const TypeCase kQuantTypes[] = {
     {GgmlType::kQ4_0, 0.15}, {GgmlType::kQ4_1, 0.11},  {GgmlType::kQ5_0, 0.075},
     {GgmlType::kQ5_1, 0.05}, {GgmlType::kQ8_0, 0.01},  {GgmlType::kQ2_K, 0.37},
     {GgmlType::kQ3_K, 0.2},  {GgmlType::kQ4_K, 0.095}, {GgmlType::kQ5_K, 0.05},
-    {GgmlType::kQ6_K, 0.03}, {GgmlType::kQ8_K, 0.025},
+    {GgmlType::kQ6_K, 0.03}, {GgmlType::kQ8_K, 0.025}, {GgmlType::kIQ4_NL, 0.11},
+    {GgmlType::kIQ4_XS, 0.115},
 };
 
 constexpr int64_t kN = 1024;  // 4 super-blocks, 32 legacy blocks

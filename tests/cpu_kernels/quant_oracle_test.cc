@@ -40,6 +40,7 @@ const OracleCase kCases[] = {
     {"q8_0", GgmlType::kQ8_0, 0.00842587, true}, {"q2_K", GgmlType::kQ2_K, 0.344605, true},
     {"q3_K", GgmlType::kQ3_K, 0.188085, true},   {"q4_K", GgmlType::kQ4_K, 0.0875172, true},
     {"q5_K", GgmlType::kQ5_K, 0.0440634, true},  {"q6_K", GgmlType::kQ6_K, 0.0253032, true},
+    {"iq4_nl", GgmlType::kIQ4_NL, 0.103738, true}, {"iq4_xs", GgmlType::kIQ4_XS, 0.105748, true},
 };
 
 void PrintTo(const OracleCase& c, std::ostream* os) { *os << c.name; }

@@ -171,6 +171,25 @@ TEST(SynthTable, OtherQuantMixes) {
   }
 }
 
+// llama-quantize IQ4_XS without an imatrix: IQ4_XS by default, output Q6_K, ffn_down* Q5_K in the
+// first eighth of the layers, rows of 128 values (not a multiple of 256) IQ4_NL; file type 30.
+TEST(SynthTable, Iq4XsMix) {
+  const ModelSpec v3 = Build({.preset = "ds-v3", .layers = 16, .quant = QuantMix::kIQ4_XS});
+  EXPECT_EQ(FindKey(v3, "general.file_type")->AsUint().value(), 30u);
+  EXPECT_EQ(Find(v3, "output.weight")->type, GgmlType::kQ6_K);
+  EXPECT_EQ(Find(v3, "token_embd.weight")->type, GgmlType::kIQ4_XS);
+  EXPECT_EQ(Find(v3, "blk.1.ffn_down.weight")->type, GgmlType::kQ5_K);        // 1 < 16 / 8
+  EXPECT_EQ(Find(v3, "blk.2.ffn_down.weight")->type, GgmlType::kIQ4_XS);
+  EXPECT_EQ(Find(v3, "blk.5.ffn_down_exps.weight")->type, GgmlType::kIQ4_XS);
+  EXPECT_EQ(Find(v3, "blk.5.ffn_gate_exps.weight")->type, GgmlType::kIQ4_XS);
+  EXPECT_EQ(Find(v3, "blk.5.attn_k_b.weight")->type, GgmlType::kIQ4_NL);     // ne[0] = 128
+  EXPECT_EQ(Find(v3, "blk.5.ffn_gate_inp.weight")->type, GgmlType::kF32);
+  const ModelSpec lite = Build({.preset = "ds-v2-lite", .quant = QuantMix::kIQ4_XS});
+  EXPECT_EQ(Find(lite, "blk.5.ffn_down_exps.weight")->type, GgmlType::kIQ4_NL);  // ne[0] = 1408
+  EXPECT_EQ(Find(lite, "blk.5.ffn_up_exps.weight")->type, GgmlType::kIQ4_XS);
+  EXPECT_EQ(Find(lite, "blk.2.ffn_down_exps.weight")->type, GgmlType::kQ5_1);  // Q5_K's fallback
+}
+
 TEST(SynthTable, BadArguments) {
   auto bad = BuildModelSpec({.preset = "ds-v4"});
   ASSERT_FALSE(bad.ok());

@@ -1,0 +1,106 @@
+// A make-model IQ4_XS file (the mix of llama-quantize IQ4_XS without an importance matrix:
+// experts IQ4_XS, the 128-wide rows of ds-tiny's down projections and attn_k_b falling back to
+// IQ4_NL) loads, every tensor type has a fast kernel at every tier (no reference-matmul
+// fallback), the experts are repacked where the tier has the 16-row layouts, and each tier's
+// logits agree with the scalar tier's (the reference dots), prompt and decode, repacked or not.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/engine/engine.h"
+#include "core/gguf/gguf_file.h"
+#include "core/synth/model_spec.h"
+#include "core/synth/model_writer.h"
+#include "cpu_kernels/gemv/gemv.h"
+#include "tests/core/engine/logits_util.h"
+#include "tests/isa_tiers.h"
+
+namespace moesplit::engine {
+namespace {
+
+using moesplit::testing::Pearson;
+
+class Iq4ModelTest : public ::testing::TestWithParam<cpu::IsaTier> {
+ protected:
+  static void SetUpTestSuite() {
+    path_ = new std::string("iq4_model_test." + std::to_string(::getpid()) + ".gguf");
+    const synth::ModelSpec spec =
+        synth::BuildModelSpec({.preset = "ds-tiny", .quant = synth::QuantMix::kIQ4_XS}).value();
+    // Seed 11: no router near-tie on this prompt. (With seed 9 the avx2 tier's logits left the
+    // scalar tier's by 1e-2 from position 2 on while positions 0-1 agreed to 2e-7 and every
+    // other tier to 2e-7 everywhere: a top-k selection flipped by rounding, the effect
+    // shared/testdata/README.md measures in llama.cpp itself; the kernels are checked per
+    // product in tests/cpu_kernels/gemv_iq4_test.cc.)
+    ASSERT_TRUE(synth::WriteModel(spec, {.path = *path_, .seed = 11, .show_progress = false}).ok());
+  }
+  static void TearDownTestSuite() {
+    std::remove(path_->c_str());
+    delete path_;
+  }
+  void SetUp() override {
+    if (static_cast<int>(GetParam()) > static_cast<int>(cpu::BestTier(cpu::DetectCpuFeatures()))) {
+      GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(GetParam());
+    }
+  }
+  // Logits of a 7-token prompt (every row) and one decode step after it.
+  static std::vector<float> Logits(const Model& model, cpu::IsaTier tier, bool repack,
+                                   std::vector<std::string>* report = nullptr) {
+    Session s(model,
+              {.ctx_size = 64, .n_threads = 2, .isa_tier = tier, .placement = {.repack = repack}});
+    if (report != nullptr) *report = s.placement_report();
+    std::vector<float> all = *s.Eval(std::vector<int32_t>{1, 5, 9, 200, 17, 3, 44}, true);
+    const std::vector<float> next = *s.Eval(std::vector<int32_t>{8}, false);
+    all.insert(all.end(), next.begin(), next.end());
+    return all;
+  }
+  static std::string* path_;
+};
+std::string* Iq4ModelTest::path_ = nullptr;
+
+TEST_P(Iq4ModelTest, FileHasTheMixAndEveryTypeAFastKernel) {
+  std::unique_ptr<Model> model = *Model::Load(*path_);
+  const ModelWeights& w = model->weights();
+  const LayerWeights& moe = w.layers.back();
+  EXPECT_EQ(moe.ffn_gate_exps.type, GgmlType::kIQ4_XS);
+  EXPECT_EQ(moe.ffn_up_exps.type, GgmlType::kIQ4_XS);
+  EXPECT_EQ(moe.ffn_down_exps.type, GgmlType::kIQ4_NL);  // 128-wide rows: IQ4_XS's fallback
+  EXPECT_EQ(w.output.type, GgmlType::kQ6_K);
+  EXPECT_TRUE(model->FallbackTypes(gemv::KernelsFor(GetParam())).empty());
+}
+
+TEST_P(Iq4ModelTest, LogitsMatchTheScalarTier) {
+  std::unique_ptr<Model> model = *Model::Load(*path_);
+  const std::vector<float> want = Logits(*model, cpu::IsaTier::kScalar, false);
+  for (bool repack : {false, true}) {
+    std::vector<std::string> report;
+    const std::vector<float> got = Logits(*model, GetParam(), repack, &report);
+    ASSERT_EQ(got.size(), want.size());
+    double max_diff = 0, max_abs = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_FALSE(std::isnan(got[i])) << "logit " << i;
+      max_diff = std::max(max_diff, std::fabs(static_cast<double>(got[i]) - want[i]));
+      max_abs = std::max(max_abs, std::fabs(static_cast<double>(want[i])));
+    }
+    // Same integers per block; only the float summation order differs between tiers.
+    EXPECT_LT(max_diff, 1e-3 * std::max(1.0, max_abs)) << "repack " << repack;
+    EXPECT_GT(Pearson(got.data(), want.data(), static_cast<int64_t>(got.size())), 0.99999);
+    bool repacked_iq4 = false;
+    for (const std::string& l : report) {
+      repacked_iq4 = repacked_iq4 || l.find("iq4_xs_r16") != std::string::npos;
+    }
+    const bool native =
+        gemv::LoadLayout(gemv::KernelsFor(GetParam()), GgmlType::kIQ4_XS, 16) != GgmlType::kIQ4_XS;
+    EXPECT_EQ(repacked_iq4, repack && native) << "repack " << repack;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTiers, Iq4ModelTest, testing::AllIsaTiers(),
+                         testing::IsaTierParamName());
+
+}  // namespace
+}  // namespace moesplit::engine
