@@ -234,7 +234,7 @@ TEST_P(SchedulerTest, ALongPromptIsChunkedBesideADecodingStream) {
   Scheduler s(engine.get(), tok_.get(), {.max_running = 2, .batch_tokens = 512});
   auto decoding = s.Submit(Prompt(8, 1), Greedy(60)).value();
   std::vector<Event> events;
-  while (events.empty()) decoding->Next(&events, milliseconds(100));
+  while (events.size() < 10) decoding->Next(&events, milliseconds(100));
   const int64_t steps_before = s.Stats().steps;
   auto long_prompt = s.Submit(Prompt(300, 2), Greedy(1)).value();
   const Result r = Collect(long_prompt);
