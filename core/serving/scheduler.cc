@@ -337,6 +337,7 @@ void Scheduler::RunStep() {
   }
   std::lock_guard<std::mutex> lock(mu_);
   stats_.steps += 1;
+  stats_.prompt_steps += n_prompt > 0 ? 1 : 0;
   const double total = static_cast<double>(n_decode + n_prompt);
   stats_.prompt_tokens_total += n_prompt;
   stats_.prompt_seconds += seconds * static_cast<double>(n_prompt) / total;

@@ -129,6 +129,7 @@ struct SchedulerStats {
   int64_t cached_tokens_total = 0;     // prompt tokens reused from the prefix cache
   int64_t prefix_hits = 0;             // requests that reused >= 1 block
   int64_t steps = 0;
+  int64_t prompt_steps = 0;            // steps that carried prompt tokens
   int64_t preemptions = 0;
   double prompt_seconds = 0;           // step time spent on prompt rows (pro rata)
   double generate_seconds = 0;         // step time spent on decode rows (pro rata)
