@@ -114,6 +114,19 @@ TEST(Cli, EverySubcommandHelpRunsAndTellsTheTruth) {
   EXPECT_GE(with_device, 5);
 }
 
+// The --numa default is the planner's fastest predicted mode (issue 29), and the help says so.
+TEST(Cli, NumaHelpNamesTheDefault) {
+  for (const char* name : {"plan", "run", "chat", "bench", "serve"}) {
+    SCOPED_TRACE(name);
+    const Result r = Invoke({name, "--help"});
+    ASSERT_EQ(r.rc, 0);
+    const size_t at = r.out.find("--numa");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+    EXPECT_NE(line.find("fastest predicted"), std::string::npos) << line;
+  }
+}
+
 TEST(Cli, UnknownSubcommandIsAUsageError) {
   // A typo names the word and lists the commands instead of "A subcommand is required".
   const Result r = Invoke({"frobnicate", "-m", "x.gguf"});
