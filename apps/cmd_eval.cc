@@ -109,7 +109,9 @@ Status RunEval(const EvalArgs& args, std::ostream& out) {
 void RegisterEval(CLI::App& app, std::function<int()>* action) {
   auto args = std::make_shared<EvalArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "eval", "Evaluate token ids with the CPU engine and write the logits (float32 rows)");
+      "eval",
+      "Evaluate token ids (on the CPU, or the hybrid pass with --device) and write the logits "
+      "(float32 rows)");
   cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
   cmd->add_option("--tokens", args->tokens, "comma-separated token ids, e.g. 0,79,113")->required();
   cmd->add_option("--logits-out", args->logits_out,

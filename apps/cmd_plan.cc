@@ -187,7 +187,8 @@ void RegisterPlan(CLI::App& app, std::function<int()>* action) {
       ->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "f16 | f32")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "total CPU workers (default: every physical core)");
-  cmd->add_option("--numa", a->numa, "single | interleave | replicate | shard (default: auto)");
+  cmd->add_option("--numa", a->numa, "single | interleave | replicate | shard (default: the fastest "
+                  "predicted of single, shard and replicate that fits; ties: less RAM)");
   cmd->add_option("--nodes", a->nodes, "NUMA node ids to use, e.g. 0,1");
   cmd->add_option("--format", a->format, "text | json | yaml")->capture_default_str();
   cmd->add_option("-o,--output", a->output, "also save the plan as YAML");

@@ -17,7 +17,8 @@ void AddPlacementFlags(CLI::App* cmd, PlacementFlags* f) {
   cmd->add_option("--numa", f->numa,
                   "where expert weights and workers go: single | interleave | replicate | shard "
                   "(default: single for one node, shard for several --nodes; with no flag on a "
-                  "multi-node machine, the planner's choice)");
+                  "multi-node machine, the planner's choice: the fastest predicted mode that "
+                  "fits, see `moesplit plan`)");
   cmd->add_option("--nodes", f->nodes, "NUMA nodes to use, e.g. 0,1 (see `moesplit topo`)");
   cmd->add_option("--plan", f->plan, "a plan saved by `moesplit plan -o FILE` (flags override it)");
   cmd->add_flag("--no-pin", f->no_pin, "do not pin workers to CPUs");

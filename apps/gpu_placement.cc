@@ -89,7 +89,10 @@ Status ParseKey(const std::string& key, const YAML::Node& v, RuleFile* f) {
 void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, bool with_device) {
   if (with_device) {
     cmd->add_option("--device", f->device,
-                    "cpu | cuda | auto: where the forward pass runs (this version: CPU only)")
+                    "cpu | cuda | auto: where the forward pass runs; cuda: the hybrid pass (attention, "
+                    "dense and shared layers on CUDA device 0, routed experts on the CPU pools); "
+                    "auto: cuda when a device is visible and the hybrid pass can run the model, "
+                    "else the CPU (docs/GPU.md)")
         ->capture_default_str();
   }
   // -ngl and -ot (llama.cpp's spellings) are rewritten to these by main.cc: CLI11 takes one

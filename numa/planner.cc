@@ -510,8 +510,88 @@ Status CheckTotalRam(const Topology& topo, const Placement& p) {
                     : "");
 }
 
-// The mode and nodes: overrides first, else `single` on the fastest node set that holds the
-// CPU side, else `shard` over the packages needed.
+uint64_t TotalRam(const Candidate& c) {
+  uint64_t total = 0;
+  for (const NodeRam& r : c.ram) total += r.total;
+  return total;
+}
+
+// Predictions this close are a tie: the cost model is not precise to 1%, and the tie-break
+// (less RAM) is worth more than the difference -- replicate holds a second copy of every expert.
+constexpr double kTieFraction = 0.01;
+
+// The default when no mode or nodes are given: the fastest predicted decode among the modes that
+// fit -- `single` on its best node set, `shard` over the packages needed and over every node,
+// `replicate` over every node -- ties going to the one that needs less RAM. The planner's
+// default must be its own best answer: a two-socket box whose plan predicts shard well ahead of
+// one socket should get shard from a plain `moesplit run`. Interleave stays opt-in (--numa): its
+// cost rests on interconnect figures an assumed profile does not have, and one pool spread over
+// sockets is the classic NUMA failure.
+StatusOr<Candidate> FastestThatFits(const Topology& topo, const MachineProfile& profile,
+                                    const PlanRequest& rq, const Placement& p,
+                                    std::vector<std::string>* why) {
+  std::vector<StatusOr<Candidate>> options;
+  options.push_back(BestSingle(topo, profile, rq, p));
+  // Shard over the fewest packages that hold the CPU side: its refusal is the one to show when
+  // nothing fits.
+  StatusOr<Candidate> shard_needed = ShardOverNeeded(topo, profile, rq, p);
+  const Status refusal = shard_needed.ok() ? options[0].status() : shard_needed.status();
+  const std::vector<int> all = NodesWithCores(topo);
+  if (all.size() > 1) {
+    options.push_back(std::move(shard_needed));
+    options.push_back(Evaluate(topo, profile, rq, p, NumaMode::kShard, all));
+    options.push_back(Evaluate(topo, profile, rq, p, NumaMode::kReplicate, all));
+  }
+  double fastest = 0;
+  for (StatusOr<Candidate>& c : options) {
+    if (!c.ok()) {
+      // Anything but "does not fit" is the request's error (e.g. a profile without a node).
+      if (c.status().code() != StatusCode::kFailedPrecondition) return c.status();
+      continue;
+    }
+    // A fan-out mode over one node is `single` with extra steps: not an option.
+    if (c->layout.mode != NumaMode::kSingle && c->layout.nodes.size() < 2) {
+      c = FailedPreconditionError("one node");
+      continue;
+    }
+    fastest = std::max(fastest, c->cost.predicted.decode_tok_s);
+  }
+  auto near_fastest = [&](const StatusOr<Candidate>& c) {
+    return c.ok() && c->cost.predicted.decode_tok_s >= fastest * (1 - kTieFraction);
+  };
+  int best_i = -1;
+  for (size_t i = 0; i < options.size(); ++i) {
+    if (!near_fastest(options[i])) continue;
+    const Candidate& c = *options[i];
+    if (best_i < 0 || TotalRam(c) < TotalRam(*options[best_i]) ||
+        (TotalRam(c) == TotalRam(*options[best_i]) &&
+         c.cost.predicted.decode_tok_s > options[best_i]->cost.predicted.decode_tok_s)) {
+      best_i = static_cast<int>(i);
+    }
+  }
+  if (best_i < 0) return refusal;  // single fits whenever it is ok: refusal is an error here
+  const Candidate* best = &*options[best_i];
+  std::string line = std::string(NumaModeName(best->layout.mode)) + " over node(s) " +
+                     NodeList(best->layout.nodes) + ": the fastest predicted decode (" +
+                     Num(best->cost.predicted.decode_tok_s) + " tok/s) of the modes that fit";
+  if (!options[0].ok()) {
+    line += "; no node or package holds the CPU side alone (" + options[0].status().message() + ")";
+  }
+  // Say which near-equal mode lost the tie, and why.
+  for (const StatusOr<Candidate>& c : options) {
+    if (!near_fastest(c) || c->layout.mode == best->layout.mode) continue;
+    line += "; " + std::string(NumaModeName(c->layout.mode)) + " predicts " +
+            Num(c->cost.predicted.decode_tok_s) + " tok/s (within " +
+            Num(kTieFraction * 100, "%.0f") + "%) but needs " + GiB(TotalRam(*c)) +
+            " of RAM, not " + GiB(TotalRam(*best));
+    break;
+  }
+  why->push_back(line);
+  return std::move(*options[best_i]);
+}
+
+// The mode and nodes: overrides first, else the fastest predicted mode that fits
+// (FastestThatFits).
 StatusOr<Candidate> ChooseLayout(const Topology& topo, const MachineProfile& profile,
                                  const PlanRequest& rq, const Placement& p,
                                  std::vector<std::string>* why) {
@@ -528,20 +608,14 @@ StatusOr<Candidate> ChooseLayout(const Topology& topo, const MachineProfile& pro
     why->push_back(std::string("--numa ") + NumaModeName(*rq.numa_mode) + " over every node");
     return Evaluate(topo, profile, rq, p, *rq.numa_mode, NodesWithCores(topo));
   }
+  if (!rq.numa_mode) return FastestThatFits(topo, profile, rq, p, why);
   StatusOr<Candidate> single = BestSingle(topo, profile, rq, p);
   if (single.ok()) {
-    why->push_back("single: node(s) " + NodeList(single->layout.nodes) +
+    why->push_back("single (--numa): node(s) " + NodeList(single->layout.nodes) +
                    ", the fastest node set that holds the CPU side (" +
                    GiB(single->ram.front().total * single->ram.size()) + ")");
-    return single;
   }
-  if (rq.numa_mode || single.status().code() != StatusCode::kFailedPrecondition) return single;
-  StatusOr<Candidate> shard = ShardOverNeeded(topo, profile, rq, p);
-  if (shard.ok()) {
-    why->push_back("no node or package holds the CPU side (" + single.status().message() +
-                   "): shard over nodes " + NodeList(shard->layout.nodes));
-  }
-  return shard;
+  return single;
 }
 
 // One line comparing the other modes over all nodes (what --numa would give).

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Fuzzes the GGUF parser and the server's request parser with libFuzzer (+ ASan/UBSan) for
-# SECONDS each (default 60), starting from copies of the seed corpora in tests/fuzz/corpus and
-# tests/fuzz/request_corpus. Exits non-zero on any crash, leak or timeout;
-# the input that triggered it is left in build-fuzz/fuzz-artifacts/.
+# Fuzzes the GGUF parser, the tokenizer and the server's request parser with libFuzzer
+# (+ ASan/UBSan) for SECONDS each (default 60), starting from copies of the seed corpora in
+# tests/fuzz/corpus, tests/fuzz/tokenizer_corpus and tests/fuzz/request_corpus. Exits non-zero on
+# any crash, leak or timeout; the input that triggered it is left in build-fuzz/fuzz-artifacts/.
 #   scripts/fuzz.sh [SECONDS]
 set -euo pipefail
 
@@ -15,7 +15,7 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMOESPLIT_FUZZ=ON -DMOESPLIT_CUDA=OFF -DMOESPLIT_BUILD_TESTS=ON -DMOESPLIT_BUILD_BENCH=OFF \
   > "$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
-cmake --build "$build" --target gguf_fuzz request_fuzz -j2
+cmake --build "$build" --target gguf_fuzz tokenizer_fuzz request_fuzz -j2
 
 artifacts="$build/fuzz-artifacts"
 mkdir -p "$artifacts"
@@ -33,4 +33,5 @@ fuzz() {  # fuzz TARGET CORPUS MAX_LEN
   echo "fuzz.sh: $1: no findings in ${secs}s"
 }
 fuzz gguf_fuzz corpus 65536
+fuzz tokenizer_fuzz tokenizer_corpus 4096
 fuzz request_fuzz request_corpus 16384

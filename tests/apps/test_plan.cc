@@ -4,9 +4,11 @@
 // profiles in configs/profiles load and cover their topologies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "apps/cmd_plan.h"
@@ -102,7 +104,8 @@ TEST(ModelShapeSource, Errors) {
 // 13.7 tok/s on one socket, 8.4 on both. The planner must predict one socket > the naive spread
 // over both, and shard ahead of both — with and without a GPU.
 // No placement flag: a one-node machine keeps the default pool; a two-socket machine gets the
-// planner's choice (one socket when the model fits: never one pool spread over both sockets).
+// planner's choice: the fastest predicted mode that fits, for ds-tiny one socket (never one pool
+// spread over both sockets).
 TEST(AutoPlacement, NoFlagsOnTwoSocketsUsesThePlan) {
   StatusOr<synth::ModelSpec> spec =
       synth::BuildModelSpec({.preset = "ds-tiny", .quant = synth::QuantMix::kQ8_0});
@@ -168,6 +171,46 @@ TEST(PlanReference, OneSocketBeatsInterleaveAndShardBeatsBoth) {
     EXPECT_GT(single, interleave);
     EXPECT_GT(shard, single);
     EXPECT_GT(shard, interleave);
+  }
+}
+
+// Issue 29: on 2x EPYC 9554 the planner predicted DeepSeek-V3 Q4_K_M decode at 17.9 tok/s for
+// single, 29.5 for shard and 29.5 for replicate, and then picked single. The default must be the
+// fastest predicted mode that fits, a tie going to the mode that needs less RAM (shard: one copy
+// of the experts; replicate: one per socket). Both example profiles, with and without a GPU.
+TEST(PlanReference, DefaultIsTheFastestModeThatFits) {
+  StatusOr<numa::Topology> topo = numa::LoadTopology(Source(kTopo2s));
+  ASSERT_TRUE(topo.ok()) << topo.status().ToString();
+  StatusOr<numa::ModelShape> v3 = ModelShapeFromPreset("ds-v3", 0, "Q4_K_M");
+  ASSERT_TRUE(v3.ok());
+  for (const char* profile_path : {"configs/profiles/epyc-9554-2s-nps1.yaml", kRefProfile.c_str()}) {
+    StatusOr<numa::MachineProfile> prof = numa::LoadMachineProfile(Source(profile_path));
+    ASSERT_TRUE(prof.ok()) << prof.status().ToString();
+    for (uint64_t gpu : {uint64_t{0}, uint64_t{48} << 30}) {
+      SCOPED_TRACE(std::string(profile_path) + " gpu " + std::to_string(gpu));
+      auto plan = [&](std::optional<numa::NumaMode> mode) {
+        numa::PlanRequest rq{.model = *v3, .numa_mode = mode};
+        rq.gpu.memory_bytes = gpu;
+        return numa::MakePlan(*topo, *prof, rq);
+      };
+      StatusOr<numa::Plan> single = plan(numa::NumaMode::kSingle);
+      StatusOr<numa::Plan> shard = plan(numa::NumaMode::kShard);
+      StatusOr<numa::Plan> replicate = plan(numa::NumaMode::kReplicate);
+      StatusOr<numa::Plan> chosen = plan(std::nullopt);
+      ASSERT_TRUE(single.ok() && shard.ok() && replicate.ok() && chosen.ok());
+      const double fastest = std::max({single->predicted.decode_tok_s,
+                                       shard->predicted.decode_tok_s,
+                                       replicate->predicted.decode_tok_s});
+      // The premise: a second socket adds bandwidth in this model of the machine.
+      ASSERT_GT(shard->predicted.decode_tok_s, 1.3 * single->predicted.decode_tok_s);
+      EXPECT_GE(chosen->predicted.decode_tok_s, 0.99 * fastest);
+      EXPECT_EQ(chosen->numa_mode, numa::NumaMode::kShard);
+      EXPECT_EQ(chosen->nodes.size(), 2u);
+      EXPECT_LT(shard->cpu_bytes, replicate->cpu_bytes);
+      std::string reasons;
+      for (const std::string& r : chosen->reasons) reasons += r + "\n";
+      EXPECT_NE(reasons.find("the fastest predicted decode"), std::string::npos) << reasons;
+    }
   }
 }
 
