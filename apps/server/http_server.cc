@@ -164,6 +164,17 @@ std::string MetricsText(const serving::SchedulerStats& st) {
   m += Metric("predicted_tokens_seconds", "gauge", "Generated tokens per second (average).",
               st.generate_seconds > 0 ? st.generated_tokens_total / st.generate_seconds : 0.0);
   m += Metric("steps_total", "counter", "Engine steps.", st.steps);
+  m += Metric("prompt_steps_total", "counter", "Engine steps that carried prompt tokens.",
+              st.prompt_steps);
+  m += Metric("step_decode_ms", "gauge", "A decode-only step's time, as the scheduler learned it.",
+              st.decode_step_ms);
+  m += Metric("step_prompt_token_ms", "gauge",
+              "What one prompt token adds to a step, as the scheduler learned it.",
+              st.prompt_token_ms);
+  m += Metric("latency_debt_ms", "gauge",
+              "How far steps beside decoding streams ran past --itl-factor (> 0: decode-only "
+              "steps come next).",
+              st.latency_debt_ms);
   m += Metric("kv_blocks_total", "gauge", "KV cache blocks in the pool.", st.kv_blocks_total);
   m += Metric("kv_blocks_used", "gauge", "KV blocks held by running requests.", st.kv_blocks_used);
   m += Metric("kv_blocks_cached", "gauge", "KV blocks kept for prefix reuse.", st.kv_blocks_cached);

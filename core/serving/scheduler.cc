@@ -467,6 +467,9 @@ void Scheduler::PublishStats() {
   stats_.kv_blocks_cached = blocks_.cached();
   stats_.kv_blocks_free = blocks_.free();
   stats_.kv_evictions = blocks_.evictions();
+  stats_.decode_step_ms = decode_step_ms_;
+  stats_.prompt_token_ms = prompt_token_ms_;
+  stats_.latency_debt_ms = latency_debt_ms_;
   stats_.slots.clear();
   for (const auto& s : running_) {
     if (s->finished) continue;

@@ -130,6 +130,10 @@ struct SchedulerStats {
   int64_t prefix_hits = 0;             // requests that reused >= 1 block
   int64_t steps = 0;
   int64_t prompt_steps = 0;            // steps that carried prompt tokens
+  // The step costs the prompt-chunk budget is computed from (LearnStepCost): a decode-only
+  // step, what one prompt token adds, and the streams' latency debt (ms; > 0: decode-only steps
+  // come next).
+  double decode_step_ms = 0, prompt_token_ms = 0, latency_debt_ms = 0;
   int64_t preemptions = 0;
   double prompt_seconds = 0;           // step time spent on prompt rows (pro rata)
   double generate_seconds = 0;         // step time spent on decode rows (pro rata)

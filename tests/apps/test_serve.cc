@@ -218,6 +218,11 @@ TEST_F(ServeTest, EndpointsBesideCompletions) {
   EXPECT_EQ(m["requests_processing"], 0);
   EXPECT_GE(m["tokens_predicted_total"].get<double>(), 1);
   EXPECT_EQ(m["kv_blocks_used"], 0);
+  // The scheduler's learned step costs are there for an operator to read.
+  EXPECT_GE(m["prompt_steps_total"].get<double>(), 1);
+  for (const char* g : {"step_decode_ms", "step_prompt_token_ms", "latency_debt_ms"}) {
+    EXPECT_TRUE(m.contains(g)) << g;
+  }
 }
 
 // A client that reads two chunks of a long stream and leaves: its sequence stops and its
