@@ -222,17 +222,8 @@ Status Engine::CopyKvBlock(int32_t src, int32_t dst) {
   return Status::Ok();
 }
 
-namespace {
-// 0, 1, 2, ... over the whole pool (CPU or device).
-std::vector<int32_t> WholePool(Engine& e) {
-  std::vector<int32_t> blocks(static_cast<size_t>(e.kv_blocks()));
-  for (size_t b = 0; b < blocks.size(); ++b) blocks[b] = static_cast<int32_t>(b);
-  return blocks;
-}
-}  // namespace
-
 Session::Session(std::unique_ptr<Engine> engine)
-    : engine_(std::move(engine)), blocks_(WholePool(*engine_)) {}
+    : engine_(std::move(engine)), blocks_(IdentityBlocks(engine_->kv_blocks())) {}
 
 Session::Session(const Model& model, const SessionOptions& options)
     : Session(std::make_unique<Engine>(model, options)) {}

@@ -90,9 +90,9 @@ struct ForwardContext {
   std::span<const SeqRows> seqs = {};
 };
 
-// Block table 0, 1, 2, ... of kv's first blocks: a lone sequence reading the pool from slot 0
-// (tests, one-sequence helpers).
-std::vector<int32_t> IdentityBlocks(const KvCache& kv);
+// Block table 0, 1, ..., n_blocks - 1: a lone sequence reading a pool (CPU or device) from block 0
+// (Session, tests, one-sequence helpers).
+std::vector<int32_t> IdentityBlocks(int64_t n_blocks);
 
 // ws.slot[t] / ws.pos[t] = the cache slot / position of row t of ctx.seqs (T rows); one
 // ws.seq_rows / seq_rows_t buffer per sequence.

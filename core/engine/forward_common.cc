@@ -169,8 +169,8 @@ void Logits(const ForwardContext& ctx, const float* x, std::span<const int64_t> 
   Project(ctx, xn, D, n_out, {&p, 1});
 }
 
-std::vector<int32_t> IdentityBlocks(const KvCache& kv) {
-  std::vector<int32_t> blocks(static_cast<size_t>(kv.n_blocks()));
+std::vector<int32_t> IdentityBlocks(int64_t n_blocks) {
+  std::vector<int32_t> blocks(static_cast<size_t>(n_blocks));
   for (size_t b = 0; b < blocks.size(); ++b) blocks[b] = static_cast<int32_t>(b);
   return blocks;
 }

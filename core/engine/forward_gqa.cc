@@ -81,7 +81,7 @@ void BatchedCore(const ForwardContext& ctx, const float* q, const float* kc, con
 
 void GqaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok,
                   int64_t pos0, float* out) {
-  const std::vector<int32_t> blocks = IdentityBlocks(ctx.kv);
+  const std::vector<int32_t> blocks = IdentityBlocks(ctx.kv.n_blocks());
   const SeqRows seq{blocks, 0, n_tok, pos0};
   ForwardContext one = ctx;
   one.seqs = {&seq, 1};

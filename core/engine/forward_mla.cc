@@ -312,7 +312,7 @@ void AddAbsorbedTasks(const ModelConfig& c, int n_threads, int64_t seq, const Se
 
 void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok,
                   int64_t pos0, float* out, MlaForm form) {
-  const std::vector<int32_t> blocks = IdentityBlocks(ctx.kv);
+  const std::vector<int32_t> blocks = IdentityBlocks(ctx.kv.n_blocks());
   const SeqRows seq{blocks, 0, n_tok, pos0};
   ForwardContext one = ctx;
   one.seqs = {&seq, 1};

@@ -180,17 +180,12 @@ bool Scheduler::StartSeq(Seq& s) {
       s.n_past = 0;
       return false;
     }
-    if (engine_->CopyKvBlock(s.blocks.back(), copy).ok()) {
-      blocks_.Release({&s.blocks.back(), 1});
-      s.blocks.back() = copy;
-      s.n_past = n - 1;
-    } else {
-      // The device could not copy it (the next step reports the fault): the last block's
-      // tokens are evaluated again into the fresh block instead.
-      blocks_.Release({&s.blocks.back(), 1});
-      s.blocks.back() = copy;
-      s.n_past = n - B;
-    }
+    // If the device could not copy it (the next step reports the fault), the last block's
+    // tokens are evaluated again into the fresh block instead.
+    const bool copied = engine_->CopyKvBlock(s.blocks.back(), copy).ok();
+    blocks_.Release({&s.blocks.back(), 1});
+    s.blocks.back() = copy;
+    s.n_past = copied ? n - 1 : n - B;
   }
   if (!s.admitted_once) {
     s.admitted_once = true;
