@@ -318,6 +318,17 @@ void Scheduler::RunStep() {
   const Status status = engine_->Step(step, &logits_);
   const double seconds = MsBetween(t0, Clock::now()) / 1000.0;
   LearnStepCost(n_decode, n_prompt, seconds * 1000.0);
+  {
+    // Counted before the step's tokens are pushed: a client that reads the stats after its
+    // tokens (or its answer) sees this step in them.
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.steps += 1;
+    stats_.prompt_steps += n_prompt > 0 ? 1 : 0;
+    const double total = static_cast<double>(n_decode + n_prompt);
+    stats_.prompt_tokens_total += n_prompt;
+    stats_.prompt_seconds += seconds * static_cast<double>(n_prompt) / total;
+    stats_.generate_seconds += seconds * static_cast<double>(n_decode) / total;
+  }
   size_t row = 0;
   for (const Planned& p : plan) {
     if (!status.ok()) {
@@ -330,13 +341,6 @@ void Scheduler::RunStep() {
       ++row;
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_.steps += 1;
-  stats_.prompt_steps += n_prompt > 0 ? 1 : 0;
-  const double total = static_cast<double>(n_decode + n_prompt);
-  stats_.prompt_tokens_total += n_prompt;
-  stats_.prompt_seconds += seconds * static_cast<double>(n_prompt) / total;
-  stats_.generate_seconds += seconds * static_cast<double>(n_decode) / total;
 }
 
 // A step's time is about t(d) + b * p for d decode tokens and p prompt tokens: the expert weights
