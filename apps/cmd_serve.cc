@@ -211,8 +211,8 @@ void RegisterServe(CLI::App& app, std::function<int()>* action) {
                   "tokens per step: decode tokens + prompt chunks")
       ->capture_default_str();
   cmd->add_option("--itl-factor", args->itl_factor,
-                  "while streams decode, prompt chunks keep a step within this many times a "
-                  "decode step (0 = chunks of --batch-tokens)")
+                  "while streams decode, prompt chunks keep their mean inter-token latency within "
+                  "this many times a decode step (0 = chunks of --batch-tokens)")
       ->capture_default_str();
   cmd->add_option("--whole-prompt", args->whole_prompt_tokens,
                   "prompts with at most this many tokens left run in one step even while "

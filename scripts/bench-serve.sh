@@ -58,27 +58,37 @@ import json, sys, glob, statistics as st
 out, servers = sys.argv[1], sys.argv[2:]
 runs = {s: [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{s}.*.json"))] for s in servers}
 med = lambda xs: st.median(xs) if xs else float("nan")
-print("| server | " + " | ".join(f"c={l['concurrency']} tok/s (TTFT ms)" for l in runs[servers[0]][0]["levels"]) +
-      " | 2nd turn TTFT / cold (ms) | ITL during 4k prefill / idle (ms) |")
-print("|---" * (len(runs[servers[0]][0]["levels"]) + 3) + "|")
+first = runs[servers[0]][0]
+levels = first.get("levels", [])
+head = [f"c={l['concurrency']} tok/s (TTFT ms)" for l in levels]
+if "second_turn" in first: head.append("2nd turn TTFT / cold (ms)")
+if "long_prefill" in first: head.append("ITL during long prefill: median, mean (max) / idle median, mean (ms)")
+print("| server | " + " | ".join(head) + " |")
+print("|---" * (len(head) + 1) + "|")
 for s in servers:
     r = runs[s]
-    cells = []
-    for i, l in enumerate(r[0]["levels"]):
-        cells.append(f"{med([x['levels'][i]['tok_s'] for x in r]):.2f} ({med([x['levels'][i]['ttft_ms_median'] for x in r]):.0f})")
-    t = f"{med([x['second_turn']['second_turn_ttft_ms'] for x in r]):.0f} / {med([x['second_turn']['cold_ttft_ms'] for x in r]):.0f}"
-    p = f"{med([x['long_prefill']['during_itl_ms_median'] for x in r]):.0f} (max {med([x['long_prefill']['during_itl_ms_max'] for x in r]):.0f}) / {med([x['long_prefill']['idle_itl_ms_median'] for x in r]):.0f}"
-    print(f"| {s} | " + " | ".join(cells) + f" | {t} | {p} |")
+    cells = [f"{med([x['levels'][i]['tok_s'] for x in r]):.2f} ({med([x['levels'][i]['ttft_ms_median'] for x in r]):.0f})"
+             for i in range(len(levels))]
+    if "second_turn" in first:
+        cells.append(f"{med([x['second_turn']['second_turn_ttft_ms'] for x in r]):.0f} / {med([x['second_turn']['cold_ttft_ms'] for x in r]):.0f}")
+    if "long_prefill" in first:
+        g = lambda k: med([x['long_prefill'][k] for x in r])
+        cells.append(f"{g('during_itl_ms_median'):.0f}, {g('during_itl_ms_mean'):.0f} (max {g('during_itl_ms_max'):.0f})"
+                     f" / {g('idle_itl_ms_median'):.0f}, {g('idle_itl_ms_mean'):.0f}")
+    print(f"| {s} | " + " | ".join(cells) + " |")
+print()
 if len(servers) == 2:
     a, b = runs[servers[0]], runs[servers[1]]
-    print()
-    for i, l in enumerate(a[0]["levels"]):
+    for i, l in enumerate(levels):
         ra = med([x['levels'][i]['tok_s'] for x in a]); rb = med([x['levels'][i]['tok_s'] for x in b])
         print(f"c={l['concurrency']}: {servers[0]} / {servers[1]} aggregate tok/s = {ra / rb:.2f}x")
-    for s in servers:
-        r = runs[s]
-        print(f"{s}: second turn TTFT / cold = {med([x['second_turn']['ratio'] for x in r]):.3f}; "
-              f"ITL during prefill / idle = {med([x['long_prefill']['ratio_median'] for x in r]):.2f} (median gap), "
-              f"{med([x['long_prefill']['ratio_max'] for x in r]):.2f} (longest gap)")
+for s in servers:
+    r = runs[s]
+    if "second_turn" in first:
+        print(f"{s}: second turn TTFT / cold = {med([x['second_turn']['ratio'] for x in r]):.3f}")
+    if "long_prefill" in first:
+        print(f"{s}: ITL during prefill / idle = {med([x['long_prefill']['ratio_median'] for x in r]):.2f} (median gap), "
+              f"{med([x['long_prefill']['ratio_mean'] for x in r]):.2f} (mean gap), "
+              f"{med([x['long_prefill']['ratio_max'] for x in r]):.2f} (longest gap / idle median)")
 print(f"\nraw: {out}")
 PY

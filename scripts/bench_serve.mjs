@@ -3,6 +3,7 @@
 // llama-server and moesplit take them), tokens counted from usage (or chunks), times from the
 // client's clock. Prints one JSON object.
 //   node bench_serve.mjs BASE_URL [--levels 1,2,4,8] [--gen 64] [--history 2000] [--long 4000]
+//                            [--idle-seconds 20] [--parts levels,turn,prefill]
 const args = process.argv.slice(2);
 const base = args[0];
 const opt = (name, def) => {
@@ -15,6 +16,8 @@ const HISTORY = Number(opt("history", 2000));
 const LONG = Number(opt("long", 4000));
 // Tokens the background and measured streams ask for: they are aborted once the long prompt is in.
 const BG = Number(opt("bg-tokens", 6000));
+// Seconds of idle decoding measured before and after the long prompt (--parts prefill).
+const IDLE_S = Number(opt("idle-seconds", 20));
 const PARTS = opt("parts", "levels,turn,prefill").split(",");
 const VOCAB_LO = Number(opt("vocab-lo", 200)), VOCAB_HI = Number(opt("vocab-hi", 20000));  // ids in the vocabulary
 
@@ -95,39 +98,51 @@ async function secondTurn() {
 }
 
 async function longPrefill() {
-  // Two background streams decode throughout. A measured stream's inter-token latency is taken
-  // with them (idle), then while a LONG-token prompt is prefilled: the measured stream's token
-  // gaps between the long request's submission and its first token.
+  // Two background streams and a measured one decode throughout. The measured stream's token
+  // gaps are taken in three windows: IDLE_S seconds before a LONG-token prompt is sent (idle),
+  // from then until that prompt's first token (during), and IDLE_S seconds after (idle again).
+  // Idle on both sides: the VMs this runs on swing in memory bandwidth by up to 3x over a few
+  // seconds (docs/PERFORMANCE.md), so one short idle sample next to a 90-s window is a coin toss.
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-  const bgAbort = new AbortController();
-  const bg = [0, 1].map(() => complete(prompt(64), BG, { signal: bgAbort.signal }).catch((e) => { if (e.name !== "AbortError") throw e; }));
-  await sleep(1500);
-  const idle = await complete(prompt(64), 40);
+  const abort = new AbortController();
   const times = [];
-  const mAbort = new AbortController();
   let failed = null;
-  const measured = complete(prompt(64), BG, { signal: mAbort.signal, onToken: (t) => times.push(t) })
-    .catch((e) => { if (e.name !== "AbortError") failed = e; });
+  const streams = [0, 1, 2].map((k) => complete(prompt(64), BG, {
+    signal: abort.signal, onToken: k === 2 ? (t) => times.push(t) : undefined,
+  }).catch((e) => { if (e.name !== "AbortError") failed = e; }));
   while (times.length < 5) {
     if (failed) throw failed;
     await sleep(20);
   }
+  const tIdle = now();
+  await sleep(IDLE_S * 1000);
   const tLong = now();
   const long = await complete(prompt(LONG), 1);
   const end = tLong + long.ttft_ms;
-  mAbort.abort();
-  bgAbort.abort();
-  await Promise.all([measured, ...bg]);
-  // Gaps that end inside the window, plus the gap still open at its end (a stalled stream).
-  const gaps = [];
-  for (let k = 1; k < times.length; k++) if (times[k] > tLong && times[k] <= end) gaps.push(times[k] - times[k - 1]);
+  await sleep(IDLE_S * 1000);
+  const tAfter = now();
+  abort.abort();
+  await Promise.all(streams);
+  if (failed) throw failed;
+  // A token's gap is counted in the window its token lands in; the gap still open when the long
+  // prompt's first token arrives counts too (a stalled stream shows there).
+  const gapsIn = (a, b) => {
+    const g = [];
+    for (let k = 1; k < times.length; k++) if (times[k] > a && times[k] <= b) g.push(times[k] - times[k - 1]);
+    return g;
+  };
+  const idle = [...gapsIn(tIdle, tLong), ...gapsIn(end, tAfter)];
+  const during = gapsIn(tLong, end);
   const lastBefore = times.filter((t) => t <= end).pop();
-  if (lastBefore !== undefined) gaps.push(end - Math.max(lastBefore, tLong));
-  const idleMed = median(idle.itl_ms);
-  return { long_prompt_tokens: LONG, long_ttft_ms: long.ttft_ms, idle_itl_ms_median: idleMed,
-           during_itl_ms_median: median(gaps), during_itl_ms_max: Math.max(...gaps),
-           tokens_in_window: gaps.length - 1, ratio_median: median(gaps) / idleMed,
-           ratio_max: Math.max(...gaps) / idleMed };
+  if (lastBefore !== undefined) during.push(end - Math.max(lastBefore, tLong));
+  const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const idleMed = median(idle), idleMean = mean(idle);
+  return { long_prompt_tokens: LONG, long_ttft_ms: long.ttft_ms, idle_gaps: idle.length,
+           idle_itl_ms_median: idleMed, idle_itl_ms_mean: idleMean,
+           during_itl_ms_median: median(during), during_itl_ms_mean: mean(during),
+           during_itl_ms_max: Math.max(...during), tokens_in_window: during.length - 1,
+           ratio_median: median(during) / idleMed, ratio_mean: mean(during) / idleMean,
+           ratio_max: Math.max(...during) / idleMed };
 }
 
 const out = { base, gen_tokens: GEN, levels: [] };

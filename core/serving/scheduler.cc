@@ -92,7 +92,8 @@ Scheduler::Scheduler(engine::Engine* engine, const tokenizer::Tokenizer* tok,
       opt_(options),
       ctx_(engine->ctx_size()),
       n_vocab_(engine->model().config().n_vocab),
-      blocks_(static_cast<int32_t>(engine->kv_blocks()), engine->kv_block_size()) {
+      blocks_(static_cast<int32_t>(engine->kv_blocks()), engine->kv_block_size()),
+      cost_(options.itl_factor) {
   opt_.max_running = std::max(opt_.max_running, 1);
   opt_.batch_tokens = std::max<int64_t>(opt_.batch_tokens, 1);
   stats_.kv_block_size = blocks_.block_size();
@@ -260,10 +261,8 @@ void Scheduler::RunStep() {
   int64_t budget = opt_.batch_tokens, planned_tokens = 0;
   for (int pass = 0; pass < 2; ++pass) {  // 0: decode tokens, 1: prompt chunks
     // Beside decode tokens: a chunk bounded by the latency budget, and none at all while the
-    // streams are owed time (latency_debt_ms_: earlier prompt steps took longer than the bound).
-    if (pass == 1 && !plan.empty()) {
-      budget = latency_debt_ms_ > 0 ? 0 : std::min(budget, PromptBudgetWithDecodes());
-    }
+    // streams are owed time (StepCostModel: earlier prompt steps took longer than the bound).
+    if (pass == 1 && !plan.empty()) budget = std::min(budget, cost_.PromptBudget(budget));
     for (size_t i = 0; i < running_.size(); ++i) {
       Seq& s = *running_[i];
       const int64_t pending = static_cast<int64_t>(s.tokens.size()) - s.n_past;
@@ -317,7 +316,7 @@ void Scheduler::RunStep() {
   const Clock::time_point t0 = Clock::now();
   const Status status = engine_->Step(step, &logits_);
   const double seconds = MsBetween(t0, Clock::now()) / 1000.0;
-  LearnStepCost(n_decode, n_prompt, seconds * 1000.0);
+  cost_.Learn(n_decode, n_prompt, seconds * 1000.0);
   {
     // Counted before the step's tokens are pushed: a client that reads the stats after its
     // tokens (or its answer) sees this step in them.
@@ -341,47 +340,6 @@ void Scheduler::RunStep() {
       ++row;
     }
   }
-}
-
-// A step's time is about t(d) + b * p for d decode tokens and p prompt tokens: the expert weights
-// are read once per step whatever its size (t(d): a decode step, mostly DRAM reads), and each
-// prompt token adds compute b. Both are learned from the steps (exponential moving averages).
-void Scheduler::LearnStepCost(int64_t n_decode, int64_t n_prompt, double ms) {
-  constexpr double kAlpha = 0.2;
-  // The streams' mean inter-token latency is kept within itl_factor x a decode step: a step
-  // with prompt tokens that took longer than that leaves a debt, which decode-only steps pay
-  // back at (factor - 1) x a decode step each (a minimal chunk can cost several decode steps:
-  // 8 tokens read about half of V2-Lite's experts). Some credit (one bound's worth) may build
-  // up so that a chunk can follow a run of decode steps at once.
-  if (n_decode == 0) {
-    latency_debt_ms_ = 0;  // no stream waited on this step
-  } else if (decode_step_ms_ > 0 && opt_.itl_factor > 0) {
-    const double bound = opt_.itl_factor * decode_step_ms_;
-    latency_debt_ms_ = std::max(latency_debt_ms_ + ms - bound, -bound);
-  }
-  if (n_prompt == 0 && n_decode > 0) {
-    decode_step_ms_ = decode_step_ms_ <= 0 ? ms : (1 - kAlpha) * decode_step_ms_ + kAlpha * ms;
-  } else if (n_prompt > 0 && n_decode > 0 && decode_step_ms_ > 0) {
-    const double b = std::max(ms - decode_step_ms_, 0.0) / static_cast<double>(n_prompt);
-    prompt_token_ms_ = prompt_token_ms_ <= 0 ? b : (1 - kAlpha) * prompt_token_ms_ + kAlpha * b;
-  } else if (n_prompt > 0 && n_decode == 0 && prompt_token_ms_ <= 0) {
-    prompt_token_ms_ = ms / static_cast<double>(n_prompt);  // a first guess (an upper bound)
-  }
-}
-
-// Prompt tokens a step may carry beside decode tokens so that it takes at most
-// itl_factor x a decode step: (factor - 1) x t(d) / b. Until both are measured: 32 tokens.
-int64_t Scheduler::PromptBudget(double decode_step_ms, double prompt_token_ms, double itl_factor,
-                                int64_t batch_tokens) {
-  if (itl_factor <= 0) return batch_tokens;
-  if (decode_step_ms <= 0 || prompt_token_ms <= 0) return std::min<int64_t>(32, batch_tokens);
-  const double n = (itl_factor - 1.0) * decode_step_ms / prompt_token_ms;
-  return std::clamp<int64_t>(static_cast<int64_t>(std::min(n, 1e9)), std::min<int64_t>(8, batch_tokens),
-                             batch_tokens);
-}
-
-int64_t Scheduler::PromptBudgetWithDecodes() const {
-  return PromptBudget(decode_step_ms_, prompt_token_ms_, opt_.itl_factor, opt_.batch_tokens);
 }
 
 void Scheduler::Emit(Seq& s, const std::string& text, int32_t id, const float* logits) {
@@ -466,9 +424,9 @@ void Scheduler::PublishStats() {
   stats_.kv_blocks_cached = blocks_.cached();
   stats_.kv_blocks_free = blocks_.free();
   stats_.kv_evictions = blocks_.evictions();
-  stats_.decode_step_ms = decode_step_ms_;
-  stats_.prompt_token_ms = prompt_token_ms_;
-  stats_.latency_debt_ms = latency_debt_ms_;
+  stats_.decode_step_ms = cost_.decode_step_ms();
+  stats_.prompt_token_ms = cost_.prompt_token_ms();
+  stats_.latency_debt_ms = cost_.debt_ms();
   stats_.slots.clear();
   for (const auto& s : running_) {
     if (s->finished) continue;

@@ -33,6 +33,7 @@
 #include "core/engine/engine.h"
 #include "core/engine/kv_blocks.h"
 #include "core/sampling/sampler.h"
+#include "core/serving/step_cost.h"
 #include "core/tokenizer/tokenizer.h"
 
 namespace moesplit::serving {
@@ -106,9 +107,10 @@ struct SchedulerOptions {
   int max_running = 4;        // -np: sequences evaluated together
   int max_queue = 64;         // requests waiting beyond -np; more: Submit says Unavailable
   int64_t batch_tokens = 512; // tokens per step (decode tokens + prompt chunks)
-  // While sequences decode, prompt chunks are cut so that a step takes at most this many times a
-  // decode-only step (the streams' inter-token latency during another's long prefill; Sarathi-
-  // Serve's stall-free batching). <= 0: chunks of batch_tokens whatever the latency.
+  // While sequences decode, prompt chunks are sized so that the streams' mean inter-token
+  // latency stays within this many times a decode-only step, and no chunk step takes more than
+  // twice that (StepCostModel; Sarathi-Serve's stall-free batching, with MoE's saturating expert
+  // reads). <= 0: chunks of batch_tokens whatever the latency.
   double itl_factor = 2.5;
   // A prompt with at most this many tokens left runs whole in one step even while others decode
   // (within batch_tokens): each chunk of a prompt reads the experts its tokens route to again,
@@ -130,7 +132,7 @@ struct SchedulerStats {
   int64_t prefix_hits = 0;             // requests that reused >= 1 block
   int64_t steps = 0;
   int64_t prompt_steps = 0;            // steps that carried prompt tokens
-  // The step costs the prompt-chunk budget is computed from (LearnStepCost): a decode-only
+  // The step costs the prompt-chunk budget is computed from (StepCostModel): a decode-only
   // step, what one prompt token adds, and the streams' latency debt (ms; > 0: decode-only steps
   // come next).
   double decode_step_ms = 0, prompt_token_ms = 0, latency_debt_ms = 0;
@@ -163,11 +165,6 @@ class Scheduler {
   // Cancels every request and refuses new ones (the server is stopping): streams end at once.
   void Shutdown();
   int64_t ctx_size() const { return ctx_; }  // the most positions one sequence may hold
-  // Prompt tokens a step may carry beside decode tokens: (itl_factor - 1) x decode_step_ms /
-  // prompt_token_ms, in [8, batch_tokens]; 32 until both costs are measured; batch_tokens when
-  // itl_factor <= 0.
-  static int64_t PromptBudget(double decode_step_ms, double prompt_token_ms, double itl_factor,
-                              int64_t batch_tokens);
 
  private:
   struct Seq;
@@ -181,8 +178,6 @@ class Scheduler {
   void FinishSeq(Seq& s, FinishReason r, Status error = Status::Ok());
   void Emit(Seq& s, const std::string& text, int32_t id, const float* logits);
   void PublishStats();  // the snapshot Stats() returns (running, queue, blocks, slots)
-  void LearnStepCost(int64_t n_decode, int64_t n_prompt, double ms);
-  int64_t PromptBudgetWithDecodes() const;
 
   engine::Engine* engine_;
   const tokenizer::Tokenizer* tok_;
@@ -201,11 +196,7 @@ class Scheduler {
   bool shutting_down_ = false;  // guarded by mu_
   bool cancel_all_ = false;     // guarded by mu_
   std::vector<float> logits_;  // [rows x V] of a step
-  double decode_step_ms_ = 0;   // EMA of a decode-only step's time (scheduler thread only)
-  double prompt_token_ms_ = 0;  // EMA of the time a prompt token adds to a step
-  // How far the decoding streams' steps ran past itl_factor x a decode step in all (ms, > 0:
-  // the next steps carry no prompt tokens; see LearnStepCost).
-  double latency_debt_ms_ = 0;
+  StepCostModel cost_;  // learned step costs and the streams' latency debt (scheduler thread)
   std::thread thread_;
 };
 

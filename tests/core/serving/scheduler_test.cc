@@ -218,15 +218,6 @@ TEST_P(SchedulerTest, AFullPoolPreemptsAndResumes) {
   EXPECT_GT(s.Stats().preemptions, 0);
 }
 
-TEST(SchedulerBudgetTest, PromptChunksKeepStepsWithinTheLatencyFactor) {
-  // A 60 ms decode step and 2 ms per prompt token: 2.5x allows 90 ms more, 45 tokens.
-  EXPECT_EQ(Scheduler::PromptBudget(60, 2, 2.5, 512), 45);
-  EXPECT_EQ(Scheduler::PromptBudget(60, 0.01, 2.5, 512), 512);  // cheap tokens: the cap
-  EXPECT_EQ(Scheduler::PromptBudget(60, 500, 2.5, 512), 8);     // the floor: progress
-  EXPECT_EQ(Scheduler::PromptBudget(0, 0, 2.5, 512), 32);       // not measured yet
-  EXPECT_EQ(Scheduler::PromptBudget(60, 2, 0, 512), 512);       // off
-}
-
 // While a stream decodes, a 300-token prompt is cut into chunks (here learned from the steps),
 // not evaluated in one 512-token step; both finish.
 TEST_P(SchedulerTest, ALongPromptIsChunkedBesideADecodingStream) {
