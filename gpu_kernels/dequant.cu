@@ -162,6 +162,14 @@ Status Dispatch(GgmlType type, const Job& j) {
       return LaunchJob<GgmlType::kQ5_K>(j);
     case GgmlType::kQ6_K:
       return LaunchJob<GgmlType::kQ6_K>(j);
+    case GgmlType::kQ2_K:
+      return LaunchJob<GgmlType::kQ2_K>(j);
+    case GgmlType::kQ3_K:
+      return LaunchJob<GgmlType::kQ3_K>(j);
+    case GgmlType::kIQ4_NL:
+      return LaunchJob<GgmlType::kIQ4_NL>(j);
+    case GgmlType::kIQ4_XS:
+      return LaunchJob<GgmlType::kIQ4_XS>(j);
     case GgmlType::kF32:
       return LaunchJob<GgmlType::kF32>(j);
     case GgmlType::kF16:
@@ -178,8 +186,7 @@ Status Dispatch(GgmlType type, const Job& j) {
 Status CheckTypeAndCols(const char* fn, GgmlType type, int64_t cols, const void* out) {
   if (!GpuDequantSupports(type)) {
     return InvalidArgumentError(fn, ": weight type ", TypeName(type),
-                                " is not supported (q4_0, q5_0, q8_0, q4_K, q5_K, q6_K, f32, f16, "
-                                "bf16 are)");
+                                " is not supported (", kHdDecodableTypes, " are)");
   }
   const int64_t bv = HdIsPlainFloat(type) ? 1 : HdBlockValues(type);
   if (cols < 1 || cols % bv != 0) {

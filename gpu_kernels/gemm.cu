@@ -58,8 +58,7 @@ GemmContext::~GemmContext() {
 Status GemmContext::CheckArgs(GgmlType type, int64_t rows, int64_t cols, int64_t n_tok) {
   if (!GpuDequantSupports(type)) {
     return InvalidArgumentError("QuantGemm: weight type ", TypeName(type),
-                                " is not supported (q4_0, q5_0, q8_0, q4_K, q5_K, q6_K, f32, f16, "
-                                "bf16 are)");
+                                " is not supported (", kHdDecodableTypes, " are)");
   }
   const int64_t bv = HdIsPlainFloat(type) ? 1 : HdBlockValues(type);
   if (cols < 1 || cols > INT_MAX || cols % bv != 0) {

@@ -203,6 +203,14 @@ Status Dispatch(GgmlType type, const GemvJob& j) {
       return LaunchType<GgmlType::kQ5_K>(j);
     case GgmlType::kQ6_K:
       return LaunchType<GgmlType::kQ6_K>(j);
+    case GgmlType::kQ2_K:
+      return LaunchType<GgmlType::kQ2_K>(j);
+    case GgmlType::kQ3_K:
+      return LaunchType<GgmlType::kQ3_K>(j);
+    case GgmlType::kIQ4_NL:
+      return LaunchType<GgmlType::kIQ4_NL>(j);
+    case GgmlType::kIQ4_XS:
+      return LaunchType<GgmlType::kIQ4_XS>(j);
     case GgmlType::kF32:
       return LaunchType<GgmlType::kF32>(j);
     case GgmlType::kF16:
@@ -220,8 +228,7 @@ Status CheckCommon(const char* fn, GgmlType type, int64_t rows, int64_t cols, co
                    int n_tok) {
   if (!QuantGemvSupports(type)) {
     return InvalidArgumentError(fn, ": weight type ", TypeName(type),
-                                " is not supported (q4_0, q5_0, q8_0, q4_K, q5_K, q6_K, f32, "
-                                "f16, bf16 are)");
+                                " is not supported (", kHdDecodableTypes, " are)");
   }
   const int bv = HdBlockValues(type);
   if (cols < 1 || cols % bv != 0) {

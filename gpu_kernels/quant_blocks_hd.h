@@ -10,6 +10,10 @@
 //   Q4_K       256          144            8       (d * s_j) * q - dmin * m_j   (sub-block j)
 //   Q5_K       256          176            8       (d * s_j) * q - dmin * m_j
 //   Q6_K       256          210            8       (d * s_k) * (q - 32)  (two scales per unit)
+//   Q2_K       256           84            8       (d * s_k) * q - dmin * m_k  (two per unit)
+//   Q3_K       256          110            8       (d * (s_k - 32)) * (q - 4 * !hbit)  (two)
+//   IQ4_NL      32           18            1       d * kIq4[q]
+//   IQ4_XS     256          136            8       (d * (s_j - 32)) * kIq4[q]
 //   F32/F16/BF16  32 (a group of 32 elements) 128 / 64 / 64    1
 // so a warp lane (or a thread) decodes one unit with HdDecodeUnit<type>(block, j, out).
 //
@@ -49,10 +53,14 @@ MOESPLIT_HD constexpr int HdBlockValues(GgmlType t) {
     case GgmlType::kQ4_0:
     case GgmlType::kQ5_0:
     case GgmlType::kQ8_0:
+    case GgmlType::kIQ4_NL:
       return 32;
     case GgmlType::kQ4_K:
     case GgmlType::kQ5_K:
     case GgmlType::kQ6_K:
+    case GgmlType::kQ2_K:
+    case GgmlType::kQ3_K:
+    case GgmlType::kIQ4_XS:
       return 256;
     default:
       return 0;
@@ -78,12 +86,23 @@ MOESPLIT_HD constexpr int HdBlockBytes(GgmlType t) {
       return 176;  // as Q4_K + 32 B fifth bits
     case GgmlType::kQ6_K:
       return 210;  // 128 B low nibbles, 64 B high pairs, 16 B int8 scales, f16 d
+    case GgmlType::kQ2_K:
+      return 84;  // 16 B scale|min nibbles, 64 B 2-bit quants, f16 d, f16 dmin
+    case GgmlType::kQ3_K:
+      return 110;  // 32 B high bits, 64 B 2-bit quants, 12 B 6-bit scales, f16 d
+    case GgmlType::kIQ4_NL:
+      return 18;  // f16 d + 16 B 4-bit indices
+    case GgmlType::kIQ4_XS:
+      return 136;  // f16 d, 16-bit high scale bits, 4 B low scale nibbles, 128 B indices
     default:
       return 0;
   }
 }
 
 MOESPLIT_HD constexpr bool HdCanDecode(GgmlType t) { return HdBlockValues(t) != 0; }
+// The types above, for error messages.
+inline constexpr char kHdDecodableTypes[] =
+    "q4_0, q5_0, q8_0, iq4_nl, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs, f32, f16, bf16";
 MOESPLIT_HD constexpr bool HdIsPlainFloat(GgmlType t) {
   return t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16;
 }
@@ -245,6 +264,100 @@ MOESPLIT_HD void HdDecodeQ6_K(const uint8_t* b, int j, float* out) {
   }
 }
 
+// Q2_K / Q3_K unit j: values 32j .. 32j + 31 are sub-blocks 2j and 2j + 1 (16 values each) and
+// sit in half h = j / 4 of qs (32 bytes each) at bit pair 2 (j % 4): value 32j + l in byte l.
+
+// 84 B: scales[16] at 0 (low nibble scale, high nibble min), qs[64] at 16, d at 80, dmin at 82.
+MOESPLIT_HD void HdDecodeQ2_K(const uint8_t* b, int j, float* out) {
+  const float d = HdHalfToFloat(HdLoadU16(b + 80));
+  const float dmin = HdHalfToFloat(HdLoadU16(b + 82));
+  const uint8_t* q = b + 16 + 32 * (j / 4);
+  const int shift = 2 * (j % 4);
+  MOESPLIT_HD_UNROLL
+  for (int half = 0; half < 2; ++half) {
+    const uint32_t sc = b[2 * j + half];
+    const float dl = HdMul(d, static_cast<float>(sc & 0xF));
+    const float ml = HdMul(dmin, static_cast<float>(sc >> 4));
+    MOESPLIT_HD_UNROLL
+    for (int l = 16 * half; l < 16 * half + 16; ++l) {
+      out[l] = HdSub(HdMul(dl, static_cast<float>((q[l] >> shift) & 3)), ml);
+    }
+  }
+}
+
+// Q3_K's 6-bit scale k (0..15) from the 12 bytes at q: low nibble of q[k] (k < 8) or high
+// nibble of q[k - 8]; high 2 bits at bit 2 (k / 4) of q[8 + k % 4].
+MOESPLIT_HD int HdScaleQ3K(int k, const uint8_t* q) {
+  const int low = k < 8 ? (q[k] & 0xF) : (q[k - 8] >> 4);
+  return low | (((q[8 + k % 4] >> (2 * (k / 4))) & 3) << 4);
+}
+
+// 110 B: hmask[32] at 0 (bit j of hmask[l] is the third bit of value 32j + l), qs[64] at 32,
+// scales[12] at 96, d at 108. A value is its low 2 bits, minus 4 when its high bit is clear.
+MOESPLIT_HD void HdDecodeQ3_K(const uint8_t* b, int j, float* out) {
+  const float d = HdHalfToFloat(HdLoadU16(b + 108));
+  const uint8_t* q = b + 32 + 32 * (j / 4);
+  const int shift = 2 * (j % 4);
+  const uint32_t hbit = 1u << j;
+  MOESPLIT_HD_UNROLL
+  for (int half = 0; half < 2; ++half) {
+    const float dl = HdMul(d, static_cast<float>(HdScaleQ3K(2 * j + half, b + 96) - 32));
+    MOESPLIT_HD_UNROLL
+    for (int l = 16 * half; l < 16 * half + 16; ++l) {
+      const int v = static_cast<int>((q[l] >> shift) & 3) - ((b[l] & hbit) ? 0 : 4);
+      out[l] = HdMul(dl, static_cast<float>(v));
+    }
+  }
+}
+
+// IQ4_NL / IQ4_XS's 16 non-linear levels (ggml's kvalues_iq4nl; cpu_kernels' kIq4Values). A
+// switch rather than a table: the same code on both sides, no __constant__ array for the
+// host-compiled emulation to stand in for, and nvcc turns it into a few selects.
+MOESPLIT_HD float HdIq4Level(uint32_t i) {
+  switch (i & 0xF) {
+    case 0: return -127.0f;
+    case 1: return -104.0f;
+    case 2: return -83.0f;
+    case 3: return -65.0f;
+    case 4: return -49.0f;
+    case 5: return -35.0f;
+    case 6: return -22.0f;
+    case 7: return -10.0f;
+    case 8: return 1.0f;
+    case 9: return 13.0f;
+    case 10: return 25.0f;
+    case 11: return 38.0f;
+    case 12: return 53.0f;
+    case 13: return 69.0f;
+    case 14: return 89.0f;
+    default: return 113.0f;
+  }
+}
+
+// 16 bytes of indices: byte l holds value l (low nibble) and value l + 16 (high nibble).
+MOESPLIT_HD void HdDecodeIq4Indices(const uint8_t* qs, float dl, float* out) {
+  MOESPLIT_HD_UNROLL
+  for (int l = 0; l < 16; ++l) {
+    out[l] = HdMul(dl, HdIq4Level(qs[l]));
+    out[l + 16] = HdMul(dl, HdIq4Level(qs[l] >> 4));
+  }
+}
+
+// 18 B: d at 0, qs[16] at 2.
+MOESPLIT_HD void HdDecodeIQ4_NL(const uint8_t* b, float* out) {
+  HdDecodeIq4Indices(b + 2, HdHalfToFloat(HdLoadU16(b)), out);
+}
+
+// 136 B: d at 0, scales_h (u16) at 2, scales_l[4] at 4, qs[128] at 8; sub-block j's 6-bit scale
+// is nibble j % 2 of scales_l[j / 2] | bits 2j..2j+1 of scales_h << 4, its indices qs[16j..].
+MOESPLIT_HD void HdDecodeIQ4_XS(const uint8_t* b, int j, float* out) {
+  const float d = HdHalfToFloat(HdLoadU16(b));
+  const uint32_t sh = HdLoadU16(b + 2);
+  const int ls = static_cast<int>(((b[4 + j / 2] >> (4 * (j % 2))) & 0xF) |
+                                  (((sh >> (2 * j)) & 3u) << 4));
+  HdDecodeIq4Indices(b + 8 + 16 * j, HdMul(d, static_cast<float>(ls - 32)), out);
+}
+
 MOESPLIT_HD void HdDecodeF32(const uint8_t* b, float* out) {
   MOESPLIT_HD_UNROLL
   for (int l = 0; l < 32; ++l) out[l] = HdBitsToFloat(HdLoadU32(b + 4 * l));
@@ -274,6 +387,14 @@ MOESPLIT_HD void HdDecodeUnit(const uint8_t* b, int j, float* out) {
     HdDecodeQ5_K(b, j, out);
   } else if constexpr (kType == GgmlType::kQ6_K) {
     HdDecodeQ6_K(b, j, out);
+  } else if constexpr (kType == GgmlType::kQ2_K) {
+    HdDecodeQ2_K(b, j, out);
+  } else if constexpr (kType == GgmlType::kQ3_K) {
+    HdDecodeQ3_K(b, j, out);
+  } else if constexpr (kType == GgmlType::kIQ4_NL) {
+    HdDecodeIQ4_NL(b, out);
+  } else if constexpr (kType == GgmlType::kIQ4_XS) {
+    HdDecodeIQ4_XS(b, j, out);
   } else if constexpr (kType == GgmlType::kF32) {
     HdDecodeF32(b, out);
   } else if constexpr (kType == GgmlType::kF16) {
@@ -304,6 +425,18 @@ MOESPLIT_HD bool HdDecodeUnit(GgmlType t, const uint8_t* b, int j, float* out) {
       return true;
     case GgmlType::kQ6_K:
       HdDecodeUnit<GgmlType::kQ6_K>(b, j, out);
+      return true;
+    case GgmlType::kQ2_K:
+      HdDecodeUnit<GgmlType::kQ2_K>(b, j, out);
+      return true;
+    case GgmlType::kQ3_K:
+      HdDecodeUnit<GgmlType::kQ3_K>(b, j, out);
+      return true;
+    case GgmlType::kIQ4_NL:
+      HdDecodeUnit<GgmlType::kIQ4_NL>(b, j, out);
+      return true;
+    case GgmlType::kIQ4_XS:
+      HdDecodeUnit<GgmlType::kIQ4_XS>(b, j, out);
       return true;
     case GgmlType::kF32:
       HdDecodeUnit<GgmlType::kF32>(b, j, out);

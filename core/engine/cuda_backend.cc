@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "gpu_kernels/cuda_check.h"
+#include "gpu_kernels/quant_blocks_hd.h"
 #include "gpu_kernels/dequant.h"
 #include "gpu_kernels/mla_attention.h"
 #include "gpu_kernels/mla_hd.h"
@@ -240,8 +241,8 @@ bool CudaBackend::HasKernel(GgmlType type) {
 Status CudaBackend::CheckWeight(const std::string& name, GgmlType type, int64_t cols) const {
   if (!HasKernel(type)) {
     return InvalidArgumentError(name, ": weight type ", TypeName(type),
-                                " has no GPU kernel in this version (q4_0, q5_0, q8_0, q4_K, q5_K, "
-                                "q6_K, f32, f16 and bf16 have); run this file with --device cpu");
+                                " has no GPU kernel in this version (", gpu::kHdDecodableTypes,
+                                " have); run this file with --device cpu");
   }
   alignas(16) static constexpr float kAligned[4] = {};  // CheckQuantGemvArgs wants an x
   const Status s = gpu::CheckQuantGemvArgs(type, 1, cols, kAligned, 1);

@@ -235,7 +235,7 @@ TEST(HybridSplit, DefaultIsExpertsOnTheCpuAndOtherSplitsAreRefused) {
 
 // With a GPU, `--device auto` runs the CPU pass on a model the hybrid pass cannot run, saying
 // why: the first tensor the GPU would get whose type has no kernel (ds-tiny's output head is
-// q6_K; a Q3_K_M file's attention q3_K), or the architecture (HybridForward::CheckModel).
+// q6_K; an IQ2_XXS file's attention iq2_xxs), or the architecture (HybridForward::CheckModel).
 TEST(HybridSplit, BlockerNamesTheFirstTensorWithoutAGpuKernel) {
   MOESPLIT_REQUIRE_TESTDATA();
   std::unique_ptr<engine::Model> model = engine::Model::Load(TinyRun().model).value();
@@ -251,8 +251,11 @@ TEST(HybridSplit, BlockerNamesTheFirstTensorWithoutAGpuKernel) {
 #ifndef MOESPLIT_HAVE_CUDA
   EXPECT_FALSE(CudaHasKernel(GgmlType::kQ4_K));
 #else
-  EXPECT_TRUE(CudaHasKernel(GgmlType::kQ4_K));
-  EXPECT_FALSE(CudaHasKernel(GgmlType::kQ3_K));
+  for (GgmlType t : {GgmlType::kQ4_K, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kIQ4_NL,
+                     GgmlType::kIQ4_XS}) {
+    EXPECT_TRUE(CudaHasKernel(t)) << TypeName(t);
+  }
+  EXPECT_FALSE(CudaHasKernel(GgmlType::kIQ2_XXS));
 #endif
 }
 

@@ -78,9 +78,9 @@ INSTANTIATE_TEST_SUITE_P(GpuQuant, QGemv, ::testing::ValuesIn(kGpuQuantTypes),
 
 // Argument errors are found before any CUDA call: these run without a GPU.
 TEST(QGemvArgs, RejectsUnsupportedType) {
-  const Status s = QuantGemv(GgmlType::kQ2_K, nullptr, 4, 256, nullptr, 1, nullptr, nullptr);
+  const Status s = QuantGemv(GgmlType::kIQ2_XXS, nullptr, 4, 256, nullptr, 1, nullptr, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("q2_K"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("iq2_xxs"), std::string::npos) << s.ToString();
   EXPECT_FALSE(QuantGemvSupports(GgmlType::kQ4_1));
   EXPECT_TRUE(QuantGemvSupports(GgmlType::kQ6_K));
 }

@@ -21,8 +21,10 @@
 namespace moesplit::gpu {
 namespace {
 
-constexpr GgmlType kTypes[] = {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0,
-                               GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
+constexpr GgmlType kTypes[] = {GgmlType::kQ4_0,   GgmlType::kQ5_0,  GgmlType::kQ8_0,
+                               GgmlType::kIQ4_NL, GgmlType::kQ2_K,  GgmlType::kQ3_K,
+                               GgmlType::kQ4_K,   GgmlType::kQ5_K,  GgmlType::kQ6_K,
+                               GgmlType::kIQ4_XS,
                                GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16};
 
 // Decodes a whole row of n values unit by unit, into a NaN-poisoned buffer.
@@ -70,10 +72,10 @@ TEST(QuantBlocksHd, GeometryMatchesGgml) {
     EXPECT_EQ(bv % kUnitValues, 0) << tr.name;
     EXPECT_EQ(RowBytes(t, bv), HdBlockBytes(t)) << tr.name;
   }
-  EXPECT_FALSE(HdCanDecode(GgmlType::kQ2_K));
+  EXPECT_FALSE(HdCanDecode(GgmlType::kIQ2_XXS));
   EXPECT_FALSE(HdCanDecode(GgmlType::kQ4_1));
   float out[32];
-  EXPECT_FALSE(HdDecodeUnit(GgmlType::kQ3_K, nullptr, 0, out));
+  EXPECT_FALSE(HdDecodeUnit(GgmlType::kIQ1_S, nullptr, 0, out));
 }
 
 TEST(QuantBlocksHd, HalfToFloatAllBitPatterns) {
@@ -161,8 +163,12 @@ ScaleFields FieldsOf(GgmlType t) {
       return {0, 2};
     case GgmlType::kQ6_K:
       return {208, -1};
+    case GgmlType::kQ2_K:
+      return {80, 82};
+    case GgmlType::kQ3_K:
+      return {108, -1};
     default:
-      return {0, -1};  // legacy blocks
+      return {0, -1};  // legacy blocks, IQ4_NL, IQ4_XS
   }
 }
 
@@ -195,6 +201,15 @@ TEST(QuantBlocksHd, ExtremeScalesMatchReference) {
       }
       if ((t == GgmlType::kQ4_K || t == GgmlType::kQ5_K) && i % 3 == 0) {
         for (int s = 0; s < 12; ++s) blk[4 + s] = 0xff;  // every scale and min 63
+      }
+      if (t == GgmlType::kQ2_K && i % 3 == 0) {
+        for (int s = 0; s < 16; ++s) blk[s] = s % 2 ? 0xff : 0x00;  // scales and mins 15 / 0
+      }
+      if (t == GgmlType::kQ3_K && i % 3 != 2) {
+        for (int s = 0; s < 12; ++s) blk[96 + s] = i % 3 ? 0x00 : 0xff;  // every scale -32 / 31
+      }
+      if (t == GgmlType::kIQ4_XS && i % 3 != 2) {
+        for (int s = 2; s < 8; ++s) blk[s] = i % 3 ? 0x00 : 0xff;  // every scale -32 / 31
       }
     }
     ExpectSameBits(t, bytes, blocks * HdBlockValues(t), "extreme scales");

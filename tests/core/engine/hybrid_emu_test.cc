@@ -164,6 +164,24 @@ TEST(HybridEmu, SharpLegacyLayoutAgreesWithTheCpuPass) {
 
 // shared/testdata's ds-tiny (llama.cpp's oracle) has a 64 + 16 latent: the pass refuses it with
 // a clear error instead of computing garbage.
+// An IQ4_XS file (make-model's mix for llama-quantize IQ4_XS: IQ4_XS attention, shared experts
+// and dense layers, IQ4_NL where rows are not a multiple of 256) on the device's decoders.
+TEST(HybridEmu, DsTinyStructureIq4XsAgreesWithTheCpuPass) {
+  MOESPLIT_SKIP_UNDER_SANITIZER();
+  const std::string path = WriteMla576("ds-tiny", "ds-tiny-576-iq4xs", synth::QuantMix::kIQ4_XS);
+  {
+    std::unique_ptr<gguf::GgufFile> f = gguf::GgufFile::Open(path).value();
+    int iq4_dense = 0;
+    for (const gguf::TensorInfo& t : f->tensors()) {
+      const bool iq4 = t.type == GgmlType::kIQ4_XS || t.type == GgmlType::kIQ4_NL;
+      iq4_dense += iq4 && t.name.find("_exps") == std::string::npos;
+    }
+    EXPECT_GT(iq4_dense, 0) << "the mix should put IQ4 types on the device's matrices";
+  }
+  CheckAgainstCpu(path, ExpertHome::kCpu);
+  std::remove(path.c_str());
+}
+
 TEST(HybridEmu, NarrowLatentIsAClearError) {
   MOESPLIT_REQUIRE_TESTDATA();
   std::unique_ptr<Model> model =
