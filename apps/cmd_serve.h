@@ -24,7 +24,7 @@ struct ServeArgs {
   int64_t ctx_size = 8192;    // -c: KV positions shared by every sequence
   int64_t batch_tokens = 512; // --batch-tokens (-b)
   int max_queue = 64;         // --max-queue
-  double itl_factor = 2.5;    // --itl-factor (serving::SchedulerOptions::itl_factor)
+  double itl_factor = 2.0;    // --itl-factor (serving::SchedulerOptions::itl_factor)
   int64_t whole_prompt_tokens = 256;  // --whole-prompt (SchedulerOptions::whole_prompt_tokens)
   int threads = 0;            // -t
   server::ServerOptions http;

@@ -111,7 +111,7 @@ struct SchedulerOptions {
   // latency stays within this many times a decode-only step, and no chunk step takes more than
   // twice that (StepCostModel; Sarathi-Serve's stall-free batching, with MoE's saturating expert
   // reads). <= 0: chunks of batch_tokens whatever the latency.
-  double itl_factor = 2.5;
+  double itl_factor = 2.0;
   // A prompt with at most this many tokens left runs whole in one step even while others decode
   // (within batch_tokens): each chunk of a prompt reads the experts its tokens route to again,
   // so cutting a short prompt costs the other streams more time in all (V2-Lite, 2 threads: a

@@ -19,7 +19,8 @@ namespace moesplit::serving {
 //   - the time a step takes beyond itl_factor x t(d) is a debt; while it is > 0 the next steps
 //     carry no prompt tokens, each paying back itl_factor x t(d) - t(d). So the streams' mean
 //     inter-token latency stays within itl_factor x t(d), and most of their gaps are plain
-//     decode steps (at the default 2.5: a chunk at ~5 t(d), then ~2 decode steps).
+//     decode steps (at 2.5: a chunk at ~5 t(d), then ~2 decode steps; the default is 2.0, which
+//     leaves room for the 1.4x by which a noisy VM inflates the streams' measured mean).
 // t(d) is re-measured on those decode-only steps, so it follows the machine (shared VMs swing
 // in memory bandwidth by 3x within seconds).
 class StepCostModel {
