@@ -100,9 +100,9 @@ TEST(GpuConvertF32ToBf16, RoundsLikeTheCpu) {
 
 // Argument errors are found before any CUDA call: these run without a GPU.
 TEST(GpuDequantArgs, RejectsBadArguments) {
-  Status s = DequantizeRowsToBf16(GgmlType::kQ3_K, nullptr, 4, 256, 0, 4, nullptr, nullptr);
+  Status s = DequantizeRowsToBf16(GgmlType::kIQ2_XXS, nullptr, 4, 256, 0, 4, nullptr, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("q3_K"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("iq2_xxs"), std::string::npos) << s.ToString();
   s = DequantizeRowsToBf16(GgmlType::kQ5_K, nullptr, 4, 300, 0, 4, nullptr, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("cols = 300"), std::string::npos) << s.ToString();
