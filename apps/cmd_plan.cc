@@ -170,7 +170,7 @@ void RegisterPlan(CLI::App& app, std::function<int()>* action) {
   cmd->add_option("-m,--model", a->model, "GGUF model file");
   cmd->add_option("--preset", a->preset,
                   "plan a make-model preset at full size instead (ds-v3 = DeepSeek-V3/R1)");
-  cmd->add_option("--quant", a->quant, "with --preset: Q4_K_M | Q8_0 | IQ4_XS | F16 | BF16")
+  cmd->add_option("--quant", a->quant, "with --preset: Q4_K_M | Q8_0 | IQ4_XS | Q3_K_M | UD-Q2_K_XL | F16 | BF16")
       ->capture_default_str();
   cmd->add_option("--layers", a->layers, "with --preset: blocks (default: all)");
   cmd->add_option("--topology", a->topology,

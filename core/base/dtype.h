@@ -72,10 +72,15 @@ enum class GgmlType : uint32_t {
   // IQ4_XS with 16 rows interleaved (repack.h): 138 bytes per row and block (IQ4_XS: 136; the
   // 6-bit scales are stored unpacked, as kQ4_K_R16).
   kIQ4_XS_R16 = 71,
+  // Q2_K with 16 rows interleaved (repack.h): 84 bytes per row and block, as the file type.
+  kQ2_K_R16 = 72,
+  // Q3_K with 16 rows interleaved (repack.h): 114 bytes per row and block (Q3_K: 110; the
+  // 6-bit scales are stored unpacked, as kQ4_K_R16).
+  kQ3_K_R16 = 73,
 };
 
 inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
-inline constexpr uint32_t kTypeIdLimit = 72;      // ggml's ids and moesplit's internal layouts
+inline constexpr uint32_t kTypeIdLimit = 74;      // ggml's ids and moesplit's internal layouts
 
 // The rows a layout interleaves: 16 for the *_R16 layouts, 1 for every GGUF type. Matrices of such
 // a type are sliced only at multiples of this many rows.

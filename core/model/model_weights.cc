@@ -35,7 +35,7 @@ class Resolver {
     if (n_type_problems_ > 0) {
       msg += StrCat("\n(", unsupported_types_,
                     ": not supported by moesplit yet; a file quantized to another type, e.g. "
-                    "Q4_K_M, IQ4_XS or Q8_0, runs)");
+                    "Q4_K_M, Q3_K_M, Q2_K, IQ4_XS or Q8_0, runs)");
     }
     if (n_problems_ > n_type_problems_) {
       msg += "\n(is the file complete and converted by llama.cpp's convert_hf_to_gguf.py?)";

@@ -149,8 +149,10 @@ StatusOr<QuantMix> QuantMixFromName(std::string_view name) {
   if (u == "F16") return QuantMix::kF16;
   if (u == "BF16") return QuantMix::kBF16;
   if (u == "IQ4_XS") return QuantMix::kIQ4_XS;
+  if (u == "Q3_K_M") return QuantMix::kQ3_K_M;
+  if (u == "UD-Q2_K_XL") return QuantMix::kUdQ2_K_XL;
   return InvalidArgumentError("unsupported --quant '", name,
-                              "' (choose Q4_K_M, Q8_0, IQ4_XS, F16, BF16)");
+                              "' (choose Q4_K_M, Q8_0, IQ4_XS, Q3_K_M, UD-Q2_K_XL, F16, BF16)");
 }
 
 const char* QuantMixName(QuantMix mix) {
@@ -165,6 +167,10 @@ const char* QuantMixName(QuantMix mix) {
       return "BF16";
     case QuantMix::kIQ4_XS:
       return "IQ4_XS";
+    case QuantMix::kQ3_K_M:
+      return "Q3_K_M";
+    case QuantMix::kUdQ2_K_XL:
+      return "UD-Q2_K_XL";
   }
   return "?";
 }
@@ -181,6 +187,10 @@ uint32_t QuantMixFileType(QuantMix mix) {
       return 32;  // LLAMA_FTYPE_MOSTLY_BF16
     case QuantMix::kIQ4_XS:
       return 30;  // LLAMA_FTYPE_MOSTLY_IQ4_XS
+    case QuantMix::kQ3_K_M:
+      return 12;  // LLAMA_FTYPE_MOSTLY_Q3_K_M
+    case QuantMix::kUdQ2_K_XL:
+      return 10;  // LLAMA_FTYPE_MOSTLY_Q2_K
   }
   return 0;
 }

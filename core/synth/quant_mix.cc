@@ -137,6 +137,58 @@ GgmlType IQ4XSType(const TensorSpec& t, const Q4KMState& s, int64_t n_gqa) {
   return type;
 }
 
+// llama-quantize Q3_K_M without an importance matrix (LLAMA_FTYPE_MOSTLY_Q3_K_M, any arch but
+// Falcon): default Q3_K; output Q6_K; attn_v-like Q5_K for the first two such tensors, Q4_K
+// after (Q8_0 with 8 experts); attn_k Q8_0 with 8 experts; attn_output Q4_K (Q5_K with 8
+// experts); ffn_down* Q5_K in layers < n_layer / 16, Q4_K in the others. So DeepSeek's routed
+// experts are Q3_K gate / up with a Q4_K down projection (bartowski's Q3_K_M files).
+GgmlType Q3KMType(const TensorSpec& t, Q4KMState* s) {
+  GgmlType type = GgmlType::kQ3_K;
+  switch (CategoryOf(t.name)) {
+    case Category::kOutput:
+      type = t.ne[0] % 256 != 0 ? GgmlType::kQ8_0 : GgmlType::kQ6_K;
+      break;
+    case Category::kAttnVLike:
+      type = s->i_attn_wv < 2 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
+      if (s->n_expert == 8) type = GgmlType::kQ8_0;
+      ++s->i_attn_wv;
+      break;
+    case Category::kAttnK:
+      if (s->n_expert == 8) type = GgmlType::kQ8_0;
+      break;
+    case Category::kAttnOutput:
+      type = s->n_expert == 8 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
+      break;
+    case Category::kFfnDown:
+      type = LayerOf(t.name) < s->n_layer / 16 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
+      break;
+    case Category::kTokenEmbd:
+    case Category::kOther:
+      break;
+  }
+  return type;
+}
+
+// A mix like Unsloth's UD-Q2_K_XL DeepSeek files (theirs comes from an importance matrix and
+// per-tensor tuning; this is its shape, not its recipe): the routed experts' gate / up Q2_K and
+// their down projection Q2_K, Q3_K in the first and last eighth of the layers; everything the
+// GPU would hold at more bits: attention Q4_K (attn_v-like Q6_K), the shared experts and the
+// leading dense layers' FFN Q4_K gate / up and Q6_K down, token_embd Q4_K, output Q6_K.
+GgmlType UdQ2KXLType(const TensorSpec& t, int64_t n_layer) {
+  const Category c = CategoryOf(t.name);
+  if (c == Category::kOutput) return t.ne[0] % 256 != 0 ? GgmlType::kQ8_0 : GgmlType::kQ6_K;
+  if (c == Category::kTokenEmbd) return GgmlType::kQ4_K;
+  if (c == Category::kAttnVLike) return GgmlType::kQ6_K;
+  const bool down = Contains(t.name, "ffn_down");
+  if (Contains(t.name, "_exps.weight")) {
+    if (!down) return GgmlType::kQ2_K;
+    const int64_t layer = LayerOf(t.name);
+    return layer < n_layer / 8 || layer >= 7 * n_layer / 8 ? GgmlType::kQ3_K : GgmlType::kQ2_K;
+  }
+  if (Contains(t.name, "ffn_")) return down ? GgmlType::kQ6_K : GgmlType::kQ4_K;  // shexp, dense
+  return GgmlType::kQ4_K;
+}
+
 }  // namespace
 
 bool KeepsSourceType(const TensorSpec& t) {
@@ -170,6 +222,12 @@ void AssignTypes(QuantMix mix, int64_t n_layer, int64_t n_expert, int64_t n_gqa,
         break;
       case QuantMix::kIQ4_XS:
         t.type = Fallback(IQ4XSType(t, state, n_gqa), t.ne[0]);
+        break;
+      case QuantMix::kQ3_K_M:
+        t.type = Fallback(Q3KMType(t, &state), t.ne[0]);
+        break;
+      case QuantMix::kUdQ2_K_XL:
+        t.type = Fallback(UdQ2KXLType(t, n_layer), t.ne[0]);
         break;
     }
   }

@@ -9,8 +9,15 @@
 //  - IQ4_XS (no importance matrix): default IQ4_XS; output.weight Q6_K; attn_v-like Q5_K when
 //    n_head / n_head_kv >= 4; ffn_down* Q5_K in layers < n_layer / 8; 8-expert models: attn_v
 //    Q8_0, attn_k Q8_0, attn_output Q5_K (bartowski's IQ4_XS files are this mix, imatrix aside);
+//  - Q3_K_M: default Q3_K; output Q6_K; attn_v-like Q5_K for the first two, then Q4_K;
+//    attn_output Q4_K; ffn_down* Q5_K in layers < n_layer / 16, else Q4_K; 8-expert models:
+//    attn_v and attn_k Q8_0, attn_output Q5_K (file type 12);
+//  - UD-Q2_K_XL (the shape of Unsloth's UD-Q2_K_XL DeepSeek files, not their imatrix recipe):
+//    routed experts Q2_K, their down projection Q3_K in the first and last eighth of the
+//    layers; attention Q4_K (attn_v-like Q6_K); shared experts and dense FFN Q4_K gate / up,
+//    Q6_K down; token_embd Q4_K; output Q6_K (file type 10, Q2_K);
 //  - a K-quant whose ne[0] is not a multiple of 256 falls back: Q4_K->Q5_0, Q5_K->Q5_1,
-//    Q6_K->Q8_0, IQ4_XS->IQ4_NL (e.g. DeepSeek's attn_k_b with ne[0] = qk_nope = 128), and to
+//    Q6_K->Q8_0, Q2_K / Q3_K->Q4_0, IQ4_XS->IQ4_NL (e.g. DeepSeek's attn_k_b with ne[0] = qk_nope = 128), and to
 //    F16 if even that block size (32) does not divide ne[0].
 #pragma once
 

@@ -132,7 +132,7 @@ void GemmQ4_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #endif
 // ---- end of legacy family ------------------------------------------------------------------
-// ---- K-quant family (Q4_K / Q5_K / Q6_K weights x Q8_K activations) --------------------------
+// ---- K-quant family (Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS weights x Q8_K activations) --------------------------
 // Scalar reference dots: gemv_scalar.cc (integer sums per block, exact; one float term per
 // block). SIMD tiers: gemv_kquants_avx2.cc and gemv_kquants_avx512{,vnni}.cc (bodies in
 // gemv_kquants_avx512.inc, loops in gemv_kquants_tiles.inc, the one-token Q4_K tile in
@@ -143,6 +143,9 @@ float DotQ5K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
 float DotQ6K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
 // IQ4_XS (256-value super-blocks, 8 signed 6-bit sub-block scales, kIq4Values levels) x Q8_K.
 float DotIQ4XS_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
+// Q2_K (d s_j q - dmin m_j, 16 sub-blocks of 16) and Q3_K (d (s_j - 32)(q - 4)) x Q8_K.
+float DotQ2K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
+float DotQ3K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
 
 #if defined(MOESPLIT_GEMV_X86)
 #define MOESPLIT_KQUANT_DECLARE(Type, Tier)                                                   \
@@ -181,6 +184,19 @@ void GemmIQ4XSR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows,
 float DotIQ4XS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
 void GemmIQ4XSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// Q2_K / Q3_K: the AVX2 dots (gemv_q23k_avx2.cc), the AVX-512 and VNNI dots and the VNNI
+// kQ2_K_R16 / kQ3_K_R16 kernels (gemv_q23k_avx512{,vnni}.cc, bodies in gemv_q23k_avx512.inc);
+// the file layout's gemm is GemmByDots.
+float DotQ2K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotQ3K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotQ2K_Q8K_Avx512(const void* w_row, const void* a_row, int64_t n);
+float DotQ3K_Q8K_Avx512(const void* w_row, const void* a_row, int64_t n);
+float DotQ2K_Q8K_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
+float DotQ3K_Q8K_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
+void GemmQ2KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ3KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #undef MOESPLIT_KQUANT_DECLARE
 #endif
 // ---- end of the K-quant family ------------------------------------------------------------

@@ -57,6 +57,27 @@ static inline int32_t Q4KMinDot(const Q4KScales& s, const int16_t* bsums) {  // 
   return sum;
 }
 
+// The 16 6-bit scales of a Q3_K block minus 32 (s_j - 32 in [-32, 31]) from its 12 bytes:
+// low nibble of s_j in q[j % 8] (j < 8: bits 0-3, else 4-7), top 2 bits at q[8 + j % 4] bits
+// 2 (j / 4). Word-parallel with w0..w2 the 12 bytes as little-endian u32:
+//   s[0..3]   = w0 & 0x0f.. | (w2 & 0x03..) << 4
+//   s[4..7]   = w1 & 0x0f.. | (w2 >> 2 & 0x03..) << 4
+//   s[8..11]  = w0 >> 4 & 0x0f.. | (w2 >> 4 & 0x03..) << 4
+//   s[12..15] = w1 >> 4 & 0x0f.. | (w2 >> 6 & 0x03..) << 4
+static inline void UnpackQ3KScales(const uint8_t* q, int8_t* out) {  // q: [12], out: [16]
+  uint32_t w[3];
+  std::memcpy(w, q, 12);
+  const uint32_t u[4] = {
+      (w[0] & 0x0f0f0f0fu) | ((w[2] & 0x03030303u) << 4),
+      (w[1] & 0x0f0f0f0fu) | (((w[2] >> 2) & 0x03030303u) << 4),
+      ((w[0] >> 4) & 0x0f0f0f0fu) | (((w[2] >> 4) & 0x03030303u) << 4),
+      ((w[1] >> 4) & 0x0f0f0f0fu) | (((w[2] >> 6) & 0x03030303u) << 4),
+  };
+  uint8_t s[16];
+  std::memcpy(s, u, 16);
+  for (int j = 0; j < 16; ++j) out[j] = static_cast<int8_t>(s[j] - 32);
+}
+
 // IEEE half -> float, exact for every input (normals, subnormals, inf, NaN).
 static inline float HalfToFloat(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;

@@ -1,4 +1,5 @@
-// Registration of the K-quant kernels (weights Q4_K/Q5_K/Q6_K/IQ4_XS, activations Q8_K) per tier.
+// Registration of the K-quant kernels (weights Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_XS, activations Q8_K)
+// per tier.
 // The scalar tier keeps GemmByDots (it is the reference); the SIMD tiers have tiled gemms.
 #include "cpu_kernels/gemv/gemv_internal.h"
 
@@ -13,7 +14,22 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
     k->native_layout[static_cast<size_t>(r16)] = native;
   };
   constexpr GgmlType kQ6R16 = GgmlType::kQ6_K_R16, kQ5R16 = GgmlType::kQ5_K_R16,
-                     kXsR16 = GgmlType::kIQ4_XS_R16;
+                     kXsR16 = GgmlType::kIQ4_XS_R16, kQ2R16 = GgmlType::kQ2_K_R16,
+                     kQ3R16 = GgmlType::kQ3_K_R16;
+  // Q2_K / Q3_K: the tier's dot per (row, token) on the file layout; the R16 layouts unpack to
+  // it except on the VNNI tier, which has their tiles.
+  auto set_q23 = [&](DotFn q2, DotFn q3, GemmFn q2_gemm, GemmFn q3_gemm, GemmFn q2_r16,
+                     GemmFn q3_r16, bool native) {
+    set(GgmlType::kQ2_K, q2, q2_gemm);
+    set(GgmlType::kQ3_K, q3, q3_gemm);
+    set_r16(q2_r16, native, kQ2R16);
+    set_r16(q3_r16, native, kQ3R16);
+  };
+#define MOESPLIT_Q23_BY_DOTS(Tier)                                                          \
+  set_q23(DotQ2K_Q8K_##Tier, DotQ3K_Q8K_##Tier, GemmByDots<DotQ2K_Q8K_##Tier>,             \
+          GemmByDots<DotQ3K_Q8K_##Tier>,                                                    \
+          GemmR16ByUnpack<kQ2R16, GemmByDots<DotQ2K_Q8K_##Tier>>,                           \
+          GemmR16ByUnpack<kQ3R16, GemmByDots<DotQ3K_Q8K_##Tier>>, false)
   switch (tier) {
     case cpu::IsaTier::kScalar:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Scalar, GemmByDots<DotQ4K_Q8K_Scalar>);
@@ -24,6 +40,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(GemmR16ByUnpack<kQ5R16, GemmByDots<DotQ5K_Q8K_Scalar>>, false, kQ5R16);
       set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Scalar, GemmByDots<DotIQ4XS_Q8K_Scalar>);
       set_r16(GemmR16ByUnpack<kXsR16, GemmByDots<DotIQ4XS_Q8K_Scalar>>, false, kXsR16);
+      MOESPLIT_Q23_BY_DOTS(Scalar);
       return;
 #if defined(MOESPLIT_GEMV_X86)
     case cpu::IsaTier::kAvx2:
@@ -35,6 +52,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(GemmR16ByUnpack<kQ5R16, GemmQ5K_Q8K_Avx2>, false, kQ5R16);
       set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx2, GemmByDots<DotIQ4XS_Q8K_Avx2>);
       set_r16(GemmR16ByUnpack<kXsR16, GemmByDots<DotIQ4XS_Q8K_Avx2>>, false, kXsR16);
+      MOESPLIT_Q23_BY_DOTS(Avx2);
       return;
     case cpu::IsaTier::kAvx512:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512, GemmQ4K_Q8K_Avx512);
@@ -46,6 +64,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       // IQ4_XS: the AVX2 dot (no VNNI: 512-bit maddubs gains nothing over it here).
       set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx2, GemmByDots<DotIQ4XS_Q8K_Avx2>);
       set_r16(GemmR16ByUnpack<kXsR16, GemmByDots<DotIQ4XS_Q8K_Avx2>>, false, kXsR16);
+      MOESPLIT_Q23_BY_DOTS(Avx512);
       return;
     case cpu::IsaTier::kAvx512Vnni:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512Vnni, GemmQ4K_Q8K_Avx512Vnni);
@@ -66,11 +85,17 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
         set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx512Vnni, GemmByDots<DotIQ4XS_Q8K_Avx512Vnni>);
         set_r16(GemmIQ4XSR16_Q8K_Avx512Vnni, true, kXsR16);
       }
+      // Q2_K / Q3_K: the 16-row layouts' tiles (decode and several tokens); the file layout,
+      // left to tensors whose rows are not a multiple of 16, one dot per (row, token).
+      set_q23(DotQ2K_Q8K_Avx512Vnni, DotQ3K_Q8K_Avx512Vnni, GemmByDots<DotQ2K_Q8K_Avx512Vnni>,
+              GemmByDots<DotQ3K_Q8K_Avx512Vnni>, GemmQ2KR16_Q8K_Avx512Vnni,
+              GemmQ3KR16_Q8K_Avx512Vnni, true);
       return;
 #endif
     default:
       return;
   }
+#undef MOESPLIT_Q23_BY_DOTS
 }
 
 }  // namespace moesplit::gemv::internal

@@ -138,4 +138,64 @@ float DotIQ4XS_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n) {
   return sum;
 }
 
+// Q2_K / Q3_K's low 2 bits of value v (0..255): byte v % 32 of half v / 128, bit pair
+// (v % 128) / 32 (blocks.h).
+static inline int Low2(const uint8_t* qs, int v) {
+  return (qs[32 * (v / 128) + v % 32] >> (2 * ((v % 128) / 32))) & 3;
+}
+
+// Per block (w = d * s_j * q - dmin * m_j, 16 sub-blocks j of 16 values, q in [0, 3]):
+//   sum_i w_i a_i = d * d_a * sum_j s_j * sum_{i in j} q_i q8_i - dmin * d_a * sum_j m_j bsum_j
+// |isum| <= 15 * 3 * 127 * 256 < 2^21, |msum| <= 15 * 127 * 256.
+float DotQ2K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const quant::BlockQ2_K*>(w_row);  // [n / 256]
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);         // [n / 256]
+  const int64_t nb = n / kQkK;
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    const int8_t* q8 = a[b].qs;  // [256]
+    int32_t isum = 0, msum = 0;
+    for (int j = 0; j < 16; ++j) {
+      int32_t sub = 0;
+      for (int l = 0; l < 16; ++l) sub += Low2(w[b].qs, 16 * j + l) * q8[16 * j + l];
+      isum += (w[b].scales[j] & 0xF) * sub;
+      msum += (w[b].scales[j] >> 4) * a[b].bsums[j];
+    }
+    const float d = HalfToFloat(w[b].d) * a[b].d;
+    const float dmin = HalfToFloat(w[b].dmin) * a[b].d;
+    sum += d * static_cast<float>(isum) - dmin * static_cast<float>(msum);
+  }
+  return sum;
+}
+
+// Per block (w = d * (s_j - 32) * (q - 4), q = low 2 bits + 4 * hmask bit in [0, 7]):
+//   sum_i w_i a_i = d * d_a * sum_j (s_j - 32) * sum_{i in j} (q_i - 4) q8_i
+// |isum| <= 32 * 4 * 127 * 256 < 2^23.
+float DotQ3K_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const quant::BlockQ3_K*>(w_row);  // [n / 256]
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);         // [n / 256]
+  const int64_t nb = n / kQkK;
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    const int8_t* q8 = a[b].qs;  // [256]
+    const uint8_t* sc = w[b].scales;
+    int32_t isum = 0;
+    for (int j = 0; j < 16; ++j) {
+      int32_t sub = 0;
+      for (int l = 0; l < 16; ++l) {
+        const int v = 16 * j + l;
+        const int h = (w[b].hmask[v % 32] >> (v / 32)) & 1;
+        sub += (Low2(w[b].qs, v) + 4 * h - 4) * q8[v];
+      }
+      // the 6-bit scale: low nibble in sc[j % 8] (j < 8 low, else high), top 2 bits at
+      // sc[8 + j % 4] bits 2 (j / 4)
+      const int ls = ((sc[j % 8] >> (4 * (j / 8))) & 0xF) | ((sc[8 + j % 4] >> (2 * (j / 4))) & 3)
+                                                                << 4;
+      isum += (ls - 32) * sub;
+    }
+    sum += HalfToFloat(w[b].d) * a[b].d * static_cast<float>(isum);
+  }
+  return sum;
+}
+
 }  // namespace moesplit::gemv::internal

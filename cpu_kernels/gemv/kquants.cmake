@@ -19,3 +19,12 @@ set_source_files_properties(gemv/gemv_iq4xs_avx2.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX2}")
 set_source_files_properties(gemv/gemv_iq4xs_avx512vnni.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI}")
+# Q2_K / Q3_K: AVX2, AVX-512 (file-layout dots) and VNNI (file-layout dots + the R16 kernels).
+target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_q23k_avx2.cc gemv/gemv_q23k_avx512.cc
+  gemv/gemv_q23k_avx512vnni.cc)
+set_source_files_properties(gemv/gemv_q23k_avx2.cc PROPERTIES
+  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX2}")
+set_source_files_properties(gemv/gemv_q23k_avx512.cc PROPERTIES
+  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512}")
+set_source_files_properties(gemv/gemv_q23k_avx512vnni.cc PROPERTIES
+  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI}")

@@ -18,7 +18,8 @@ constexpr GgmlType kLayouts[][2] = {
     {GgmlType::kQ4_K, GgmlType::kQ4_K_R16}, {GgmlType::kQ5_K, GgmlType::kQ5_K_R16},
     {GgmlType::kQ6_K, GgmlType::kQ6_K_R16}, {GgmlType::kQ8_0, GgmlType::kQ8_0_R16},
     {GgmlType::kQ5_0, GgmlType::kQ5_0_R16}, {GgmlType::kQ4_0, GgmlType::kQ4_0_R16},
-    {GgmlType::kIQ4_NL, GgmlType::kIQ4_NL_R16}, {GgmlType::kIQ4_XS, GgmlType::kIQ4_XS_R16}};
+    {GgmlType::kIQ4_NL, GgmlType::kIQ4_NL_R16}, {GgmlType::kIQ4_XS, GgmlType::kIQ4_XS_R16},
+    {GgmlType::kQ2_K, GgmlType::kQ2_K_R16},     {GgmlType::kQ3_K, GgmlType::kQ3_K_R16}};
 
 // The other member of t's pair (side 0: t is a file type; 1: t is a layout), or t itself.
 GgmlType Partner(GgmlType t, int side) {
@@ -322,6 +323,10 @@ void RepackRows(GgmlType from, const void* src, size_t src_stride, int64_t rows,
       RepackQ6KRows16(in, src_stride, n, o + g * group_bytes);
     } else if (to == GgmlType::kIQ4_XS_R16) {
       RepackIQ4XSRows16(in, src_stride, n, o + g * group_bytes);
+    } else if (to == GgmlType::kQ2_K_R16) {
+      RepackQ2KRows16(in, src_stride, n, o + g * group_bytes);
+    } else if (to == GgmlType::kQ3_K_R16) {
+      RepackQ3KRows16(in, src_stride, n, o + g * group_bytes);
     } else {
       RepackLegacyRows16(from, in, src_stride, n, o + g * group_bytes);
     }
@@ -337,6 +342,10 @@ void UnpackRows16(GgmlType r16, const void* src, int64_t n, void* dst, size_t ds
     UnpackQ6KRows16(src, n, dst, dst_stride);
   } else if (r16 == GgmlType::kIQ4_XS_R16) {
     UnpackIQ4XSRows16(src, n, dst, dst_stride);
+  } else if (r16 == GgmlType::kQ2_K_R16) {
+    UnpackQ2KRows16(src, n, dst, dst_stride);
+  } else if (r16 == GgmlType::kQ3_K_R16) {
+    UnpackQ3KRows16(src, n, dst, dst_stride);
   } else {
     UnpackLegacyRows16(r16, src, n, dst, dst_stride);
   }

@@ -57,6 +57,25 @@
 // and 2048 / 256 are: with the d's inside, 2208-byte blocks straddled lines every other block
 // and read ~20% slower cold). 16 x 138 bytes per 256 values (IQ4_XS: 136).
 //
+// kQ2_K_R16: Q2_K with 16 rows interleaved, one BlockQ2_K_R16 per (16-row group, 256 columns),
+// at exactly Q2_K's 84 bytes per row and block (16 x 84 = 1344 = 21 cache lines). Vector j
+// (64 bytes, lane r = row r) holds sub-block j: the 2-bit level of value 16j + 4t + b at bits
+// 8b + 2t of the lane's dword, so (q >> 2t) & 3 is the u8 dword of values 16j + 4t .. +3 for one
+// vpdpbusd with the token's activation dword 16j + 4t (the file's order needs the same two
+// ops but splits each sub-block over two 32-byte halves of lanes). The file's scale bytes
+// (s_j | m_j << 4) stay bytes, dword p of row r in the order 4p, 4p+2, 4p+1, 4p+3, so that one
+// AND (& 0x000F000F) gives the i16 pair (s_4p, s_4p+1) and a shift more (s_4p+2, s_4p+3), and
+// the mins pair the same way with the Q8_K block sums as stored (dword i = bsum_2i, bsum_2i+1):
+// vpdpwssd applies both without unpacking.
+//
+// kQ3_K_R16: Q3_K with 16 rows interleaved. A group of nb = n / 256 blocks is the group's
+// [nb][16] f16 d's, then nb BlockQ3_K_R16 payloads of 1792 bytes (28 cache lines): the low two
+// bits as kQ2_K_R16's q; the third bit (hmask) as 64 AVX-512 byte masks, hk[4j + t] bit 4r + b
+// = row r's bit of value 16j + 4t + b (a masked vpaddb adds 4 where it is set: q3 = low + 4h in
+// [0, 7], value q3 - 4; the kernels take the 4 off with the block sums); the 6-bit scales as
+// signed bytes s_j - 32 in (2P, 2P + 1) pairs per row, so one vpmovsxbw gives vpdpwssd's
+// (s_2P, s_2P+1) i16 pairs. 16 x 114 bytes per 256 values (Q3_K: 110).
+//
 // A matrix of R rows (R a multiple of 16) and n columns is R / 16 groups back to back, each
 // n / 256 (Q4_K) or n / 32 (legacy) blocks: rows [16 g, 16 g + 16) start at byte
 // g * 16 * RowBytes(type, n), i.e. the usual row * row_bytes addressing holds at multiples of
@@ -107,8 +126,26 @@ static_assert(sizeof(BlockIQ4_XS_R16) == 34 * 64, "34 cache lines");
 // With its [16] f16 d's at the group head: 16 x 138 bytes per block.
 static_assert(sizeof(BlockIQ4_XS_R16) + kR16Rows * 2 == kR16Rows * 138);
 
+struct BlockQ2_K_R16 {
+  uint32_t q[16][kR16Rows];   // [sub-block j][row r] level of value 16j + 4t + b at bits 8b + 2t
+  uint32_t sm[4][kR16Rows];   // [p][row r] the file's scale bytes 4p, 4p+2, 4p+1, 4p+3 (s | m << 4)
+  uint16_t d[kR16Rows];       // [row] f16 super-scale of the scales
+  uint16_t dmin[kR16Rows];    // [row] f16 super-scale of the mins
+};
+static_assert(sizeof(BlockQ2_K_R16) == kR16Rows * 84, "16 rows x 84 bytes, 21 cache lines");
+
+struct BlockQ3_K_R16 {
+  uint32_t q[16][kR16Rows];   // [sub-block j][row r] low 2 bits, as BlockQ2_K_R16
+  uint64_t hk[64];            // [4j + t] bit 4r + b = bit 2 of row r's value 16j + 4t + b
+  int8_t sc[8][kR16Rows][2];  // [pair P][row r][e] s_{2P+e} - 32 in [-32, 31]
+};
+static_assert(sizeof(BlockQ3_K_R16) == 28 * 64, "28 cache lines");
+// With its [16] f16 d's at the group head: 16 x 114 bytes per block.
+static_assert(sizeof(BlockQ3_K_R16) + kR16Rows * 2 == kR16Rows * 114);
+
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
-// Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL and IQ4_XS with rows a multiple of 16 repack).
+// Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL, IQ4_XS, Q2_K and Q3_K with rows a multiple of 16
+// repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
 GgmlType UnpackedType(GgmlType t);
@@ -141,6 +178,13 @@ void UnpackQ5KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 // the inverse.
 void RepackIQ4XSRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ4XSRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
+
+// The same for Q2_K (kQ2_K_R16: n / 256 BlockQ2_K_R16 at dst) and Q3_K (kQ3_K_R16: one group,
+// n / 256 d rows, then the payloads), and the inverses (repack_q23k.cc).
+void RepackQ2KRows16(const void* src, size_t src_stride, int64_t n, void* dst);
+void UnpackQ2KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
+void RepackQ3KRows16(const void* src, size_t src_stride, int64_t n, void* dst);
+void UnpackQ3KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
 // 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q4_0 / IQ4_NL) at
 // src

@@ -160,15 +160,16 @@ std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
          TypeName(std::get<1>(info.param));
 }
 
-// Every type the kernel families fill (F32/F16/BF16, Q8_0/Q4_0/Q5_0, Q4_K/Q5_K/Q6_K) and two
-// that have no kernel (Q4_1, Q2_K: the reference fallback).
+// Every type the kernel families fill (F32/F16/BF16, Q8_0/Q4_0/Q5_0, Q2_K/Q3_K/Q4_K/Q5_K/Q6_K)
+// and two that have no kernel (Q4_1, Q5_1: the reference fallback).
 INSTANTIATE_TEST_SUITE_P(
     AllTiers, QMatMulTest,
     ::testing::Combine(testing::AllIsaTiers(),
                        ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
                                          GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0,
                                          GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
-                                         GgmlType::kQ4_1, GgmlType::kQ2_K)),
+                                         GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_1,
+                                         GgmlType::kQ5_1)),
     ParamName);
 
 TEST(QMatMulQuantizeTest, ParallelQuantizationEqualsSerial) {
@@ -195,13 +196,14 @@ TEST(QMatMulQuantizeTest, ParallelQuantizationEqualsSerial) {
 TEST(QMatMulQuantizeTest, MissingKernelTypesAreListedOnce) {
   const gemv::GemvKernels& k = gemv::KernelsFor(IsaTier::kScalar);
   const GgmlType types[] = {GgmlType::kQ4_K, GgmlType::kIQ2_XXS, GgmlType::kQ8_0,
-                            GgmlType::kIQ2_XXS, GgmlType::kQ2_K};
+                            GgmlType::kIQ2_XXS, GgmlType::kQ5_1, GgmlType::kQ2_K};
   const std::vector<GgmlType> missing = MissingKernelTypes(k, types);
   ASSERT_EQ(missing.size(), 2u);
   EXPECT_EQ(missing[0], GgmlType::kIQ2_XXS);
-  EXPECT_EQ(missing[1], GgmlType::kQ2_K);
+  EXPECT_EQ(missing[1], GgmlType::kQ5_1);
   EXPECT_EQ(ActTypeFor(k, GgmlType::kQ4_K), GgmlType::kQ8_K);
-  EXPECT_EQ(ActTypeFor(k, GgmlType::kQ2_K), GgmlType::kF32);
+  EXPECT_EQ(ActTypeFor(k, GgmlType::kQ2_K), GgmlType::kQ8_K);
+  EXPECT_EQ(ActTypeFor(k, GgmlType::kQ5_1), GgmlType::kF32);
 }
 
 }  // namespace

@@ -178,16 +178,77 @@ TEST(SynthTable, Iq4XsMix) {
   EXPECT_EQ(FindKey(v3, "general.file_type")->AsUint().value(), 30u);
   EXPECT_EQ(Find(v3, "output.weight")->type, GgmlType::kQ6_K);
   EXPECT_EQ(Find(v3, "token_embd.weight")->type, GgmlType::kIQ4_XS);
-  EXPECT_EQ(Find(v3, "blk.1.ffn_down.weight")->type, GgmlType::kQ5_K);        // 1 < 16 / 8
+  EXPECT_EQ(Find(v3, "blk.1.ffn_down.weight")->type, GgmlType::kQ5_K);  // 1 < 16 / 8
   EXPECT_EQ(Find(v3, "blk.2.ffn_down.weight")->type, GgmlType::kIQ4_XS);
   EXPECT_EQ(Find(v3, "blk.5.ffn_down_exps.weight")->type, GgmlType::kIQ4_XS);
   EXPECT_EQ(Find(v3, "blk.5.ffn_gate_exps.weight")->type, GgmlType::kIQ4_XS);
-  EXPECT_EQ(Find(v3, "blk.5.attn_k_b.weight")->type, GgmlType::kIQ4_NL);     // ne[0] = 128
+  EXPECT_EQ(Find(v3, "blk.5.attn_k_b.weight")->type, GgmlType::kIQ4_NL);  // ne[0] = 128
   EXPECT_EQ(Find(v3, "blk.5.ffn_gate_inp.weight")->type, GgmlType::kF32);
   const ModelSpec lite = Build({.preset = "ds-v2-lite", .quant = QuantMix::kIQ4_XS});
   EXPECT_EQ(Find(lite, "blk.5.ffn_down_exps.weight")->type, GgmlType::kIQ4_NL);  // ne[0] = 1408
   EXPECT_EQ(Find(lite, "blk.5.ffn_up_exps.weight")->type, GgmlType::kIQ4_XS);
   EXPECT_EQ(Find(lite, "blk.2.ffn_down_exps.weight")->type, GgmlType::kQ5_1);  // Q5_K's fallback
+}
+
+// llama-quantize Q3_K_M without an imatrix: Q3_K by default, output Q6_K, attn_v-like Q5_K for
+// the first two then Q4_K, attn_output Q4_K, ffn_down* Q5_K below n_layer / 16 then Q4_K, rows
+// of 128 values Q4_0 (Q3_K's fallback) or Q5_0 (Q4_K's); file type 12.
+TEST(SynthTable, Q3KMMix) {
+  const ModelSpec v3 = Build({.preset = "ds-v3", .layers = 32, .quant = QuantMix::kQ3_K_M});
+  EXPECT_EQ(FindKey(v3, "general.file_type")->AsUint().value(), 12u);
+  EXPECT_EQ(Find(v3, "output.weight")->type, GgmlType::kQ6_K);
+  EXPECT_EQ(Find(v3, "token_embd.weight")->type, GgmlType::kQ3_K);
+  EXPECT_EQ(Find(v3, "blk.1.ffn_down.weight")->type, GgmlType::kQ5_K);  // 1 < 32 / 16
+  EXPECT_EQ(Find(v3, "blk.2.ffn_down.weight")->type, GgmlType::kQ4_K);
+  EXPECT_EQ(Find(v3, "blk.5.ffn_down_exps.weight")->type, GgmlType::kQ4_K);
+  EXPECT_EQ(Find(v3, "blk.5.ffn_down_shexp.weight")->type, GgmlType::kQ4_K);
+  EXPECT_EQ(Find(v3, "blk.5.ffn_gate_exps.weight")->type, GgmlType::kQ3_K);
+  EXPECT_EQ(Find(v3, "blk.5.ffn_up_exps.weight")->type, GgmlType::kQ3_K);
+  EXPECT_EQ(Find(v3, "blk.5.attn_q_b.weight")->type, GgmlType::kQ3_K);
+  EXPECT_EQ(Find(v3, "blk.5.attn_output.weight")->type, GgmlType::kQ4_K);
+  EXPECT_EQ(Find(v3, "blk.5.attn_k_b.weight")->type, GgmlType::kQ4_0);  // ne[0] = 128
+  EXPECT_EQ(Find(v3, "blk.5.ffn_gate_inp.weight")->type, GgmlType::kF32);
+  // attn_kv_b (legacy layout): the first two Q5_K, then Q4_K.
+  const ModelSpec legacy = Build(
+      {.preset = "ds-v3", .layers = 4, .quant = QuantMix::kQ3_K_M, .mla = MlaLayout::kLegacy});
+  EXPECT_EQ(Find(legacy, "blk.0.attn_kv_b.weight")->type, GgmlType::kQ5_K);
+  EXPECT_EQ(Find(legacy, "blk.1.attn_kv_b.weight")->type, GgmlType::kQ5_K);
+  EXPECT_EQ(Find(legacy, "blk.2.attn_kv_b.weight")->type, GgmlType::kQ4_K);
+  // 8 experts (Mixtral): attn_v / attn_k Q8_0, attn_output Q5_K.
+  const ModelSpec mix = Build({.preset = "mixtral-tiny", .quant = QuantMix::kQ3_K_M});
+  EXPECT_EQ(Find(mix, "blk.1.attn_v.weight")->type, GgmlType::kQ8_0);
+  EXPECT_EQ(Find(mix, "blk.1.attn_k.weight")->type, GgmlType::kQ8_0);
+  EXPECT_EQ(Find(mix, "blk.1.attn_output.weight")->type, GgmlType::kQ5_K);
+  EXPECT_EQ(Find(mix, "blk.1.ffn_gate_exps.weight")->type, GgmlType::kQ3_K);
+  EXPECT_TRUE(QuantMixFromName("q3_k_m").ok());
+}
+
+// UD-Q2_K_XL-like: routed experts Q2_K, their down Q3_K in the first and last eighth of the
+// layers; attention Q4_K (attn_v-like Q6_K); shared experts and the dense layers' FFN Q4_K / Q6_K
+// down; token_embd Q4_K, output Q6_K; Q2_K / Q3_K rows of 1408 values fall back to Q4_0; file
+// type 10.
+TEST(SynthTable, UdQ2KXLMix) {
+  const ModelSpec v3 = Build({.preset = "ds-v3", .layers = 16, .quant = QuantMix::kUdQ2_K_XL});
+  EXPECT_EQ(FindKey(v3, "general.file_type")->AsUint().value(), 10u);
+  EXPECT_EQ(Find(v3, "output.weight")->type, GgmlType::kQ6_K);
+  EXPECT_EQ(Find(v3, "token_embd.weight")->type, GgmlType::kQ4_K);
+  EXPECT_EQ(Find(v3, "blk.0.ffn_gate.weight")->type, GgmlType::kQ4_K);  // dense lead layers
+  EXPECT_EQ(Find(v3, "blk.0.ffn_down.weight")->type, GgmlType::kQ6_K);
+  EXPECT_EQ(Find(v3, "blk.3.ffn_gate_exps.weight")->type, GgmlType::kQ2_K);
+  EXPECT_EQ(Find(v3, "blk.3.ffn_up_exps.weight")->type, GgmlType::kQ2_K);
+  EXPECT_EQ(Find(v3, "blk.3.ffn_down_exps.weight")->type, GgmlType::kQ2_K);
+  EXPECT_EQ(Find(v3, "blk.14.ffn_down_exps.weight")->type, GgmlType::kQ3_K);  // 14 >= 7 * 16 / 8
+  EXPECT_EQ(Find(v3, "blk.14.ffn_gate_exps.weight")->type, GgmlType::kQ2_K);
+  EXPECT_EQ(Find(v3, "blk.3.ffn_gate_shexp.weight")->type, GgmlType::kQ4_K);
+  EXPECT_EQ(Find(v3, "blk.3.ffn_down_shexp.weight")->type, GgmlType::kQ6_K);
+  EXPECT_EQ(Find(v3, "blk.3.attn_q_b.weight")->type, GgmlType::kQ4_K);
+  EXPECT_EQ(Find(v3, "blk.3.attn_output.weight")->type, GgmlType::kQ4_K);
+  EXPECT_EQ(Find(v3, "blk.3.attn_k_b.weight")->type, GgmlType::kQ5_0);  // Q4_K's fallback
+  EXPECT_EQ(Find(v3, "blk.3.ffn_gate_inp.weight")->type, GgmlType::kF32);
+  const ModelSpec lite = Build({.preset = "ds-v2-lite", .quant = QuantMix::kUdQ2_K_XL});
+  EXPECT_EQ(Find(lite, "blk.5.ffn_down_exps.weight")->type, GgmlType::kQ4_0);  // ne[0] = 1408
+  EXPECT_EQ(Find(lite, "blk.5.ffn_up_exps.weight")->type, GgmlType::kQ2_K);
+  EXPECT_TRUE(QuantMixFromName("ud-q2_k_xl").ok());
 }
 
 TEST(SynthTable, BadArguments) {

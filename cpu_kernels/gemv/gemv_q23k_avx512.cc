@@ -1,0 +1,20 @@
+// Q2_K / Q3_K x Q8_K, Avx512 tier: the file-layout dots only (the R16 kernels need VNNI). Compiled
+// with MOESPLIT_FLAGS_AVX512 (gemv/kquants.cmake); reached only through
+// KernelsFor(IsaTier::kAvx512). The bodies are in gemv_q23k_avx512.inc.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu_kernels/gemv/gemv_internal.h"
+#include "cpu_kernels/gemv/gemv_isa_common.h"
+#include "cpu_kernels/quant/blocks.h"
+#include "cpu_kernels/quant/repack.h"
+
+namespace moesplit::gemv::internal {
+
+#define Q23_NAME(x) x##_Avx512
+#include "cpu_kernels/gemv/gemv_q23k_avx512.inc"
+#undef Q23_NAME
+
+}  // namespace moesplit::gemv::internal

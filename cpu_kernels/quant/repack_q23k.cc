@@ -1,0 +1,148 @@
+// Q2_K / Q3_K rows <-> their 16-row groups kQ2_K_R16 / kQ3_K_R16 (layouts in repack.h).
+// Lossless both ways: UnpackQ*KRows16(RepackQ*KRows16(rows)) gives the file's bytes back.
+#include <cstring>
+
+#include "core/base/status.h"
+#include "cpu_kernels/quant/quant_math.h"
+#include "cpu_kernels/quant/repack.h"
+
+namespace moesplit::quant {
+namespace {
+
+// Q2_K / Q3_K's low 2 bits of value v (0..255): byte v % 32 of half v / 128, bit pair
+// (v % 128) / 32 (blocks.h).
+int Low2(const uint8_t* qs, int v) {
+  return (qs[32 * (v / 128) + v % 32] >> (2 * ((v % 128) / 32))) & 3;
+}
+
+// The 16 sub-block vectors of one row: levels L (0..3, value order) -> dword j with value
+// 16j + 4t + b at bits 8b + 2t; and back.
+void PackSubBlocks(const uint8_t* L, uint32_t (*q)[kR16Rows], int r) {
+  for (int j = 0; j < 16; ++j) {
+    uint32_t word = 0;
+    for (int t = 0; t < 4; ++t) {
+      for (int b = 0; b < 4; ++b)
+        word |= static_cast<uint32_t>(L[16 * j + 4 * t + b]) << (8 * b + 2 * t);
+    }
+    q[j][r] = word;
+  }
+}
+void UnpackSubBlocks(const uint32_t (*q)[kR16Rows], int r, uint8_t* L) {
+  for (int j = 0; j < 16; ++j) {
+    for (int t = 0; t < 4; ++t) {
+      for (int b = 0; b < 4; ++b) L[16 * j + 4 * t + b] = (q[j][r] >> (8 * b + 2 * t)) & 3;
+    }
+  }
+}
+
+// Scale byte k (0..3) of dword p holds the file's scales[4p + kScaleOrder[k]].
+constexpr int kScaleOrder[4] = {0, 2, 1, 3};
+
+}  // namespace
+
+void RepackQ2KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
+  MOESPLIT_CHECK(n % kQkK == 0, "Q2_K row of ", n, " values");
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* out = static_cast<BlockQ2_K_R16*>(dst);
+  for (int64_t b = 0; b < n / kQkK; ++b) {
+    BlockQ2_K_R16& o = out[b];
+    for (int r = 0; r < kR16Rows; ++r) {
+      BlockQ2_K in;
+      std::memcpy(&in, s + r * src_stride + b * sizeof(BlockQ2_K), sizeof(in));
+      uint8_t L[kQkK];  // [256] levels 0..3
+      for (int v = 0; v < kQkK; ++v) L[v] = static_cast<uint8_t>(Low2(in.qs, v));
+      PackSubBlocks(L, o.q, r);
+      for (int p = 0; p < 4; ++p) {
+        uint32_t word = 0;
+        for (int k = 0; k < 4; ++k)
+          word |= static_cast<uint32_t>(in.scales[4 * p + kScaleOrder[k]]) << (8 * k);
+        o.sm[p][r] = word;
+      }
+      o.d[r] = in.d;
+      o.dmin[r] = in.dmin;
+    }
+  }
+}
+
+void UnpackQ2KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  MOESPLIT_CHECK(n % kQkK == 0, "Q2_K row of ", n, " values");
+  const auto* in = static_cast<const BlockQ2_K_R16*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < n / kQkK; ++b) {
+    const BlockQ2_K_R16& g = in[b];
+    for (int r = 0; r < kR16Rows; ++r) {
+      uint8_t L[kQkK];
+      UnpackSubBlocks(g.q, r, L);
+      BlockQ2_K o;
+      internal::Pack2Bit(L, o.qs);
+      for (int p = 0; p < 4; ++p) {
+        for (int k = 0; k < 4; ++k)
+          o.scales[4 * p + kScaleOrder[k]] = (g.sm[p][r] >> (8 * k)) & 0xFF;
+      }
+      o.d = g.d[r];
+      o.dmin = g.dmin[r];
+      std::memcpy(d + r * dst_stride + b * sizeof(BlockQ2_K), &o, sizeof(o));
+    }
+  }
+}
+
+void RepackQ3KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
+  MOESPLIT_CHECK(n % kQkK == 0, "Q3_K row of ", n, " values");
+  const int64_t nb = n / kQkK;
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint16_t*>(dst);  // [nb][16] f16
+  auto* out = reinterpret_cast<BlockQ3_K_R16*>(static_cast<uint8_t*>(dst) + nb * kR16Rows * 2);
+  for (int64_t b = 0; b < nb; ++b) {
+    BlockQ3_K_R16& o = out[b];
+    std::memset(o.hk, 0, sizeof(o.hk));
+    for (int r = 0; r < kR16Rows; ++r) {
+      BlockQ3_K in;
+      std::memcpy(&in, s + r * src_stride + b * sizeof(BlockQ3_K), sizeof(in));
+      uint8_t L[kQkK];  // [256] low 2 bits
+      for (int v = 0; v < kQkK; ++v) {
+        L[v] = static_cast<uint8_t>(Low2(in.qs, v));
+        // value v = 16j + 4t + b: mask 4j + t = v / 4, bit 4r + v % 4
+        const uint64_t h = (in.hmask[v % 32] >> (v / 32)) & 1;
+        o.hk[v / 4] |= h << (4 * r + v % 4);
+      }
+      PackSubBlocks(L, o.q, r);
+      for (int j = 0; j < 16; ++j) {
+        o.sc[j / 2][r][j % 2] = static_cast<int8_t>(internal::UnpackScaleQ3K(j, in.scales) - 32);
+      }
+      d[b * kR16Rows + r] = in.d;
+    }
+  }
+}
+
+void UnpackQ3KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  MOESPLIT_CHECK(n % kQkK == 0, "Q3_K row of ", n, " values");
+  const int64_t nb = n / kQkK;
+  const auto* d = static_cast<const uint16_t*>(src);  // [nb][16] f16
+  const auto* in =
+      reinterpret_cast<const BlockQ3_K_R16*>(static_cast<const uint8_t*>(src) + nb * kR16Rows * 2);
+  auto* o = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ3_K_R16& g = in[b];
+    for (int r = 0; r < kR16Rows; ++r) {
+      uint8_t L[kQkK];
+      UnpackSubBlocks(g.q, r, L);
+      BlockQ3_K blk;
+      internal::Pack2Bit(L, blk.qs);
+      std::memset(blk.hmask, 0, sizeof(blk.hmask));
+      for (int v = 0; v < kQkK; ++v) {
+        const int h = (g.hk[v / 4] >> (4 * r + v % 4)) & 1;
+        blk.hmask[v % 32] |= static_cast<uint8_t>(h << (v / 32));
+      }
+      std::memset(blk.scales, 0, sizeof(blk.scales));
+      for (int j = 0; j < 16; ++j) {  // the inverse of UnpackScaleQ3K
+        const int ls = g.sc[j / 2][r][j % 2] + 32;
+        blk.scales[j % 8] |= static_cast<uint8_t>((ls & 0xF) << (4 * (j / 8)));
+        blk.scales[8 + j % 4] |= static_cast<uint8_t>((ls >> 4) << (2 * (j / 4)));
+      }
+      blk.d = d[b * kR16Rows + r];
+      std::memcpy(o + r * dst_stride + b * sizeof(BlockQ3_K), &blk, sizeof(blk));
+    }
+  }
+}
+
+}  // namespace moesplit::quant
