@@ -4,6 +4,7 @@
 #include <atomic>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apps/cmd_chat.h"
@@ -59,19 +60,36 @@ TEST(ChatCommand, StopFlagIsClearedPerTurn) {
   EXPECT_EQ(out.str().find("[stopped]"), std::string::npos);  // the flag is cleared per turn
 }
 
-// A stream buffer that sets *flag when it is first read from or written to: Ctrl-C at a
-// chosen moment of a turn, with no thread and no timing (RunChat clears the flag before it
-// reads the user's line, so the flag must be set while or after the line is read).
-class FlagOnFirstUse : public std::stringbuf {
+// Ctrl-C at a chosen moment of a turn, with no thread and no timing. RunChat clears the flag
+// before it reads the user's line, so these set it while the first line is read (FlagWhileRead)
+// or when the answer's first text is written (FlagOnWrite).
+class FlagWhileRead : public std::streambuf {
  public:
-  FlagOnFirstUse(const std::string& text, std::atomic<bool>* flag)
-      : std::stringbuf(text), flag_(flag) {}
+  FlagWhileRead(std::string text, std::atomic<bool>* flag) : text_(std::move(text)), flag_(flag) {}
 
  protected:
-  int_type underflow() override {
-    flag_->store(true);
-    return std::stringbuf::underflow();
+  int_type underflow() override {  // one character at a time: every read comes here
+    if (pos_ >= text_.size()) return traits_type::eof();
+    if (!first_line_read_) flag_->store(true);
+    ch_ = text_[pos_++];
+    if (ch_ == '\n') first_line_read_ = true;
+    setg(&ch_, &ch_, &ch_ + 1);
+    return traits_type::to_int_type(ch_);
   }
+
+ private:
+  std::string text_;
+  size_t pos_ = 0;
+  char ch_ = 0;
+  bool first_line_read_ = false;
+  std::atomic<bool>* flag_;
+};
+
+class FlagOnWrite : public std::stringbuf {
+ public:
+  explicit FlagOnWrite(std::atomic<bool>* flag) : flag_(flag) {}
+
+ protected:
   std::streamsize xsputn(const char* s, std::streamsize n) override {
     flag_->store(true);
     return std::stringbuf::xsputn(s, n);
@@ -89,7 +107,7 @@ TEST(ChatCommand, CtrlCDuringTheAnswerStopsIt) {
   MOESPLIT_REQUIRE_TESTDATA();
   std::atomic<bool> stop{false};
   std::istringstream in("Hello\n");
-  FlagOnFirstUse out_buf("", &stop);  // the first piece of the answer presses Ctrl-C
+  FlagOnWrite out_buf(&stop);  // the first piece of the answer presses Ctrl-C
   std::ostream out(&out_buf);
   std::ostringstream err;
   ChatArgs a = TinyChat();
@@ -107,7 +125,7 @@ TEST(ChatCommand, CtrlCDuringALongPromptStopsItBetweenChunks) {
   std::string line;
   for (int i = 0; i < 12; ++i) line += "experts ";
   // Ctrl-C while the line is read: the prompt has not started when the flag is set.
-  FlagOnFirstUse in_buf(line + "\nHello\n", &stop);
+  FlagWhileRead in_buf(line + "\nHello\n", &stop);
   std::istream in(&in_buf);
   std::ostringstream out, err;
   ChatArgs a = TinyChat();
