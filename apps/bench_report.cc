@@ -188,7 +188,7 @@ std::string FormatBenchReport(const BenchModelInfo& model, const std::vector<Ben
     case BenchFormat::kJson: {
       nlohmann::json arr = nlohmann::json::array();
       for (const BenchTest& t : tests) arr.push_back(TestJson(model, t));
-      return arr.dump(2) + "\n";
+      return arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     }
   }
   return "";

@@ -107,6 +107,7 @@ Status RunChat(const ChatArgs& args, std::istream& in, std::ostream& out, std::o
     req.prompt = suffix;
     req.max_tokens = args.n_predict;
     req.stop = stop;
+    req.prompt_chunk = args.prompt_chunk;
     req.on_text = [&out](const std::string& t) { out << t << std::flush; };
     MOESPLIT_ASSIGN_OR_RETURN(GenerationStats st, Generate(session, tok, sampler, req));
     // The cache now holds the suffix and the generated tokens that were evaluated (all but a
@@ -115,7 +116,12 @@ Status RunChat(const ChatArgs& args, std::istream& in, std::ostream& out, std::o
     conv.evaluated.insert(conv.evaluated.end(), st.tokens.begin(), st.tokens.end());
     conv.evaluated.resize(static_cast<size_t>(session.position()));
     conv.messages.push_back({chat::Role::kAssistant, tok.Decode(st.tokens)});
-    if (st.stopped_by_user) out << " [stopped]";
+    if (st.stopped_in_prompt) {
+      out << "[stopped] (in the prompt: " << st.prompt_tokens << " of " << suffix.size()
+          << " tokens read)";
+    } else if (st.stopped_by_user) {
+      out << " [stopped]";
+    }
     out << "\n";
     err << "(" << FormatGenerationStats(st) << ")\n";
   }

@@ -28,12 +28,15 @@ struct ChatArgs {
   int64_t ctx_size = 4096;    // -c
   int threads = 0;            // -t
   bool interactive = true;    // print "> " prompts
+  int64_t prompt_chunk = 512;  // prompt tokens per forward pass (GenerationRequest)
   sampling::SamplerConfig sampling;
   PlacementFlags placement;  // --numa, --nodes, --plan, --no-pin
 };
 
 // Reads user turns from `in` line by line until EOF or "/exit". `stop` (may be null) is set
-// from a SIGINT handler by the command; it ends the current answer.
+// from a SIGINT handler by the command; it ends the current answer, also while its prompt is
+// still being evaluated: the answer then ends with "[stopped]" (and says how much of the prompt
+// was read), and the next turn re-evaluates what was not.
 Status RunChat(const ChatArgs& args, std::istream& in, std::ostream& out, std::ostream& err,
                std::atomic<bool>* stop);
 

@@ -220,7 +220,8 @@ int RunInspect(const InspectArgs& args, std::ostream& out, std::ostream& err) {
       }
     }
     if (tensor) j["values"] = {{"tensor", tensor->name}, {"data", values}};
-    out << j.dump(2) << "\n";
+    // Metadata strings need not be UTF-8: replace them, do not throw.
+    out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   PrintText(file, summary, args, out);

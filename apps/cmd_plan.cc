@@ -185,7 +185,10 @@ void RegisterPlan(CLI::App& app, std::function<int()>* action) {
   cmd->add_option("-b,--batch", a->batch, "prompt tokens per prefill batch")->capture_default_str();
   cmd->add_option("--depth", a->depth, "tokens in the cache when decode is predicted")
       ->capture_default_str();
-  cmd->add_option("--kv-type", a->kv_type, "f16 | f32")->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type,
+                  "f16 | f32: the KV cache's type on the CPU (run / chat / serve allocate f32; a "
+                  "cache on the GPU is always f16 latent rows)")
+      ->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "total CPU workers (default: every physical core)");
   cmd->add_option("--numa", a->numa, "single | interleave | replicate | shard (default: the fastest "
                   "predicted of single, shard and replicate that fits; ties: less RAM)");

@@ -34,7 +34,7 @@ struct PlanArgs {
   int64_t ctx_size = 4096;       // --ctx-size: KV cache positions
   int batch = 512;               // --batch: prompt tokens per prefill batch
   int64_t depth = 0;             // --depth: tokens already in the cache when decoding
-  std::string kv_type = "f16";   // --kv-type f16 | f32
+  std::string kv_type = "f32";   // --kv-type f16 | f32: the CPU cache (run / chat: f32)
   int threads = 0;               // --threads: total workers (0 = every physical core)
   std::string numa;              // --numa single | interleave | replicate | shard ("" = auto)
   std::string nodes;             // --nodes: OS node ids, e.g. "0,1" or "0-3"

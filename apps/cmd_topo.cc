@@ -61,7 +61,8 @@ json TopologyJson(const numa::Topology& t) {
 
 void PrintTopology(const numa::Topology& t, const std::string& format, std::ostream& os) {
   if (format == "json") {
-    os << TopologyJson(t).dump(2) << "\n";
+    // An XML file's CPU model need not be UTF-8: replace, do not throw.
+    os << TopologyJson(t).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     os << numa::FormatTopology(t);
   }

@@ -1,5 +1,6 @@
 #include "apps/generation.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -15,6 +16,39 @@ std::string Rate(const char* what, int64_t n, double s) {
   std::snprintf(buf, sizeof(buf), "%s: %lld tokens in %.2f s (%.2f t/s)", what,
                 static_cast<long long>(n), s, s > 0 ? n / s : 0.0);
   return buf;
+}
+
+bool StopRequested(const GenerationRequest& req) {
+  return req.stop != nullptr && req.stop->load();
+}
+
+// The prompt in chunks of req.prompt_chunk, the stop flag read before each: *logits gets the
+// last row of the last chunk. The whole prompt is checked against the context first, so that a
+// prompt that cannot fit evaluates nothing (as one Eval would).
+Status EvalPrompt(engine::Session& session, const GenerationRequest& req, GenerationStats* st,
+                  std::vector<float>* logits) {
+  const int64_t n = static_cast<int64_t>(req.prompt.size());
+  if (n == 0) return InvalidArgumentError("Generate: an empty prompt");
+  if (session.position() + n > session.ctx_size()) {
+    return OutOfRangeError("context overflow: position ", session.position(), " + ", n,
+                           " tokens > context size ", session.ctx_size(),
+                           " (use a larger --ctx-size or start a new session)");
+  }
+  const int64_t chunk = std::max<int64_t>(1, req.prompt_chunk);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t done = 0; done < n;) {
+    if (StopRequested(req)) {
+      st->stopped_by_user = st->stopped_in_prompt = true;
+      break;
+    }
+    const int64_t len = std::min(chunk, n - done);
+    MOESPLIT_ASSIGN_OR_RETURN(*logits, session.Eval(req.prompt.subspan(done, len), false));
+    done += len;
+    st->prompt_tokens = done;
+    if (req.on_prompt_progress) req.on_prompt_progress(done, n);
+  }
+  st->prefill_seconds = SecondsSince(t0);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -37,17 +71,16 @@ void AddSamplingFlags(CLI::App* cmd, sampling::SamplerConfig* c) {
 StatusOr<GenerationStats> Generate(engine::Session& session, const tokenizer::Tokenizer& tok,
                                    sampling::Sampler& sampler, const GenerationRequest& req) {
   GenerationStats st;
-  st.prompt_tokens = static_cast<int64_t>(req.prompt.size());
+  std::vector<float> logits;
+  MOESPLIT_RETURN_IF_ERROR(EvalPrompt(session, req, &st, &logits));
+  if (st.stopped_in_prompt) return st;
   // History for the repetition penalties: the prompt, then what we generate.
   std::vector<int32_t> history(req.prompt.begin(), req.prompt.end());
-  auto t0 = std::chrono::steady_clock::now();
-  MOESPLIT_ASSIGN_OR_RETURN(std::vector<float> logits, session.Eval(req.prompt, false));
-  st.prefill_seconds = SecondsSince(t0);
 
   tokenizer::StreamingDetokenizer detok(tok, /*render_special=*/false);
-  t0 = std::chrono::steady_clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
   while (req.max_tokens < 0 || st.generated_tokens < req.max_tokens) {
-    if (req.stop && req.stop->load()) {
+    if (StopRequested(req)) {
       st.stopped_by_user = true;
       break;
     }

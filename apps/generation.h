@@ -22,12 +22,13 @@ namespace moesplit::app {
 void AddSamplingFlags(CLI::App* cmd, sampling::SamplerConfig* config);
 
 struct GenerationStats {
-  int64_t prompt_tokens = 0;
+  int64_t prompt_tokens = 0;        // prompt tokens evaluated (fewer when stopped in the prompt)
   int64_t generated_tokens = 0;
-  double prefill_seconds = 0;       // evaluating the prompt (one batch)
+  double prefill_seconds = 0;       // evaluating the prompt (in chunks of prompt_chunk)
   double decode_seconds = 0;        // sampling + evaluating each generated token
   bool stopped_by_eog = false;      // the model ended its turn (EOS/EOT/...)
   bool stopped_by_user = false;     // *stop became true
+  bool stopped_in_prompt = false;   // ... before the whole prompt was evaluated: nothing generated
   bool stopped_by_context = false;  // the KV cache is full
   std::vector<int32_t> tokens;      // the generated ids (EOG token not included)
 };
@@ -35,13 +36,22 @@ struct GenerationStats {
 struct GenerationRequest {
   std::span<const int32_t> prompt;                  // appended at session.position()
   int64_t max_tokens = -1;                          // -1: until EOG or the context is full
-  const std::atomic<bool>* stop = nullptr;          // polled between tokens (Ctrl-C)
+  // Polled before each prompt chunk and each token (Ctrl-C). A prompt is one forward pass
+  // per chunk, so a stop request ends even a long prompt within one chunk's time.
+  const std::atomic<bool>* stop = nullptr;
+  // Prompt tokens per forward pass (llama.cpp's -ub default). Larger chunks read the expert
+  // weights fewer times; smaller ones answer Ctrl-C sooner.
+  int64_t prompt_chunk = 512;
   std::function<void(const std::string&)> on_text;  // complete UTF-8 pieces as they arrive
+  // After each prompt chunk: (tokens evaluated, prompt tokens).
+  std::function<void(int64_t done, int64_t total)> on_prompt_progress;
 };
 
-// Evaluates the prompt, then samples and evaluates up to max_tokens tokens. Errors from the
-// engine (e.g. a prompt that does not fit the context) are returned; running out of context
-// while generating just stops the generation (stopped_by_context).
+// Evaluates the prompt chunk by chunk, then samples and evaluates up to max_tokens tokens.
+// Errors (nothing evaluated): an empty prompt, or one that does not fit the context (the
+// engine's OutOfRange). Running out of context while generating just stops the generation
+// (stopped_by_context). A stop in the prompt leaves session.position() after the chunks
+// evaluated (stats.prompt_tokens of them): the caller's record of the cache must follow it.
 StatusOr<GenerationStats> Generate(engine::Session& session, const tokenizer::Tokenizer& tok,
                                    sampling::Sampler& sampler, const GenerationRequest& request);
 

@@ -1,5 +1,5 @@
 // The GPU placement flags of run / chat / bench / plan, in llama.cpp's language, and YAML rule
-// files (configs/placement/):
+// files (configs/placement/, apps/placement_rules.h):
 //
 //   --device cpu|cuda|auto      where the forward pass runs (auto: the GPU when it can be used)
 //   -ngl, --n-gpu-layers N      blocks [n_layer - N, n_layer) on the GPU (N > n_layer: + the head)
@@ -7,17 +7,9 @@
 //                               repeatable, comma-separated lists allowed; first match wins
 //   --cpu-moe                   every routed expert on the CPU
 //   --n-cpu-moe N               the routed experts of blocks 0..N-1 on the CPU
-//   --rules FILE                a YAML rule file (below); the command line's flags win over it
+//   --rules FILE                a YAML rule file; the command line's flags win over it
 //
-// Rule file (every key optional; unknown keys are errors, so typos do not pass silently):
-//   description: DeepSeek-R1 Q4_K_M on one 24 GB GPU, one EPYC socket
-//   rules:                          # after -ot / --cpu-moe / --n-cpu-moe; first match wins
-//     - {match: '\.ffn_(up|down|gate)_exps\.', device: CPU}
-//   n_cpu_moe: 10                   # or cpu_moe: true
-//   n_gpu_layers: 99
-//   threads: 64                     # CPU workers (run/bench -t; plan --threads)
-//   numa: single                    # --numa
-//   nodes: "0"                      # --nodes
+// Rule files: apps/placement_rules.h.
 //
 // With a CUDA device (--device cuda, or auto when one is visible) run / bench / chat / eval use
 // the hybrid pass (core/engine/hybrid_forward.h): everything but the routed experts on the GPU;
@@ -41,6 +33,7 @@
 #include "core/engine/engine.h"
 #include "core/gguf/gguf_file.h"
 #include "core/model/device_map.h"
+#include "apps/placement_rules.h"
 
 namespace moesplit::app {
 
@@ -55,21 +48,6 @@ struct DeviceFlags {
 
 // Adds the flags above to a subcommand (--device only when with_device).
 void AddDeviceFlags(CLI::App* cmd, DeviceFlags* flags, bool with_device);
-
-struct RuleFile {
-  std::string path;
-  std::string description;
-  std::vector<PlacementRule> rules;
-  std::optional<int> n_cpu_moe;
-  bool cpu_moe = false;
-  std::optional<int> n_gpu_layers;
-  std::optional<int> threads;
-  std::string numa;
-  std::string nodes;
-};
-
-// Parses a rule file. Errors name the file, the key or rule index, and the line.
-StatusOr<RuleFile> LoadRuleFile(const std::string& path);
 
 // The placement flags after merging the rule file (if any) under the command line's: the rules in
 // order (-ot, then --cpu-moe / --n-cpu-moe, then the file's), the -ngl / --n-cpu-moe values, and

@@ -113,6 +113,8 @@ numa::ModelShape BuildShape(const Dims& d, const std::vector<TensorRow>& tensors
                              : d.n_head * (d.head_dim_k + d.head_dim_v);
   s.kv_bytes_per_token_f16 = static_cast<uint64_t>(values * d.n_layers * 2);
   s.kv_bytes_per_token_f32 = static_cast<uint64_t>(values * d.n_layers * 4);
+  s.kv_gpu_bytes_per_token = d.mla ? static_cast<uint64_t>((d.kv_lora + d.qk_rope) * d.n_layers * 2)
+                                   : s.kv_bytes_per_token_f16;
   s.attn_macs_per_position = static_cast<uint64_t>(macs * d.n_layers);
   return s;
 }

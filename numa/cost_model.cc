@@ -153,11 +153,6 @@ uint64_t DenseSum(const TensorClassSizes& s) {
   return s.shared_experts + s.dense_ffn + s.attention + s.router + s.norms + s.output + s.other;
 }
 
-uint64_t KvPerToken(const PlanRequest& rq) {
-  return rq.kv_type == KvType::kF16 ? rq.model.kv_bytes_per_token_f16
-                                    : rq.model.kv_bytes_per_token_f32;
-}
-
 // Parallel phases per token of the CPU: all of a layer's steps without a GPU; with one, the
 // experts of each MoE layer plus whatever dense work stayed on the CPU.
 struct Phases {
@@ -273,7 +268,7 @@ Parts DecodeParts(const Rates& r, const MachineProfile& p, const PlanRequest& rq
   const ReadTime rt = ReadExperts(r, l, k, routed);
   parts.dram += rt.dram_s, parts.link += rt.link_s;
   // Non-expert CPU weights once per token (+ one embedding row) + the KV rows at the depth.
-  const double kv = static_cast<double>(KvPerToken(rq)) * rq.decode_depth;
+  const double kv = static_cast<double>(KvBytesPerPosition(rq, l.kv_on_gpu)) * rq.decode_depth;
   const double embed_row = m.n_vocab > 0 ? static_cast<double>(l.cpu_bytes.embeddings) / m.n_vocab
                                          : 0;
   const double dense = static_cast<double>(DenseSum(l.cpu_bytes)) + embed_row +

@@ -157,6 +157,12 @@ Status Field(const YAML::Node& node, const char* key, const std::string& path, b
                                                                : "a number");
   }
   if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+    // YAML's .nan / .inf read as doubles; no count, rate or time here may be either.
+    if constexpr (std::is_floating_point_v<T>) {
+      if (!std::isfinite(*out)) {
+        return InvalidArgumentError(path, ".", key, ": ", *out, " is not a finite number");
+      }
+    }
     if (*out < 0) return InvalidArgumentError(path, ".", key, ": negative value ", *out);
   }
   return Status::Ok();
@@ -245,8 +251,9 @@ Status ParseProfile(const YAML::Node& root, const std::string& name, MachineProf
         } catch (const YAML::Exception&) {
           return InvalidArgumentError(cpath, ": expected tokens-per-expert: GMAC/s numbers");
         }
-        if (tpe <= 0 || rate <= 0) {
-          return InvalidArgumentError(cpath, ".", tpe, ": ", rate, " must both be > 0");
+        if (!(tpe > 0 && rate > 0 && std::isfinite(tpe) && std::isfinite(rate))) {
+          return InvalidArgumentError(cpath, ".", tpe, ": ", rate,
+                                      " must both be finite and > 0");
         }
         p->kernels.moe_gmacs_by_tokens_per_expert[tpe] = rate;
       }
@@ -283,7 +290,11 @@ StatusOr<MachineProfile> MachineProfileFromYaml(const std::string& text, const s
     return InvalidArgumentError(name, ": not valid YAML: ", e.what());
   }
   MachineProfile p;
-  MOESPLIT_RETURN_IF_ERROR(ParseProfile(root, name, &p));
+  try {
+    MOESPLIT_RETURN_IF_ERROR(ParseProfile(root, name, &p));
+  } catch (const YAML::Exception& e) {  // e.g. a gemm_gmacs_by_type key that is a list
+    return InvalidArgumentError(name, ": ", e.what());
+  }
   p.source = name;
   return p;
 }

@@ -67,6 +67,10 @@ struct ModelShape {
   // GQA: n_head_kv * (head_dim_k + head_dim_v) values per layer. f16 = 2 bytes, f32 = 4 bytes.
   uint64_t kv_bytes_per_token_f16 = 0;
   uint64_t kv_bytes_per_token_f32 = 0;
+  // The same for the hybrid pass's cache on the GPU (core/engine/hybrid_forward.h): MLA's
+  // latent rows only, (kv_lora + qk_rope) f16 values per layer (V3: 576 x 2 B x 61 layers). For
+  // architectures the hybrid pass does not run (GQA), the f16 CPU layout.
+  uint64_t kv_gpu_bytes_per_token = 0;
   // Attention multiply-adds per token per cached position, all layers: MLA (absorbed) n_head *
   // ((kv_lora + qk_rope) + kv_lora); GQA n_head * (head_dim_k + head_dim_v).
   uint64_t attn_macs_per_position = 0;

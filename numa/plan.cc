@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -38,6 +39,12 @@ Status Field(const YAML::Node& node, const char* key, const std::string& path, T
                                 std::is_same_v<T, std::string> ? "a string" : "a number");
   }
   if constexpr (std::is_arithmetic_v<T>) {
+    // YAML's .nan / .inf read as doubles; no count, rate or time here may be either.
+    if constexpr (std::is_floating_point_v<T>) {
+      if (!std::isfinite(*out)) {
+        return InvalidArgumentError(path, ".", key, ": ", *out, " is not a finite number");
+      }
+    }
     if (*out < 0) return InvalidArgumentError(path, ".", key, ": negative value ", *out);
   }
   return Status::Ok();
@@ -253,7 +260,8 @@ std::string PlanToJson(const Plan& p) {
                     {"decode_gpu_s", r.decode_gpu_s},
                     {"decode_sync_s", r.decode_sync_s}};
   j["reasons"] = p.reasons;
-  return j.dump(2) + "\n";
+  // A model name from a file's metadata need not be UTF-8: replace, do not throw.
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 std::string PlanToYaml(const Plan& p) {

@@ -80,12 +80,6 @@ std::string NodeList(const std::vector<NodeUse>& nodes) {
   return s;
 }
 
-uint64_t KvBytes(const PlanRequest& rq) {
-  const uint64_t per = rq.kv_type == KvType::kF16 ? rq.model.kv_bytes_per_token_f16
-                                                  : rq.model.kv_bytes_per_token_f32;
-  return per * static_cast<uint64_t>(rq.ctx_size);
-}
-
 Status CheckRequest(const Topology& topo, const MachineProfile& profile, const PlanRequest& rq) {
   const ModelShape& m = rq.model;
   if (m.n_layers <= 0 || m.bytes.Total() == 0) {
@@ -205,12 +199,14 @@ Status PlaceExpertLayers(const PlanRequest& rq, Placement* p) {
 StatusOr<Placement> PlaceTensors(const PlanRequest& rq) {
   const ModelShape& m = rq.model;
   Placement p;
-  p.kv_bytes = KvBytes(rq);
+  const bool gpu = rq.gpu.memory_bytes > 0;
+  p.kv_bytes = KvCacheBytes(rq, gpu);
   p.layout.cpu_bytes = m.bytes;
   p.layout.cpu_params = m.params;
   const std::string kv_text = GiB(p.kv_bytes) + " (" + std::to_string(rq.ctx_size) +
-                              " tokens x " + KvTypeName(rq.kv_type) + ")";
-  if (rq.gpu.memory_bytes == 0) {
+                              " tokens x " + (gpu ? "f16 latent rows" : KvTypeName(rq.kv_type)) +
+                              ")";
+  if (!gpu) {
     p.reasons.push_back("no GPU (--gpu-mem 0): every tensor and the KV cache " + kv_text +
                         " on the CPU");
     return p;
@@ -650,6 +646,18 @@ std::string Alternatives(const Topology& topo, const MachineProfile& profile,
 }  // namespace
 
 const char* KvTypeName(KvType type) { return type == KvType::kF16 ? "f16" : "f32"; }
+
+uint64_t KvBytesPerPosition(const PlanRequest& rq, bool on_gpu) {
+  if (on_gpu) return rq.model.kv_gpu_bytes_per_token;
+  return rq.kv_type == KvType::kF16 ? rq.model.kv_bytes_per_token_f16
+                                    : rq.model.kv_bytes_per_token_f32;
+}
+
+uint64_t KvCacheBytes(const PlanRequest& rq, bool on_gpu) {
+  const int64_t blocks = (std::max<int64_t>(rq.ctx_size, 1) + kKvBlockPositions - 1) /
+                         kKvBlockPositions;
+  return KvBytesPerPosition(rq, on_gpu) * static_cast<uint64_t>(blocks * kKvBlockPositions);
+}
 
 MachineProfile AssumedProfile(const Topology& topo) {
   MachineProfile p;

@@ -49,7 +49,9 @@ struct PlanRequest {
   // Positions already in the cache when decode is predicted: 0 = llama-bench's tg test (what
   // `moesplit bench -n` measures); ctx_size / 2 for a conversation's average.
   int64_t decode_depth = 0;
-  KvType kv_type = KvType::kF16;
+  // The CPU cache's type: f32 is what run / chat / bench / serve allocate (eval --kv-type f16
+  // halves it). A cache on the GPU is always the hybrid pass's f16 latent rows.
+  KvType kv_type = KvType::kF32;
   GpuSpec gpu;
   // Overrides (empty = the planner decides).
   std::optional<NumaMode> numa_mode;
@@ -62,6 +64,16 @@ struct PlanRequest {
   // (--cpu-moe) = every routed expert on the CPU. Assumes the dense blocks lead (DeepSeek).
   std::optional<int64_t> n_cpu_moe;
 };
+
+// Positions of one KV block in the engine's caches (core/engine/kv_cache.h kKvBlockSize; the
+// planner does not include the engine, a test compares the two).
+inline constexpr int64_t kKvBlockPositions = 32;
+
+// KV cache bytes per position as the engine allocates them: the hybrid pass's f16 latent rows on
+// the GPU (model.kv_gpu_bytes_per_token), the CPU cache at request.kv_type otherwise.
+uint64_t KvBytesPerPosition(const PlanRequest& request, bool on_gpu);
+// The whole cache: ctx_size positions rounded up to whole blocks.
+uint64_t KvCacheBytes(const PlanRequest& request, bool on_gpu);
 
 StatusOr<Plan> MakePlan(const Topology& topo, const MachineProfile& profile,
                         const PlanRequest& request);

@@ -8,10 +8,16 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string_view>
+
+#include "numa/xml_check.h"
 
 namespace moesplit::numa {
 
@@ -103,17 +109,34 @@ bool LooksLikePath(const std::string& spec) {
          (spec.size() >= 4 && spec.compare(spec.size() - 4, 4, ".xml") == 0);
 }
 
+// Hands `text` (which must outlive hwloc_topology_load) to hwloc as the XML to load.
+Status SetXmlText(hwloc_topology_t topo, const std::string& text, const std::string& name) {
+  // hwloc reads up to the first NUL and wants the length with it (c_str() has one at the end).
+  const size_t len = std::min(text.find('\0'), text.size());
+  if (len >= static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return DataLossError("topology ", name, ": ", len, " bytes is too large for an hwloc XML");
+  }
+  // hwloc 2.9 crashes on some damaged files instead of failing (numa/xml_check.h).
+  MOESPLIT_RETURN_IF_ERROR(CheckHwlocXml(std::string_view(text).substr(0, len), name));
+  if (hwloc_topology_set_xmlbuffer(topo, text.c_str(), static_cast<int>(len + 1)) != 0) {
+    return DataLossError("topology ", name, ": hwloc cannot read it as XML (",
+                         std::strerror(errno), ")");
+  }
+  return Status::Ok();
+}
+
 // Points the (initialized, not yet loaded) topology at `spec` and loads it.
 Status LoadHwloc(hwloc_topology_t topo, const std::string& spec, std::string* source) {
   std::error_code ec;
+  std::string xml_text;  // an XML file's text, read by hwloc_topology_load below
   if (spec.empty()) {
     *source = "live";
   } else if (std::filesystem::is_regular_file(spec, ec)) {
     *source = "xml:" + spec;
-    if (hwloc_topology_set_xml(topo, spec.c_str()) != 0) {
-      return DataLossError("topology ", spec, ": hwloc cannot read it as XML (",
-                           std::strerror(errno), ")");
-    }
+    std::ifstream f(spec, std::ios::binary);
+    if (!f) return NotFoundError("topology ", spec, ": cannot open it");
+    xml_text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    MOESPLIT_RETURN_IF_ERROR(SetXmlText(topo, xml_text, spec));
   } else if (LooksLikePath(spec)) {
     return NotFoundError("topology ", spec, ": no such file (expected an hwloc XML export, ",
                          "e.g. `lstopo ", spec, "`, or a synthetic description such as ",
@@ -204,6 +227,27 @@ void ReadDistances(hwloc_topology_t topo, Topology* out) {
   if (std::find(m.begin(), m.end(), -1) == m.end()) out->distances = std::move(m);
 }
 
+// Node and CPU ids are what numactl, mbind and sched_setaffinity are given: a (hand-edited or
+// damaged) XML file that repeats one, or whose index does not fit an int, would pin two workers
+// to one CPU or place memory on the wrong node.
+Status CheckIds(const Topology& t, const std::string& what) {
+  std::set<int> cpus;
+  for (size_t i = 0; i < t.nodes.size(); ++i) {
+    const int id = t.nodes[i].id;
+    if (id < 0 || (i > 0 && t.nodes[i - 1].id == id)) {
+      return DataLossError("topology ", what, ": NUMA node os_index ", id,
+                           id < 0 ? " is out of range" : " appears twice");
+    }
+    for (int cpu : t.nodes[i].Cpus()) {
+      if (cpu < 0 || !cpus.insert(cpu).second) {
+        return DataLossError("topology ", what, ": PU os_index ", cpu,
+                             cpu < 0 ? " is out of range" : " appears twice");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 StatusOr<Topology> Extract(hwloc_topology_t topo, const std::string& spec, std::string source) {
   Topology out;
   out.source = std::move(source);
@@ -256,6 +300,7 @@ StatusOr<Topology> Extract(hwloc_topology_t topo, const std::string& spec, std::
     return DataLossError("topology ", spec.empty() ? "live" : spec, ": ", all_pus - out.NumPus(),
                          " of ", all_pus, " PUs are in no NUMA node");
   }
+  MOESPLIT_RETURN_IF_ERROR(CheckIds(out, spec.empty() ? "live" : spec));
   ReadDistances(topo, &out);
   return out;
 }
@@ -271,6 +316,22 @@ StatusOr<Topology> LoadTopology(const std::string& spec) {
   std::string source;
   MOESPLIT_RETURN_IF_ERROR(LoadHwloc(topo.get(), spec, &source));
   return Extract(topo.get(), spec, std::move(source));
+}
+
+StatusOr<Topology> LoadTopologyXml(std::string_view xml, const std::string& name) {
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) {
+    return InternalError("hwloc_topology_init failed: ", std::strerror(errno));
+  }
+  TopologyHandle topo(raw);
+  const std::string text(xml);
+  MOESPLIT_RETURN_IF_ERROR(SetXmlText(topo.get(), text, name));
+  hwloc_topology_set_io_types_filter(topo.get(), HWLOC_TYPE_FILTER_KEEP_NONE);
+  if (hwloc_topology_load(topo.get()) != 0) {
+    return DataLossError("topology ", name, ": broken or truncated hwloc XML (",
+                         std::strerror(errno), ")");
+  }
+  return Extract(topo.get(), name, "xml:" + name);
 }
 
 // ---- Printing ----------------------------------------------------------------------------

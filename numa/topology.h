@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/base/status.h"
@@ -66,6 +67,9 @@ struct Topology {
 // tried as a synthetic description. Errors name the spec and what hwloc said (InvalidArgument
 // for a bad synthetic string, NotFound / DataLoss for an XML file that is missing / broken).
 StatusOr<Topology> LoadTopology(const std::string& spec);
+// The same for the text of an hwloc XML export; `name` stands for it in errors and in
+// Topology::source ("xml:NAME"). Any text gives a topology or an error (tests/fuzz).
+StatusOr<Topology> LoadTopologyXml(std::string_view xml, const std::string& name);
 
 // The tree `moesplit topo` prints: one line per package / node (memory, cores, cpuset as
 // ranges, e.g. "0-15,64-79") / L3 group, then the distance matrix.

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # README command 2: set up, then run the whole test suite (ctest) in the release build, the
 # server's tests with outside clients (scripts/test-server.sh), the suite again under
-# AddressSanitizer + UndefinedBehaviorSanitizer (debug preset), then fuzz the GGUF and request
-# parsers for a bounded time.
+# AddressSanitizer + UndefinedBehaviorSanitizer (debug preset), then fuzz the parsers (GGUF,
+# tokenizer, requests, chat templates, YAML files, topologies) for a bounded time.
 #   MOESPLIT_SANITIZER_PASS=0   skips the sanitizer pass
-#   MOESPLIT_FUZZ_SECONDS=N     fuzzing time (default 60; 0 skips it)
+#   MOESPLIT_FUZZ_SECONDS=N     fuzzing time per target (default 30; 0 skips it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS="${MOESPLIT_JOBS:-$(nproc)}"
@@ -33,7 +33,7 @@ if [ "${MOESPLIT_SANITIZER_PASS:-1}" != 0 ]; then
   phase "sanitizer ctest"
 fi
 
-FUZZ_SECONDS="${MOESPLIT_FUZZ_SECONDS:-60}"
+FUZZ_SECONDS="${MOESPLIT_FUZZ_SECONDS:-30}"
 if [ "$FUZZ_SECONDS" != 0 ]; then
   scripts/fuzz.sh "$FUZZ_SECONDS"
   phase "fuzzing"

@@ -14,11 +14,14 @@
 #include "apps/cmd_plan.h"
 #include "apps/cpu_placement.h"
 #include "apps/model_shape_source.h"
+#include "core/engine/engine.h"
+#include "core/engine/kv_cache.h"
 #include "core/synth/model_spec.h"
 #include "core/synth/model_writer.h"
 #include "numa/machine_profile.h"
 #include "numa/planner.h"
 #include "numa/topology.h"
+#include "tests/core/engine/host_backend.h"
 #include "tests/testdata.h"
 
 namespace moesplit::app {
@@ -106,6 +109,50 @@ TEST(ModelShapeSource, Errors) {
 // No placement flag: a one-node machine keeps the default pool; a two-socket machine gets the
 // planner's choice: the fastest predicted mode that fits, for ds-tiny one socket (never one pool
 // spread over both sockets).
+// The planner's KV bytes are what the engine allocates for the same context: on the CPU the
+// f32 cache with MLA's transposed latent copy, on the GPU the hybrid pass's f16 latent rows
+// (here on the host backend, which allocates what CudaBackend does), both in whole blocks.
+// Before, the CPU cache was planned as f16 (half of it) and the GPU's as the CPU layout (1.9x).
+TEST(PlanKv, EqualsTheEngineAllocation) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  static_assert(numa::kKvBlockPositions == engine::kKvBlockSize);
+  const std::string path = testing::TestDataPath("models/ds-tiny-Q4_K_M.gguf");
+  StatusOr<numa::ModelShape> shape = ModelShapeFromGguf(path);
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  std::unique_ptr<engine::Model> model = engine::Model::Load(path).value();
+  for (int64_t ctx : {1, 100, 128}) {
+    numa::PlanRequest rq;
+    rq.model = *shape;
+    rq.ctx_size = ctx;
+    engine::Session cpu(*model, {.ctx_size = ctx, .n_threads = 1});
+    EXPECT_EQ(numa::KvCacheBytes(rq, /*on_gpu=*/false), cpu.kv_cache_bytes()) << "ctx " << ctx;
+
+    testing::HostBackend backend;
+    engine::SessionOptions o{.ctx_size = ctx, .n_threads = 1};
+    o.backend = &backend;
+    o.expert_homes.assign(static_cast<size_t>(model->config().n_layer), engine::ExpertHome::kCpu);
+    StatusOr<std::unique_ptr<engine::Session>> gpu = engine::Session::Create(*model, o);
+    ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+    EXPECT_EQ(numa::KvCacheBytes(rq, /*on_gpu=*/true), (*gpu)->kv_cache_bytes()) << "ctx " << ctx;
+  }
+  // And in a whole plan, CPU only and with a GPU.
+  StatusOr<numa::Topology> topo = numa::LoadTopology("pack:1 numa:1 core:4 pu:1");
+  ASSERT_TRUE(topo.ok()) << topo.status().ToString();
+  numa::PlanRequest rq;
+  rq.model = *shape;
+  rq.ctx_size = 100;
+  engine::Session cpu(*model, {.ctx_size = 100, .n_threads = 1});
+  StatusOr<numa::Plan> plan = numa::MakePlan(*topo, numa::AssumedProfile(*topo), rq);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->kv_device, "cpu");
+  EXPECT_EQ(plan->kv_bytes, cpu.kv_cache_bytes());
+  rq.gpu.memory_bytes = uint64_t{8} << 30;
+  plan = numa::MakePlan(*topo, numa::AssumedProfile(*topo), rq);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->kv_device, "gpu");
+  EXPECT_EQ(plan->kv_bytes, numa::KvCacheBytes(rq, /*on_gpu=*/true));
+}
+
 TEST(AutoPlacement, NoFlagsOnTwoSocketsUsesThePlan) {
   StatusOr<synth::ModelSpec> spec =
       synth::BuildModelSpec({.preset = "ds-tiny", .quant = synth::QuantMix::kQ8_0});

@@ -31,6 +31,35 @@ TEST(NodeMemory, BindsToNodeZeroAndReportsIt) {
   EXPECT_NE(r->Summary().find("node 0: 100%"), std::string::npos) << r->Summary();
 }
 
+// The check run/chat/bench print with the expert placement: silent when the pages are where
+// the plan put them, a warning naming both nodes when they are not (here: the one node this
+// machine has, against a plan that said node 1).
+TEST(NodeMemory, PlacementMismatchWarnsOnlyWhenPagesAreElsewhere) {
+  const size_t bytes = size_t{4} << 20;
+  StatusOr<NodeBuffer> buf = AllocateOnNodes(bytes, {.nodes = {0}});
+  ASSERT_TRUE(buf.ok()) << buf.status().ToString();
+  StatusOr<PlacementReport> r = QueryPlacement(buf->data(), bytes, 64);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(PlacementMismatch(*r, {0}), "");
+  EXPECT_EQ(PlacementMismatch(*r, {0, 1}), "");  // interleave over both: node 0 is one of them
+  EXPECT_EQ(PlacementMismatch(*r, {1}),
+            "100% of the sampled pages (64 of 64) are on node 0, not on node 1 as placed");
+
+  // A synthetic report (a two-node machine): 16 of 64 pages fell back to node 1.
+  PlacementReport two;
+  two.node_ids = {0, 1};
+  two.node_pages = {48, 16};
+  two.sampled = 64;
+  EXPECT_EQ(PlacementMismatch(two, {0}),
+            "25% of the sampled pages (16 of 64) are on node 1, not on node 0 as placed");
+  EXPECT_EQ(PlacementMismatch(two, {1, 0}), "");
+  // Pages not faulted in yet are no mismatch.
+  PlacementReport untouched;
+  untouched.sampled = 16;
+  untouched.not_present = 16;
+  EXPECT_EQ(PlacementMismatch(untouched, {3}), "");
+}
+
 TEST(NodeMemory, InterleaveOverOneNodeAndMove) {
   StatusOr<NodeBuffer> a = AllocateOnNodes(1 << 20, {.nodes = {0}, .huge_pages = false});
   ASSERT_TRUE(a.ok());

@@ -1,8 +1,8 @@
 // The forward pass against llama.cpp's own logits for the tiny DeepSeek-V3-style model in
 // shared/testdata (README "Acceptance rule"): per position Pearson >= 0.999 and the same argmax
 // where the reference top-1 leads top-2 by > 1% of the row's range; a position may match the
-// batch or the seq file; >= 3/4 of the positions of each sequence must pass (routing near-ties
-// flip experts at a few positions even inside llama.cpp). Every test runs at every CPU kernel tier
+// batch or the seq file; 12 of seqA's 16 and 56 of seqB's 64 positions must pass (measured 13 and
+// 58-59: routing near-ties flip experts at a few positions even inside llama.cpp). Every test runs at every CPU kernel tier
 // the machine has (the tier is the last part of the test name; missing tiers skip).
 #include <gtest/gtest.h>
 
@@ -69,8 +69,10 @@ void CheckSequence(const char* name, const std::vector<int32_t>& tokens, bool de
               std::string(cpu::IsaTierName(tier)).c_str(), agree, static_cast<long long>(n));
   // Measured: 14/16 (seqA) and 62/64 (seqB) with the f32 reference matmul (as a float64 pass);
   // 13/16 and 58-59/64 once Q4_K products take Q8_K activations as in llama.cpp (other
-  // near-ties flip; the same at every tier).
-  EXPECT_GE(agree * 4, n * 3);
+  // near-ties flip; the same at every tier). Floors: the measured counts less a margin of one
+  // position in 16 and two in 64 (an f16 cache or another tier may flip one more near-tie).
+  ASSERT_TRUE(n == 16 || n == 64) << name;
+  EXPECT_GE(agree, n == 16 ? 12 : 56) << name;
 }
 
 // Parametrized by the CPU kernel tier; tiers this CPU lacks skip.

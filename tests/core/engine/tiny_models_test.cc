@@ -39,13 +39,14 @@ struct Case {
   synth::MlaLayout mla;
   // tensor-name substring -> power-of-two factor applied to its values ({} = plain model)
   std::vector<std::pair<const char*, float>> scale;
-  // Largest |ours - llama.cpp| allowed per logit. 1e-3 for the 4-layer models (measured <= 2e-5).
+  // Largest |ours - llama.cpp| allowed per logit. 1e-4 for the 4-layer models: measured <= 2e-5
+  // (printed per case), a margin of 5x.
   // The 27-layer sharp V2-Lite case measures 5e-7 at position 0 growing to 1.5e-3 at position
   // 11: rounding differences (summation order) amplified by very peaked softmaxes through 27
   // layers. With the AVX-512 f32 kernels (FMA, another summation order) the same growth
   // reaches 5e-3 (batch) and 1e-2 (decode) at position 12, Pearson 0.99996: it gets 2e-2 and
   // 0.9999; the argmax check stays as strict as everywhere.
-  double max_abs_diff = 1e-3;
+  double max_abs_diff = 1e-4;
   double min_pearson = 0.99999;
   // BatchedStepTest's floor: the 0.9999, except for the 27-layer sharp V2-Lite model,
   // which amplifies rounding on purpose: a prompt chunk of 16 tokens sharing a step with two
@@ -162,6 +163,7 @@ std::string WriteCaseModel(const Case& c) {
 void Compare(const std::string& what, const std::vector<float>& ours, const std::vector<float>& ref,
              int64_t n_vocab, double max_abs_diff, double min_pearson) {
   ASSERT_EQ(ours.size(), ref.size()) << what;
+  double worst = 0;  // the largest difference of any row: printed, the measured figure
   for (size_t row = 0; row * n_vocab < ref.size(); ++row) {
     const float* o = &ours[row * n_vocab];
     const float* r = &ref[row * n_vocab];
@@ -170,9 +172,11 @@ void Compare(const std::string& what, const std::vector<float>& ours, const std:
     for (int64_t i = 0; i < n_vocab; ++i)
       max_diff = std::max<double>(max_diff, std::fabs(o[i] - r[i]));
     EXPECT_LT(max_diff, max_abs_diff) << what << " position " << row;
+    worst = std::max(worst, max_diff);
     EXPECT_EQ(std::max_element(o, o + n_vocab) - o, std::max_element(r, r + n_vocab) - r)
         << what << " position " << row;
   }
+  std::printf("%s: max |diff| %.2g (bound %.2g)\n", what.c_str(), worst, max_abs_diff);
 }
 
 class TinyModelsTest : public ::testing::TestWithParam<std::tuple<Case, cpu::IsaTier>> {};
@@ -213,7 +217,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, TinyModelsTest,
 // derives from attn_kv_b at load (core/engine/mla_split.h; F32 here: exact), against the same
 // llama.cpp logits by the hybrid pass's oracle rule (hybrid_forward_test.cc: Pearson >= 0.999 and
 // llama.cpp's arg-max where it is decisive, at 3 of 4 positions or more): its latent cache is
-// f16, so the 1e-3 bound above is not its bound.
+// f16, so the 1e-4 bound above is not its bound.
 TEST(TinyModelsHybrid, LegacyLayoutMatchesLlamaCpp) {
   for (const Case& c : Cases()) {
     if (c.mla != synth::MlaLayout::kLegacy) continue;
