@@ -279,6 +279,7 @@ std::vector<std::string> ExpertStore::Report() const {
   std::vector<std::string> lines;
   for (int g = 0; g < num_groups(); ++g) {
     std::ostringstream s;
+    std::string warning;
     s << "experts group " << g << " (" << ModeName(mode_) << ", node";
     const bool per_node = static_cast<int>(nodes_.size()) == num_groups();
     if (per_node) {
@@ -312,8 +313,20 @@ std::vector<std::string> ExpertStore::Report() const {
       for (auto& [node, n] : by_node)
         s << " node " << node << " " << (100 * n / std::max<int64_t>(1, sampled)) << "%";
       if (by_node.empty()) s << " (unknown: move_pages unavailable)";
+      // The classic NUMA failure is silent: pages that fell back to another node.
+      numa::PlacementReport group;
+      group.sampled = sampled;
+      for (auto& [node, n] : by_node) {
+        group.node_ids.push_back(node);
+        group.node_pages.push_back(n);
+      }
+      const std::vector<int> planned = per_node ? std::vector<int>{nodes_[g]} : nodes_;
+      warning = numa::PlacementMismatch(group, planned);
     }
     lines.push_back(s.str());
+    if (!warning.empty()) {
+      lines.push_back("warning: experts group " + std::to_string(g) + ": " + warning);
+    }
   }
   return lines;
 }

@@ -228,4 +228,22 @@ std::string PlacementReport::Summary() const {
   return s.str();
 }
 
+std::string PlacementMismatch(const PlacementReport& r, const std::vector<int>& planned) {
+  int64_t stray = 0, worst_pages = 0;
+  int worst_node = -1;
+  for (size_t i = 0; i < r.node_ids.size(); ++i) {
+    if (std::find(planned.begin(), planned.end(), r.node_ids[i]) != planned.end()) continue;
+    stray += r.node_pages[i];
+    if (r.node_pages[i] > worst_pages) worst_pages = r.node_pages[i], worst_node = r.node_ids[i];
+  }
+  if (stray == 0 || r.sampled == 0) return "";
+  std::ostringstream s;
+  s << 100 * stray / r.sampled << "% of the sampled pages (" << stray << " of " << r.sampled
+    << ") are on node " << worst_node << ", not on node";
+  if (planned.size() > 1) s << "s";
+  for (size_t i = 0; i < planned.size(); ++i) s << (i ? ", " : " ") << planned[i];
+  s << " as placed";
+  return s.str();
+}
+
 }  // namespace moesplit::numa

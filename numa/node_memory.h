@@ -73,4 +73,9 @@ struct PlacementReport {
 };
 StatusOr<PlacementReport> QueryPlacement(const void* data, size_t bytes, int max_samples = 4096);
 
+// "" when every sampled page that is present sits on one of `planned` (OS node ids); else a
+// warning naming the share of pages elsewhere, e.g. "25% of the sampled pages (16 of 64) are on
+// node 1, not on node 0 as placed" (the node holding most of the stray pages is named).
+std::string PlacementMismatch(const PlacementReport& r, const std::vector<int>& planned);
+
 }  // namespace moesplit::numa
