@@ -89,6 +89,7 @@ ModelShape Toy(uint64_t routed, uint64_t other) {
   m.routed_params_per_expert_layer = params(routed) / (9 * 64);
   m.kv_bytes_per_token_f16 = 10 * 1088 * 2;
   m.kv_bytes_per_token_f32 = 10 * 1088 * 4;
+  m.kv_gpu_bytes_per_token = 10 * 576 * 2;  // f16 latent rows (512 + 64) per layer
   m.attn_macs_per_position = 32 * 1088 * 10;
   return m;
 }
@@ -120,9 +121,10 @@ TEST(Planner, FitsInOneNodeIsSingleOnEveryCore) {
   EXPECT_EQ(p->nodes[0].expert_bytes, 20 * kGiB);
   EXPECT_EQ(p->kv_device, "cpu");
   EXPECT_EQ(p->gpu_bytes, 0u);
-  // Everything is on the CPU: RAM = all tensors + KV (4096 tokens f16).
-  EXPECT_EQ(p->cpu_bytes, Toy(20 * kGiB, 4 * kGiB).bytes.Total() + 4096 * 10 * 1088 * 2);
-  EXPECT_EQ(p->kv_bytes, 4096u * 10 * 1088 * 2);
+  // Everything is on the CPU: RAM = all tensors + KV (4096 tokens f32, as run / chat / serve
+  // allocate it).
+  EXPECT_EQ(p->cpu_bytes, Toy(20 * kGiB, 4 * kGiB).bytes.Total() + 4096 * 10 * 1088 * 4);
+  EXPECT_EQ(p->kv_bytes, 4096u * 10 * 1088 * 4);
   EXPECT_GT(p->predicted.decode_tok_s, 0);
   EXPECT_GT(p->predicted.prefill_tok_s, 0);
 }
@@ -265,14 +267,15 @@ TEST(Planner, GpuLeavesWhatDoesNotFitOnTheCpu) {
 
 TEST(Planner, KvLargerThanVramIsRefused) {
   const Topology t = MakeTopology(1, 1, 16, 512 * kGiB);
-  PlanRequest rq{.model = Toy(20 * kGiB, 4 * kGiB), .ctx_size = 2'000'000};  // 40 GiB of KV
+  // The GPU's f16 latent rows: ~43 GiB of KV for 4M tokens.
+  PlanRequest rq{.model = Toy(20 * kGiB, 4 * kGiB), .ctx_size = 4'000'000};
   rq.gpu.memory_bytes = 24 * kGiB;
   StatusOr<Plan> p = MakePlan(t, FlatProfile(t, 100, 0), rq);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(p.status().message().find("--ctx-size"), std::string::npos);
   EXPECT_NE(p.status().message().find("--gpu-mem 0"), std::string::npos);
-  EXPECT_NE(p.status().message().find("2000000 tokens"), std::string::npos)
+  EXPECT_NE(p.status().message().find("4000000 tokens"), std::string::npos)
       << p.status().message();
 }
 
