@@ -63,8 +63,12 @@ class Resolver {
       Problem(StrCat(name, " is ", TypeName(t->type), "; 1-D tensors must be f32"));
       return TensorView{};
     }
-    if (!quant::CanDequantize(t->type)) {
-      Problem(StrCat(name, " has type ", TypeName(t->type), ", which moesplit cannot read yet"));
+    // Decode-only types (quant.h) are readable by `inspect` but have no kernel: refused here.
+    if (!quant::CanDequantize(t->type) || quant::IsDecodeOnly(t->type)) {
+      Problem(StrCat(name, " has type ", TypeName(t->type),
+                     quant::IsDecodeOnly(t->type)
+                         ? ", which moesplit cannot compute with yet (inspect --values prints it)"
+                         : ", which moesplit cannot read yet"));
       ++n_type_problems_;
       const std::string type = TypeName(t->type);
       if (unsupported_types_.find(type) == std::string::npos) {

@@ -63,7 +63,20 @@ constexpr RowKernels kKernels[] = {
     {T::kQ8_K, in::DequantQ8_K, in::QuantQ8_K, 4},
     {T::kIQ4_NL, in::DequantIQ4_NL, in::QuantIQ4_NL, 2},
     {T::kIQ4_XS, in::DequantIQ4_XS, in::QuantIQ4_XS, 2},
+    // Decode only (see kDecodeOnly): no quantizer.
+    {T::kIQ2_XXS, in::DequantIQ2_XXS, nullptr, 2},
+    {T::kIQ2_XS, in::DequantIQ2_XS, nullptr, 2},
+    {T::kIQ2_S, in::DequantIQ2_S, nullptr, 2},
+    {T::kIQ3_XXS, in::DequantIQ3_XXS, nullptr, 2},
+    {T::kIQ3_S, in::DequantIQ3_S, nullptr, 2},
+    {T::kIQ1_S, in::DequantIQ1_S, nullptr, 2},
+    {T::kIQ1_M, in::DequantIQ1_M, nullptr, 1},
+    {T::kMXFP4, in::DequantMXFP4, nullptr, 1},
 };
+
+// Types decoded for inspection and tests only: no kernel computes with them (quant.h).
+constexpr GgmlType kDecodeOnly[] = {T::kIQ2_XXS, T::kIQ2_XS, T::kIQ2_S, T::kIQ3_XXS,
+                                    T::kIQ3_S,   T::kIQ1_S,  T::kIQ1_M, T::kMXFP4};
 
 const RowKernels* Find(GgmlType type) {
   for (const RowKernels& k : kKernels) {
@@ -88,6 +101,13 @@ void CheckAligned(const RowKernels& k, const void* blocks) {
 }  // namespace
 
 bool CanDequantize(GgmlType type) { return Find(type) != nullptr; }
+
+bool IsDecodeOnly(GgmlType type) {
+  for (GgmlType t : kDecodeOnly) {
+    if (t == type) return true;
+  }
+  return false;
+}
 
 bool CanQuantize(GgmlType type) {
   const RowKernels* k = Find(type);

@@ -11,9 +11,15 @@
 namespace moesplit::quant {
 
 // True for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K,
-// IQ4_NL, IQ4_XS.
+// IQ4_NL, IQ4_XS, and the decode-only IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M,
+// MXFP4.
 bool CanDequantize(GgmlType type);
-// True for the same 16 types. Each follows ggml's quantize_row_*_ref (f16/bf16: RNE; IQ4_NL /
+// True for the 8 decode-only types above: their dequantizer serves `inspect --values` and the
+// oracle tests, but no CPU or GPU kernel computes with them, so a model must not be loaded
+// with them (the loader reports them as not supported yet): the reference dequantize-then-dot
+// matmul would decode every weight row at every step. They have no quantizer.
+bool IsDecodeOnly(GgmlType type);
+// True for the first 16 types (not the decode-only ones). Each follows ggml's quantize_row_*_ref (f16/bf16: RNE; IQ4_NL /
 // IQ4_XS: llama.cpp's no-importance-matrix path, quantize_iq4_* with no quant_weights); the
 // bytes are checked identical to llama.cpp's for the 14 types with oracle files. Q8_K (ggml's
 // activation quantizer) has no oracle file and is checked by its properties.

@@ -44,4 +44,14 @@ void DequantIQ4_XS(const void* src, float* dst, int64_t nb);
 void QuantIQ4_NL(const float* src, void* dst, int64_t nb);
 void QuantIQ4_XS(const float* src, void* dst, int64_t nb);
 
+// dequant_iq.cc (decode only: the lattice types and MXFP4, blocks_iq.h)
+void DequantIQ2_XXS(const void* src, float* dst, int64_t nb);
+void DequantIQ2_XS(const void* src, float* dst, int64_t nb);
+void DequantIQ2_S(const void* src, float* dst, int64_t nb);
+void DequantIQ3_XXS(const void* src, float* dst, int64_t nb);
+void DequantIQ3_S(const void* src, float* dst, int64_t nb);
+void DequantIQ1_S(const void* src, float* dst, int64_t nb);
+void DequantIQ1_M(const void* src, float* dst, int64_t nb);
+void DequantMXFP4(const void* src, float* dst, int64_t nb);
+
 }  // namespace moesplit::quant::internal

@@ -2,12 +2,14 @@
 // clear errors — never a crash — on damaged files.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
 #include "apps/cmd_inspect.h"
+#include "core/gguf/gguf_writer.h"
 #include "tests/testdata.h"
 
 namespace moesplit::app {
@@ -123,6 +125,58 @@ TEST(Inspect, TensorValues) {
   double sq = 0;
   for (auto& v : j["values"]["data"]) sq += v.get<double>() * v.get<double>();
   EXPECT_NEAR(std::sqrt(sq / 300), 0.02, 0.005);  // weights were drawn from normal(0, 0.02)
+}
+
+// Every type `inspect --values` decodes that the tiny model does not hold: a GGUF with one
+// tensor per type made of ggml's own blocks (shared/testdata/quant/T.q, 8 rows x 2048 values);
+// the printed values must be ggml's (T.deq.f32) bit for bit. A type with no dequantizer
+// (tq1_0) gets a clear error.
+TEST(Inspect, ValuesOfEveryDecodableOracleType) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  const char* kTypes[] = {"iq2_xxs", "iq2_xs", "iq2_s",  "iq3_xxs", "iq3_s", "iq1_s",
+                          "iq1_m",   "mxfp4",  "iq4_nl", "iq4_xs",  "q2_K",  "q3_K"};
+  constexpr int64_t kCols = 2048, kRows = 8, kShown = 2100;  // crosses into row 2
+  const std::string path = ScratchDir() + "/inspect-oracle-types.gguf";
+  {
+    gguf::GgufWriter w(path);
+    w.AddKeyValue("general.architecture", gguf::Value::Str("llama"));
+    for (const char* name : kTypes) w.AddTensor(name, TypeFromName(name).value(), {kCols, kRows});
+    w.AddTensor("tq1_0", GgmlType::kTQ1_0, {256, 1});
+    ASSERT_TRUE(w.Begin().ok());
+    for (const char* name : kTypes) {
+      const std::vector<uint8_t> q =
+          ReadFileBytes(TestDataPath(std::string("quant/") + name + ".q"));
+      ASSERT_TRUE(w.WriteTensorData(q.data(), q.size()).ok()) << name;
+    }
+    const std::vector<uint8_t> tq(RowBytes(GgmlType::kTQ1_0, 256), 0);
+    ASSERT_TRUE(w.WriteTensorData(tq.data(), tq.size()).ok());
+    ASSERT_TRUE(w.Finish().ok());
+  }
+  InspectArgs a;
+  a.path = path;
+  a.values = kShown;
+  a.format = "json";
+  for (const char* name : kTypes) {
+    a.tensor = name;
+    const Result r = Inspect(a);
+    ASSERT_EQ(r.code, 0) << name << ": " << r.err;
+    const nlohmann::json data = nlohmann::json::parse(r.out)["values"]["data"];
+    ASSERT_EQ(data.size(), static_cast<size_t>(kShown)) << name;
+    const std::vector<uint8_t> want =
+        ReadFileBytes(TestDataPath(std::string("quant/") + name + ".deq.f32"));
+    int mismatches = 0;
+    for (int64_t i = 0; i < kShown; ++i) {
+      const float got = data[i].get<float>();
+      mismatches += std::memcmp(&got, want.data() + 4 * i, 4) != 0;
+    }
+    EXPECT_EQ(mismatches, 0) << name;
+  }
+  a.tensor = "tq1_0";
+  a.values = 4;
+  const Result r = Inspect(a);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("type tq1_0, which this build cannot dequantize"), std::string::npos)
+      << r.err;
 }
 
 TEST(Inspect, VocabOnlyFiles) {

@@ -135,11 +135,19 @@ TEST(QuantCoverage, SupportedTypes) {
     EXPECT_TRUE(CanDequantize(c.type)) << TypeName(c.type);
     EXPECT_TRUE(CanQuantize(c.type)) << TypeName(c.type);
   }
-  EXPECT_FALSE(CanDequantize(GgmlType::kIQ2_XXS));
+  EXPECT_FALSE(CanDequantize(GgmlType::kTQ1_0));
   EXPECT_FALSE(CanQuantize(GgmlType::kQ8_1));
   std::vector<float> f(256, 0.0f);
   std::vector<uint8_t> q(1024);
-  EXPECT_DEATH(QuantizeRow(GgmlType::kIQ2_XXS, f.data(), q.data(), 256), "no reference");
+  EXPECT_DEATH(DequantizeRow(GgmlType::kTQ1_0, q.data(), f.data(), 256), "no reference dequant");
+  // Decode-only types: dequantizer, no quantizer (the table's null entry), CHECKed by name.
+  EXPECT_TRUE(CanDequantize(GgmlType::kIQ2_XXS));
+  EXPECT_FALSE(CanQuantize(GgmlType::kIQ2_XXS));
+  EXPECT_DEATH(QuantizeRow(GgmlType::kIQ2_XXS, f.data(), q.data(), 256),
+               "no reference quantizer for iq2_xxs");
+  EXPECT_DEATH(QuantizeRow(GgmlType::kMXFP4, f.data(), q.data(), 256),
+               "no reference quantizer for mxfp4");
+  for (const TypeCase& c : kQuantTypes) EXPECT_FALSE(IsDecodeOnly(c.type)) << TypeName(c.type);
 }
 
 // Q8_K has no oracle file: check its defining properties directly.

@@ -1,8 +1,8 @@
 // The reference (de)quantizers against llama.cpp's own output (shared/testdata/quant, see its
 // README): 8 rows x 2048 values per type.
-//   dequant(T.q) must equal T.deq.f32 bit for bit;
-//   quant(T.in.f32) must give T.q byte for byte where we claim ggml's algorithm (kExactBytes),
-//   and in any case a rel_rmse within 5% of what ggml achieves.
+//   dequant(T.q) must equal T.deq.f32 bit for bit (every type, the decode-only ones included);
+//   quant(T.in.f32) must give T.q byte for byte where we claim ggml's algorithm (exact_bytes),
+//   and in any case a rel_rmse within 5% of what ggml achieves (types with a quantizer).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -30,6 +30,7 @@ struct OracleCase {
   GgmlType type;
   double table_rmse;  // README's rel_rmse of ggml's own quantization
   bool exact_bytes;   // our quantizer reproduces T.q byte for byte (asserted)
+  bool decode_only;   // no quantizer (quant.h IsDecodeOnly): only the dequantization is checked
 };
 
 // rel_rmse values from shared/testdata/README.md (quant/ table).
@@ -41,7 +42,24 @@ const OracleCase kCases[] = {
     {"q3_K", GgmlType::kQ3_K, 0.188085, true},   {"q4_K", GgmlType::kQ4_K, 0.0875172, true},
     {"q5_K", GgmlType::kQ5_K, 0.0440634, true},  {"q6_K", GgmlType::kQ6_K, 0.0253032, true},
     {"iq4_nl", GgmlType::kIQ4_NL, 0.103738, true}, {"iq4_xs", GgmlType::kIQ4_XS, 0.105748, true},
+    // Decode only: ggml's blocks through our lattice tables (iq_grids.h) and bit layouts.
+    {"iq2_xxs", GgmlType::kIQ2_XXS, 0.48939, false, true},
+    {"iq2_xs", GgmlType::kIQ2_XS, 0.389744, false, true},
+    {"iq2_s", GgmlType::kIQ2_S, 0.378708, false, true},
+    {"iq3_xxs", GgmlType::kIQ3_XXS, 0.282803, false, true},
+    {"iq3_s", GgmlType::kIQ3_S, 0.201533, false, true},
+    {"iq1_s", GgmlType::kIQ1_S, 0.622482, false, true},
+    {"iq1_m", GgmlType::kIQ1_M, 0.599684, false, true},
+    {"mxfp4", GgmlType::kMXFP4, 0.142973, false, true},
 };
+
+std::vector<OracleCase> QuantizableCases() {
+  std::vector<OracleCase> v;
+  for (const OracleCase& c : kCases) {
+    if (!c.decode_only) v.push_back(c);
+  }
+  return v;
+}
 
 void PrintTo(const OracleCase& c, std::ostream* os) { *os << c.name; }
 
@@ -51,6 +69,8 @@ class QuantOracleTest : public ::testing::TestWithParam<OracleCase> {
     return ReadFileBytes(TestDataPath(std::string("quant/") + GetParam().name + suffix));
   }
 };
+// The same files for the types with a quantizer.
+class QuantOracleQuantizeTest : public QuantOracleTest {};
 
 TEST_P(QuantOracleTest, DequantizeIsBitExact) {
   MOESPLIT_REQUIRE_TESTDATA();
@@ -75,9 +95,19 @@ TEST_P(QuantOracleTest, DequantizeIsBitExact) {
     }
   }
   EXPECT_EQ(mismatches, 0) << c.name;
+  // The decoded values are ggml's, so their error against the inputs is the README's.
+  EXPECT_NEAR(RelRmse(BytesToFloats(Load(".in.f32")), got), c.table_rmse, 1e-4 * c.table_rmse)
+      << c.name;
 }
 
-TEST_P(QuantOracleTest, QuantizeMatchesReference) {
+TEST_P(QuantOracleTest, CapabilitiesMatchTheTable) {
+  const OracleCase& c = GetParam();
+  EXPECT_TRUE(CanDequantize(c.type)) << c.name;
+  EXPECT_EQ(IsDecodeOnly(c.type), c.decode_only) << c.name;
+  EXPECT_EQ(CanQuantize(c.type), !c.decode_only) << c.name;
+}
+
+TEST_P(QuantOracleQuantizeTest, QuantizeMatchesReference) {
   MOESPLIT_REQUIRE_TESTDATA();
   const OracleCase& c = GetParam();
   ASSERT_TRUE(CanQuantize(c.type)) << c.name;
@@ -101,10 +131,10 @@ TEST_P(QuantOracleTest, QuantizeMatchesReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, QuantOracleTest, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<OracleCase>& info) {
-                           return std::string(info.param.name);
-                         });
+std::string CaseName(const ::testing::TestParamInfo<OracleCase>& info) { return info.param.name; }
+INSTANTIATE_TEST_SUITE_P(AllTypes, QuantOracleTest, ::testing::ValuesIn(kCases), CaseName);
+INSTANTIATE_TEST_SUITE_P(AllTypes, QuantOracleQuantizeTest, ::testing::ValuesIn(QuantizableCases()),
+                         CaseName);
 
 }  // namespace
 }  // namespace moesplit::quant
