@@ -109,6 +109,33 @@ bool LooksLikePath(const std::string& spec) {
          (spec.size() >= 4 && spec.compare(spec.size() - 4, 4, ".xml") == 0);
 }
 
+// The largest machine a synthetic description may describe: 4,096 hardware threads is 2x the
+// largest single-image servers sold today (8 sockets x 128 cores x 2 threads = 2,048). hwloc
+// itself takes "pack:3 numa:20 l3:21 core:7 pu:2" (17,640 PUs) and spends seconds building it,
+// and "pack:999 core:999 pu:999" would not fit in memory.
+constexpr int64_t kMaxSyntheticPus = 4096;
+
+// The number of leaves `spec` describes: the product of the arities ("type:N") outside
+// parentheses (attributes such as "indexes=2*12:1*2" hold colons too). Saturates past the cap.
+int64_t SyntheticLeaves(const std::string& spec) {
+  int64_t leaves = 1;
+  int depth = 0;  // parenthesis nesting
+  for (size_t i = 0; i < spec.size(); ++i) {
+    const char c = spec[i];
+    if (c == '(' || c == '[') ++depth;
+    if ((c == ')' || c == ']') && depth > 0) --depth;
+    if (c != ':' || depth > 0 || i == 0 || !std::isalnum(static_cast<unsigned char>(spec[i - 1]))) {
+      continue;
+    }
+    int64_t n = 0;
+    for (size_t k = i + 1; k < spec.size() && std::isdigit(static_cast<unsigned char>(spec[k])); ++k) {
+      n = std::min<int64_t>(n * 10 + (spec[k] - '0'), kMaxSyntheticPus + 1);
+    }
+    leaves = std::min<int64_t>(leaves * std::max<int64_t>(n, 1), kMaxSyntheticPus + 1);
+  }
+  return leaves;
+}
+
 // Hands `text` (which must outlive hwloc_topology_load) to hwloc as the XML to load.
 Status SetXmlText(hwloc_topology_t topo, const std::string& text, const std::string& name) {
   // hwloc reads up to the first NUL and wants the length with it (c_str() has one at the end).
@@ -143,6 +170,12 @@ Status LoadHwloc(hwloc_topology_t topo, const std::string& spec, std::string* so
                          "\"pack:2 numa:4 core:8 pu:2\")");
   } else {
     *source = "synthetic:" + spec;
+    if (SyntheticLeaves(spec) > kMaxSyntheticPus) {
+      return InvalidArgumentError("topology \"", spec, "\": describes more than ",
+                                  kMaxSyntheticPus, " hardware threads (the product of the ",
+                                  "level counts); describe one machine, e.g. ",
+                                  "\"pack:2 numa:4 core:24 pu:2\"");
+    }
     if (hwloc_topology_set_synthetic(topo, spec.c_str()) != 0) {
       return InvalidArgumentError("topology \"", spec, "\": not a valid hwloc synthetic ",
                                   "description (", std::strerror(errno), "); expected levels ",

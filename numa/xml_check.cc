@@ -134,6 +134,11 @@ Status CheckHwlocXml(std::string_view xml, const std::string& name) {
     if (tag.name == "object" && has("cpuset") && !has("complete_cpuset")) {
       return fail(lt, "an object with a cpuset but no complete_cpuset");
     }
+    // hwloc 2.9 inserts NUMA nodes into their parent's complete_nodeset without checking that
+    // the parent has one (a NULL dereference, found by tests/fuzz/topology_fuzz).
+    if (tag.name == "object" && has("nodeset") && !has("complete_nodeset")) {
+      return fail(lt, "an object with a nodeset but no complete_nodeset");
+    }
     if (!tag.self_closing) open.push_back(tag.name);
     i = tag.end;
   }

@@ -11,6 +11,17 @@
 
 #include "numa/topology.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define MOESPLIT_FUZZ_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MOESPLIT_FUZZ_LSAN 1
+#endif
+#endif
+#ifdef MOESPLIT_FUZZ_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace numa = moesplit::numa;
 
 namespace {
@@ -36,6 +47,24 @@ void CheckTopology(const numa::Topology& t) {
   (void)numa::FormatTopology(t);
 }
 
+// libhwloc 2.9's synthetic parser leaks the 32-byte record of an attached memory level
+// ("[numa(memory=1GB)]") when the description fails to parse after it
+// (tests/fuzz/topology_corpus/syn_attached_memory_leak). The record never reaches anything we
+// could free, and libhwloc carries no symbols for a suppression to name, so leak tracking is
+// paused for descriptions with '[' only; every other description, and every XML text, still
+// goes through LoadHwloc with leak checking on (a missing hwloc_topology_destroy would show).
+moesplit::StatusOr<numa::Topology> LoadSynthetic(const std::string& text) {
+#ifdef MOESPLIT_FUZZ_LSAN
+  if (text.find('[') != std::string::npos) {
+    __lsan_disable();
+    moesplit::StatusOr<numa::Topology> t = numa::LoadTopology(text);
+    __lsan_enable();
+    return t;
+  }
+#endif
+  return numa::LoadTopology(text);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -50,7 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const moesplit::StatusOr<numa::Topology> t =
-      xml ? numa::LoadTopologyXml(text, "fuzz.xml") : numa::LoadTopology(text);
+      xml ? numa::LoadTopologyXml(text, "fuzz.xml") : LoadSynthetic(text);
   if (!t.ok()) {
     if (t.status().message().empty()) __builtin_trap();
     return 0;

@@ -216,6 +216,23 @@ TEST(Topology, BadSpecsAreClearErrors) {
   EXPECT_EQ(t.status().code(), StatusCode::kNotFound);
 }
 
+// hwloc builds any size it is asked for (seconds for 17,640 PUs; found by topology_fuzz): a
+// description past 4,096 hardware threads is refused before hwloc sees it.
+TEST(Topology, OversizedSyntheticDescriptionIsRefused) {
+  for (const char* spec : {"pack:3 numa:20l3:21core:7 pu:2", "pack:999 core:999 pu:999",
+                           "pack:2 numa:4(memory=1GiB) core:257 pu:2"}) {
+    StatusOr<Topology> t = LoadTopology(spec);
+    ASSERT_FALSE(t.ok()) << spec;
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(t.status().message().find("more than 4096 hardware threads"), std::string::npos)
+        << t.status().ToString();
+  }
+  // 4,096 exactly, with attributes whose colons are not levels.
+  StatusOr<Topology> t = LoadTopology("pack:2 numa:4(memory=1GiB) core:256 pu:2(indexes=4096:1)");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->NumPus(), 4096);
+}
+
 TEST(Topology, TruncatedXmlIsDataLoss) {
   std::ifstream in(kTopologies + "/epyc-9554-1s-nps4.xml");
   const std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -232,6 +249,21 @@ TEST(Topology, TruncatedXmlIsDataLoss) {
     EXPECT_NE(t.status().message().find(path), std::string::npos);
   }
   std::filesystem::remove(path);
+}
+
+// hwloc 2.9 dereferences a missing complete_nodeset (found by tests/fuzz/topology_fuzz): the
+// pre-check refuses such a file with its line instead of letting hwloc crash.
+TEST(Topology, XmlObjectWithoutCompleteNodesetIsDataLoss) {
+  std::ifstream in(kTopologies + "/epyc-9554-1s-nps4.xml");
+  std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = xml.find(" complete_nodeset=");
+  ASSERT_NE(at, std::string::npos);
+  xml.replace(at, 18, " other_nodeset=");
+  StatusOr<Topology> t = LoadTopologyXml(xml, "edited.xml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kDataLoss) << t.status().ToString();
+  EXPECT_NE(t.status().message().find("edited.xml:"), std::string::npos);
+  EXPECT_NE(t.status().message().find("no complete_nodeset"), std::string::npos);
 }
 
 // Random strings, and valid descriptions with characters deleted or replaced (no digits added,
