@@ -1,5 +1,6 @@
 #include "apps/cli.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <utility>
 

@@ -1,5 +1,6 @@
 #include "apps/cmd_bench.h"
 
+#include <CLI/CLI.hpp>
 #include <unistd.h>
 
 #include <algorithm>

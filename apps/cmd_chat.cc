@@ -1,5 +1,6 @@
 #include "apps/cmd_chat.h"
 
+#include <CLI/CLI.hpp>
 #include <signal.h>
 #include <unistd.h>
 

@@ -1,5 +1,6 @@
 #include "apps/cmd_eval.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
 #include <chrono>

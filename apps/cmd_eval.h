@@ -6,7 +6,6 @@
 // The logits file is float32 [n_tokens x n_vocab] row-major, no header.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
 #include <iostream>
@@ -15,6 +14,10 @@
 #include <vector>
 
 #include "core/base/status.h"
+
+namespace CLI {
+class App;  // <CLI/CLI.hpp> only where flags are registered: it costs ~6 s per file
+}  // namespace CLI
 
 namespace moesplit::app {
 

@@ -1,5 +1,6 @@
 #include "apps/cmd_inspect.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>

@@ -2,11 +2,14 @@
 // numbers a user needs to decide what fits in VRAM and RAM.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
 #include <ostream>
 #include <string>
+
+namespace CLI {
+class App;  // <CLI/CLI.hpp> only where flags are registered: it costs ~6 s per file
+}  // namespace CLI
 
 namespace moesplit::app {
 

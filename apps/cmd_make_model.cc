@@ -1,5 +1,6 @@
 #include "apps/cmd_make_model.h"
 
+#include <CLI/CLI.hpp>
 #include <sys/stat.h>
 
 #include <cstdio>

@@ -3,7 +3,6 @@
 // layers for benchmarks. `make-model --list` prints the presets and their sizes.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
 #include <iostream>
@@ -11,6 +10,10 @@
 #include <string>
 
 #include "core/base/status.h"
+
+namespace CLI {
+class App;  // <CLI/CLI.hpp> only where flags are registered: it costs ~6 s per file
+}  // namespace CLI
 
 namespace moesplit::app {
 

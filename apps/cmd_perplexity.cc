@@ -1,5 +1,6 @@
 #include "apps/cmd_perplexity.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -1,5 +1,6 @@
 #include "apps/cmd_plan.h"
 
+#include <CLI/CLI.hpp>
 #include <cctype>
 #include <cmath>
 #include <filesystem>

@@ -1,5 +1,6 @@
 #include "apps/cmd_run.h"
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <fstream>
 #include <iostream>

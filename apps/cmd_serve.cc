@@ -1,5 +1,6 @@
 #include "apps/cmd_serve.h"
 
+#include <CLI/CLI.hpp>
 #include <signal.h>
 
 #include <chrono>

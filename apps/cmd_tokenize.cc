@@ -1,5 +1,6 @@
 #include "apps/cmd_tokenize.h"
 
+#include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
 #include <iterator>

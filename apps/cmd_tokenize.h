@@ -2,10 +2,13 @@
 // text, as llama.cpp's llama-tokenize does (special-token texts parsed as special tokens).
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <ostream>
 #include <string>
+
+namespace CLI {
+class App;  // <CLI/CLI.hpp> only where flags are registered: it costs ~6 s per file
+}  // namespace CLI
 
 namespace moesplit::app {
 

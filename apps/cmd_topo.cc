@@ -1,5 +1,6 @@
 #include "apps/cmd_topo.h"
 
+#include <CLI/CLI.hpp>
 #include <cctype>
 #include <iostream>
 #include <memory>

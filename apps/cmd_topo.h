@@ -5,13 +5,16 @@
 // as a machine profile (YAML) the planner reads.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
 #include <ostream>
 #include <string>
 
 #include "core/base/status.h"
+
+namespace CLI {
+class App;  // <CLI/CLI.hpp> only where flags are registered: it costs ~6 s per file
+}  // namespace CLI
 
 namespace moesplit::app {
 

@@ -1,5 +1,6 @@
 #include "apps/cmd_version.h"
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "apps/model_summary.h"

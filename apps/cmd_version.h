@@ -1,9 +1,12 @@
 // `moesplit version`: build configuration (ISA tiers compiled, CUDA) and visible CUDA devices.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+
+namespace CLI {
+class App;  // <CLI/CLI.hpp> only where flags are registered: it costs ~6 s per file
+}  // namespace CLI
 
 namespace moesplit::app {
 

@@ -1,5 +1,6 @@
 #include "apps/cpu_placement.h"
 
+#include <CLI/CLI.hpp>
 #include <unistd.h>
 
 #include <algorithm>

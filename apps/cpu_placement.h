@@ -10,7 +10,6 @@
 // and a machine with several nodes gets the planner's choice for the model.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -21,6 +20,10 @@
 #include "core/base/status.h"
 #include "core/engine/engine.h"
 #include "numa/topology.h"
+
+namespace CLI {
+class App;  // <CLI/CLI.hpp> only where flags are registered: it costs ~6 s per file
+}  // namespace CLI
 
 namespace moesplit::app {
 

@@ -1,5 +1,6 @@
 #include "apps/generation.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

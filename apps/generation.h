@@ -2,7 +2,6 @@
 // generates tokens from a Session, streaming complete UTF-8 text to a callback.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -14,6 +13,10 @@
 #include "core/engine/engine.h"
 #include "core/sampling/sampler.h"
 #include "core/tokenizer/tokenizer.h"
+
+namespace CLI {
+class App;  // <CLI/CLI.hpp> only where flags are registered: it costs ~6 s per file
+}  // namespace CLI
 
 namespace moesplit::app {
 

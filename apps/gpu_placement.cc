@@ -1,5 +1,6 @@
 #include "apps/gpu_placement.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdlib>
 #include <set>

@@ -20,7 +20,6 @@
 // and prints any GPU placement for any machine.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -34,6 +33,10 @@
 #include "core/gguf/gguf_file.h"
 #include "core/model/device_map.h"
 #include "apps/placement_rules.h"
+
+namespace CLI {
+class App;  // <CLI/CLI.hpp> only where flags are registered: it costs ~6 s per file
+}  // namespace CLI
 
 namespace moesplit::app {
 

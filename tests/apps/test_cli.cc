@@ -1,6 +1,7 @@
 // The command line as a newcomer meets it: `moesplit` alone lists the commands, and every
 // subcommand's --help runs and tells the truth (no "CPU only" for --device now that the hybrid
 // pass exists; every command the top-level help lists is one that runs).
+#include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 
 #include <functional>
