@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -136,6 +137,32 @@ int64_t SyntheticLeaves(const std::string& spec) {
   return leaves;
 }
 
+// The largest OS index an "indexes=" list may give: hwloc sizes a bitmap by it (an index of
+// 10^55, saturated, took 2 GB in the fuzzer). 65,535 is far past any real CPU or node id.
+constexpr uint64_t kMaxSyntheticIndex = 65535;
+
+// The first number in an "indexes=..." attribute of `spec` above kMaxSyntheticIndex, if any.
+std::optional<std::string> OversizedSyntheticIndex(const std::string& spec) {
+  for (size_t at = spec.find("indexes="); at != std::string::npos;
+       at = spec.find("indexes=", at + 1)) {
+    const size_t end = std::min(spec.find(')', at), spec.size());
+    for (size_t i = at + 8; i < end;) {
+      if (!std::isdigit(static_cast<unsigned char>(spec[i]))) {
+        ++i;
+        continue;
+      }
+      const size_t first = i;
+      uint64_t v = 0;
+      for (; i < end && std::isdigit(static_cast<unsigned char>(spec[i])); ++i) {
+        v = std::min<uint64_t>(v * 10 + static_cast<uint64_t>(spec[i] - '0'),
+                               kMaxSyntheticIndex + 1);
+      }
+      if (v > kMaxSyntheticIndex) return spec.substr(first, std::min<size_t>(i - first, 24));
+    }
+  }
+  return std::nullopt;
+}
+
 // Hands `text` (which must outlive hwloc_topology_load) to hwloc as the XML to load.
 Status SetXmlText(hwloc_topology_t topo, const std::string& text, const std::string& name) {
   // hwloc reads up to the first NUL and wants the length with it (c_str() has one at the end).
@@ -175,6 +202,10 @@ Status LoadHwloc(hwloc_topology_t topo, const std::string& spec, std::string* so
                                   kMaxSyntheticPus, " hardware threads (the product of the ",
                                   "level counts); describe one machine, e.g. ",
                                   "\"pack:2 numa:4 core:24 pu:2\"");
+    }
+    if (const std::optional<std::string> big = OversizedSyntheticIndex(spec)) {
+      return InvalidArgumentError("topology \"", spec, "\": index ", *big, " in indexes= is ",
+                                  "past ", kMaxSyntheticIndex, "; OS indexes are CPU or node ids");
     }
     if (hwloc_topology_set_synthetic(topo, spec.c_str()) != 0) {
       return InvalidArgumentError("topology \"", spec, "\": not a valid hwloc synthetic ",

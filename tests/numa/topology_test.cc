@@ -227,6 +227,13 @@ TEST(Topology, OversizedSyntheticDescriptionIsRefused) {
     EXPECT_NE(t.status().message().find("more than 4096 hardware threads"), std::string::npos)
         << t.status().ToString();
   }
+  // An OS index hwloc would size a bitmap by (2 GB for this one in the fuzzer).
+  StatusOr<Topology> huge =
+      LoadTopology("pack:2 core:2 pu:2(indexes=5,2,4,6,99999999999999999999999,3,5,7)");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(huge.status().message().find("index 99999"), std::string::npos)
+      << huge.status().ToString();
   // 4,096 exactly, with attributes whose colons are not levels.
   StatusOr<Topology> t = LoadTopology("pack:2 numa:4(memory=1GiB) core:256 pu:2(indexes=4096:1)");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
