@@ -283,87 +283,14 @@ void MicroKernel(const float* panel, const uint8_t* a, size_t a_stride, int64_t 
   }
 }
 
-using MicroFn = void (*)(const float* panel, const uint8_t* a, size_t a_stride, int64_t kc,
-                         float* y, int64_t ldy, const __mmask16* m, bool accumulate);
+using RowMaskT = __mmask16;  // which rows of a y vector a micro-kernel touches
+RowMaskT RowsMask(int64_t count) { return TailMask(count); }
+constexpr size_t kPanelAlign = 64;
 
-// The micro-kernel for nt tokens (1 <= nt <= T).
-template <int RV, int T = kPackT>
-MicroFn PickMicro(int64_t nt) {
-  if constexpr (T == 1) {
-    return &MicroKernel<RV, 1>;
-  } else {
-    return nt == T ? &MicroKernel<RV, T> : PickMicro<RV, T - 1>(nt);
-  }
-}
-
-// Packed form: per 32-row block and kKc-value block, pack the panel once and run it against all
-// tokens, 12 at a time; y accumulates over the value blocks. Returns false (nothing written)
-// when the panel cannot be allocated.
-template <class W>
-bool GemmPacked(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
-                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  const int64_t kc_max = n < kKc ? n : kKc;
-  // [kc_max][32 rows] f32 (<= 256 KiB: L2). Heap, not stack: worker threads may have small stacks.
-  auto* panel = static_cast<float*>(std::aligned_alloc(64, kc_max * kPanelRows * sizeof(float)));
-  if (panel == nullptr) return false;
-  for (int64_t r0 = 0; r0 < n_rows; r0 += kPanelRows) {
-    const int64_t nr = n_rows - r0 < kPanelRows ? n_rows - r0 : kPanelRows;
-    const __mmask16 m[2] = {TailMask(nr), TailMask(nr - kV)};  // rows of y to touch
-    const uint8_t* wr = w + r0 * w_stride;
-    for (int64_t k0 = 0; k0 < n; k0 += kKc) {
-      const int64_t kc = n - k0 < kKc ? n - k0 : kKc;
-      if (nr > kV) {
-        PackPanel<W, 2>(wr, w_stride, nr, k0, kc, panel);
-      } else {
-        PackPanel<W, 1>(wr, w_stride, nr, k0, kc, panel);
-      }
-      for (int64_t t0 = 0; t0 < n_tok; t0 += kPackT) {
-        const int64_t nt = n_tok - t0 < kPackT ? n_tok - t0 : kPackT;
-        const MicroFn micro = nr > kV ? PickMicro<2>(nt) : PickMicro<1>(nt);
-        micro(panel, a + t0 * a_stride + 4 * k0, a_stride, kc, y + t0 * ldy + r0, ldy, m, k0 > 0);
-      }
-    }
-  }
-  std::free(panel);
-  return true;
-}
-
-template <class W>
-void Gemm(const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
-          int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  const auto* wb = static_cast<const uint8_t*>(w);  // [n_rows] rows w_stride bytes apart
-  const auto* ab = static_cast<const uint8_t*>(a);  // [n_tok] f32 rows a_stride bytes apart
-  if (n_tok <= W::kMaxDotTok) {
-    return GemmDotForm<W>(wb, w_stride, n_rows, ab, a_stride, n_tok, n, y, ldy);
-  }
-  if (!GemmPacked<W>(wb, w_stride, n_rows, ab, a_stride, n_tok, n, y, ldy)) {
-    GemmDotForm<W>(wb, w_stride, n_rows, ab, a_stride, n_tok, n, y, ldy);
-  }
-}
+#include "cpu_kernels/gemv/gemv_float_packed.inc"
 
 }  // namespace
 
-float DotF32_F32_Avx512(const void* w_row, const void* a_row, int64_t n) {
-  return DotRow<WF32>(w_row, a_row, n);
-}
-float DotF16_F32_Avx512(const void* w_row, const void* a_row, int64_t n) {
-  return DotRow<WF16>(w_row, a_row, n);
-}
-float DotBF16_F32_Avx512(const void* w_row, const void* a_row, int64_t n) {
-  return DotRow<WBF16>(w_row, a_row, n);
-}
-
-void GemmF32_F32_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  Gemm<WF32>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
-}
-void GemmF16_F32_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  Gemm<WF16>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
-}
-void GemmBF16_F32_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  Gemm<WBF16>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
-}
+MOESPLIT_GEMV_FLOAT_EXPORTS(Avx512)
 
 }  // namespace moesplit::gemv::internal
