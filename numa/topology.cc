@@ -116,8 +116,8 @@ bool LooksLikePath(const std::string& spec) {
 // and "pack:999 core:999 pu:999" would not fit in memory.
 constexpr int64_t kMaxSyntheticPus = 4096;
 
-// The number of leaves `spec` describes: the product of the arities ("type:N") outside
-// parentheses (attributes such as "indexes=2*12:1*2" hold colons too). Saturates past the cap.
+// The number of leaves `spec` describes: the product of the arities ("type:N", or a bare "N"
+// as in "2 4 8") outside parentheses (attributes such as "indexes=2*12:1*2" hold colons too). Saturates past the cap.
 int64_t SyntheticLeaves(const std::string& spec) {
   int64_t leaves = 1;
   int depth = 0;  // parenthesis nesting
@@ -125,11 +125,15 @@ int64_t SyntheticLeaves(const std::string& spec) {
     const char c = spec[i];
     if (c == '(' || c == '[') ++depth;
     if ((c == ')' || c == ']') && depth > 0) --depth;
-    if (c != ':' || depth > 0 || i == 0 || !std::isalnum(static_cast<unsigned char>(spec[i - 1]))) {
-      continue;
-    }
+    // A level's count follows "type:" or stands alone at the start of a word ("2 4 8").
+    const bool typed =
+        c == ':' && i > 0 && std::isalnum(static_cast<unsigned char>(spec[i - 1]));
+    const bool bare = std::isdigit(static_cast<unsigned char>(c)) &&
+                      (i == 0 || std::isspace(static_cast<unsigned char>(spec[i - 1])));
+    if (depth > 0 || (!typed && !bare)) continue;
     int64_t n = 0;
-    for (size_t k = i + 1; k < spec.size() && std::isdigit(static_cast<unsigned char>(spec[k])); ++k) {
+    for (size_t k = typed ? i + 1 : i;
+         k < spec.size() && std::isdigit(static_cast<unsigned char>(spec[k])); ++k) {
       n = std::min<int64_t>(n * 10 + (spec[k] - '0'), kMaxSyntheticPus + 1);
     }
     leaves = std::min<int64_t>(leaves * std::max<int64_t>(n, 1), kMaxSyntheticPus + 1);

@@ -220,7 +220,7 @@ TEST(Topology, BadSpecsAreClearErrors) {
 // description past 4,096 hardware threads is refused before hwloc sees it.
 TEST(Topology, OversizedSyntheticDescriptionIsRefused) {
   for (const char* spec : {"pack:3 numa:20l3:21core:7 pu:2", "pack:999 core:999 pu:999",
-                           "pack:2 numa:4(memory=1GiB) core:257 pu:2"}) {
+                           "pack:2 numa:4(memory=1GiB) core:257 pu:2", "939388", "16 16 17"}) {
     StatusOr<Topology> t = LoadTopology(spec);
     ASSERT_FALSE(t.ok()) << spec;
     EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
