@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 namespace moesplit::numa {
@@ -36,7 +38,8 @@ bool CleanText(std::string_view v) {
 
 struct Tag {
   std::string_view name;
-  std::vector<std::string_view> attrs;  // attribute names, in order
+  std::vector<std::string_view> attrs;   // attribute names, in order
+  std::vector<std::string_view> values;  // their values (between the quotes), same order
   bool self_closing = false;
   size_t end = 0;  // offset just past '>'
 };
@@ -68,6 +71,7 @@ bool ReadStartTag(std::string_view xml, size_t at, Tag* tag) {
     if (i >= xml.size() || (xml[i] != '"' && xml[i] != '\'')) return false;
     const size_t close = xml.find(xml[i], i + 1);
     if (close == kNpos || !CleanText(xml.substr(i + 1, close - i - 1))) return false;
+    tag->values.push_back(xml.substr(i + 1, close - i - 1));
     i = close + 1;
   }
 }
@@ -96,6 +100,36 @@ size_t SkipMarkup(std::string_view xml, size_t at, std::string_view* end_name) {
   if (n == 0 || body.find_first_not_of(" \t\r\n", n) != kNpos) return kNpos;
   *end_name = body.substr(0, n);
   return e + 1;
+}
+
+// The largest os_index a PU or NUMA node may have: hwloc sets bit os_index of a bitmap for
+// each, and a missing os_index is 2^32 - 1 to it (a 512 MiB bitmap, seconds of copying, found by
+// tests/fuzz/topology_fuzz). 65,535 is far past any real CPU or node id.
+constexpr uint64_t kMaxOsIndex = 65535;
+
+// A PU or NUMA node must carry a decimal os_index <= kMaxOsIndex (lstopo always writes one).
+template <class Fail>
+Status CheckObjectIndex(const Tag& tag, const Fail& fail) {
+  std::string_view type, os_index;
+  bool has_index = false;
+  for (size_t a = 0; a < tag.attrs.size(); ++a) {
+    if (tag.attrs[a] == "type") type = tag.values[a];
+    if (tag.attrs[a] == "os_index") {
+      os_index = tag.values[a];
+      has_index = true;
+    }
+  }
+  if (type != "PU" && type != "NUMANode") return Status::Ok();
+  if (!has_index) return fail("a " + std::string(type) + " object without os_index");
+  uint64_t v = 0;
+  for (char c : os_index) {
+    if (c < '0' || c > '9') return fail("an os_index that is not a decimal number");
+    v = std::min<uint64_t>(v * 10 + static_cast<uint64_t>(c - '0'), kMaxOsIndex + 1);
+  }
+  if (os_index.empty() || v > kMaxOsIndex) {
+    return fail("an os_index past " + std::to_string(kMaxOsIndex));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -131,6 +165,11 @@ Status CheckHwlocXml(std::string_view xml, const std::string& name) {
     auto has = [&](std::string_view a) {
       return std::find(tag.attrs.begin(), tag.attrs.end(), a) != tag.attrs.end();
     };
+    if (tag.name == "object") {
+      MOESPLIT_RETURN_IF_ERROR(CheckObjectIndex(tag, [&](std::string_view what) {
+        return fail(lt, what);
+      }));
+    }
     if (tag.name == "object" && has("cpuset") && !has("complete_cpuset")) {
       return fail(lt, "an object with a cpuset but no complete_cpuset");
     }

@@ -273,6 +273,29 @@ TEST(Topology, XmlObjectWithoutCompleteNodesetIsDataLoss) {
   EXPECT_NE(t.status().message().find("no complete_nodeset"), std::string::npos);
 }
 
+// hwloc takes a PU or NUMA node without os_index as index 2^32 - 1 and grows a bitmap to
+// 512 MiB for it (seconds; found by topology_fuzz): refused before hwloc reads the file.
+TEST(Topology, XmlPuOrNodeWithoutOsIndexIsDataLoss) {
+  std::ifstream in(kTopologies + "/epyc-9554-1s-nps4.xml");
+  const std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const std::string type : {"PU", "NUMANode"}) {
+    for (const std::string& replacement : {std::string(""), std::string(" os_index=\"99999\"")}) {
+      std::string edited = xml;
+      const size_t at = edited.find("<object type=\"" + type + "\" os_index=\"");
+      ASSERT_NE(at, std::string::npos) << type;
+      const size_t begin = edited.find(" os_index=", at);
+      const size_t end = edited.find('"', edited.find('"', begin) + 1) + 1;
+      edited.replace(begin, end - begin, replacement);
+      StatusOr<Topology> t = LoadTopologyXml(edited, "edited.xml");
+      ASSERT_FALSE(t.ok()) << type << replacement;
+      EXPECT_EQ(t.status().code(), StatusCode::kDataLoss) << t.status().ToString();
+      EXPECT_NE(t.status().message().find(replacement.empty() ? "without os_index" : "past 65535"),
+                std::string::npos)
+          << t.status().ToString();
+    }
+  }
+}
+
 // Random strings, and valid descriptions with characters deleted or replaced (no digits added,
 // so no mutant asks for a million PUs): an error naming the string, or a sane topology.
 TEST(Topology, GarbageSyntheticStringsNeverCrash) {
