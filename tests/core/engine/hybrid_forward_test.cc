@@ -53,7 +53,9 @@ void CheckOracle(const char* name, const std::vector<int32_t>& tokens, bool deco
   std::printf("hybrid %s %s, experts on the %s: %d/%lld positions agree with llama.cpp\n", name,
               decode ? "decode" : "batch", home == ExpertHome::kCpu ? "CPU" : "device", agree,
               static_cast<long long>(n));
-  EXPECT_GE(agree * 4, n * 3);
+  // Measured: seqA 13/16 (14 with the experts on the device), seqB 62/64, either schedule. The
+  // floors leave one position of seqA and two of seqB for float-order noise at near-ties.
+  EXPECT_GE(agree, n == 16 ? 12 : 60) << name;
 }
 
 TEST(HybridOracle, SeqABatch) {
@@ -109,7 +111,8 @@ TEST(HybridForward, AutoPutsTheLastLayersExpertsInSpareDeviceMemory) {
   const int64_t V = c.n_vocab;
   int close = 0;
   for (int64_t i = 0; i < 16; ++i) close += Pearson(&a[i * V], &b[i * V], V) > 0.999;
-  EXPECT_GE(close, 13);
+  std::printf("one layer's experts on the device vs none: %d/16 positions close\n", close);
+  EXPECT_GE(close, 15);  // measured 16/16: the same kernels, another home for one layer
   // Forced onto a device without room: an error that says what to do.
   HostBackend small(HostBackend::Schedule::kMainFirst, rest + layer);
   SessionOptions o{.ctx_size = 128, .n_threads = 1};
@@ -203,7 +206,10 @@ TEST(HybridForward, AgreesWithTheCpuPass) {
   const int64_t V = model->config().n_vocab, n = static_cast<int64_t>(tokens.size());
   int close = 0;
   for (int64_t i = 0; i < n; ++i) close += Pearson(&hy[i * V], &ref[i * V], V) > 0.999;
-  EXPECT_GE(close * 4, n * 3) << close << "/" << n;
+  std::printf("hybrid vs CPU pass: %d/%lld positions with Pearson > 0.999\n", close,
+              static_cast<long long>(n));
+  // Measured 60/64 (the f16 device cache against the f32 CPU cache); two positions of margin.
+  EXPECT_GE(close, 58) << close << "/" << n;
 }
 
 std::string WriteTiny(const char* preset, synth::MlaLayout mla,

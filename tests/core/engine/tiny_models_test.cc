@@ -241,7 +241,8 @@ TEST(TinyModelsHybrid, LegacyLayoutMatchesLlamaCpp) {
       for (int64_t i = 0; i < n; ++i) agree += testing::RowAgrees(&ours[i * V], &ref[i * V], V);
       std::printf("hybrid %s %s: %d/%lld positions agree with llama.cpp\n", c.name,
                   decode ? "decode" : "batch", agree, static_cast<long long>(n));
-      EXPECT_GE(agree * 4, n * 3) << c.name << (decode ? " decode" : " batch");
+      // Measured 16/16 for both files, batch and decode: at most one position may move.
+      EXPECT_GE(agree, n - 1) << c.name << (decode ? " decode" : " batch");
     }
   }
 }
