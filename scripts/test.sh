@@ -9,7 +9,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS="${MOESPLIT_JOBS:-$(nproc)}"
 t0=$SECONDS
-phase() { echo "test: $1 done after $((SECONDS - t0)) s" >&2; }
+phases=()
+phase() {
+  phases+=("$1 done after $((SECONDS - t0)) s")
+  echo "test: ${phases[-1]}" >&2
+}
+# Every phase's time again at the very end (also after a failure), where a CI log's tail shows it.
+trap 'status=$?; printf "test: %s\n" "${phases[@]}" "exit $status after $((SECONDS - t0)) s" >&2' EXIT
 
 # Without a GPU the CUDA code is only compiled (its tests skip): one architecture checks it at a
 # third of the nvcc time of the four the release default builds; with one, its own ("native").
