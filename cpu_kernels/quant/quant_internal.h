@@ -54,4 +54,11 @@ void DequantIQ1_S(const void* src, float* dst, int64_t nb);
 void DequantIQ1_M(const void* src, float* dst, int64_t nb);
 void DequantMXFP4(const void* src, float* dst, int64_t nb);
 
+// quant_iq2.cc, quant_iq1.cc: ggml's lattice quantizers run with a flat importance matrix (all
+// weights 1.0; llama.cpp refuses these types without one), grid-neighbour maps in
+// quant_iq_lattice.h.
+void QuantIQ2_XXS(const float* src, void* dst, int64_t nb);
+void QuantIQ1_S(const float* src, void* dst, int64_t nb);
+void QuantIQ1_M(const float* src, void* dst, int64_t nb);
+
 }  // namespace moesplit::quant::internal
