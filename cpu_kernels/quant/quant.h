@@ -23,10 +23,11 @@ bool IsDecodeOnly(GgmlType type);
 // True for the first 16 types and for IQ2_XXS, IQ1_S, IQ1_M. Each follows ggml's
 // quantize_row_*_ref (f16/bf16: RNE; IQ4_NL / IQ4_XS: llama.cpp's no-importance-matrix path,
 // quantize_iq4_* with no quant_weights; IQ2_XXS / IQ1_S / IQ1_M: quantize_iq2_xxs /
-// quantize_iq1_s / quantize_iq1_m with a flat importance matrix, all weights 1.0, since
-// llama.cpp has no path without one); the bytes are checked identical to llama.cpp's for the
-// 17 types with oracle files. Q8_K (ggml's activation quantizer) has no oracle file and is
-// checked by its properties.
+// quantize_iq1_s / quantize_iq1_m with a flat importance matrix, all weights 1.0, what
+// llama-quantize does given an all-ones imatrix: it has no path without one). The bytes are
+// checked identical to llama.cpp's for the 16 types with oracle files made that way; IQ1_M's
+// oracle was made without an imatrix and is matched by an internal variant; Q8_K (ggml's
+// activation quantizer) has no oracle file and is checked by its properties.
 bool CanQuantize(GgmlType type);
 
 // dst[0..n) = values of the n elements at src. n must be a multiple of the block size

@@ -1,17 +1,17 @@
 // Reference quantization of IQ1_S (256 values in 50 bytes) and IQ1_M (256 values in 56 bytes),
 // blocks_iq.h, following llama.cpp's quantize_row_iq1_s_impl / quantize_row_iq1_m_impl
-// (ggml-quants.c) so that the bytes are ggml's (quant_oracle_test.cc compares them with
-// shared/testdata/quant/iq1_{s,m}.q).
+// (ggml-quants.c) so that the bytes are ggml's (quant_oracle_test.cc compares IQ1_S with
+// shared/testdata/quant/iq1_s.q, quant_iq_test.cc IQ1_M's no-imatrix variant with iq1_m.q).
 //
-// Importance matrix:
-//   IQ1_S: ggml requires one. We quantize as ggml does with a FLAT importance matrix (every
-//     weight 1.0), as the oracle file was made: per-value weight w_i = 1 * sqrt(sigma^2 +
-//     x_i^2), sigma^2 = 2 * mean of x^2 over the 256-value block.
-//   IQ1_M: ggml's code has a no-importance-matrix default, w_i = x_i^2 (ggml_quantize_chunk
-//     accepts NULL for it; llama-quantize still asks for an imatrix). We use that default: the
-//     oracle file iq1_m.q was made with it (its bytes match only this weighting, although the
-//     testdata README says flat imatrix). On that file's data the flat-imatrix weighting would
-//     give a lower error (rel_rmse 0.505 vs 0.600, measured once with a temporary variant).
+// Importance matrix: llama-quantize refuses both types without one. QuantIQ1_S / QuantIQ1_M
+// quantize as ggml does with a FLAT importance matrix (every weight 1.0): per-value weight
+// w_i = 1 * sqrt(sigma^2 + x_i^2), sigma^2 = 2 * mean of x^2 over the 256-value block, so the
+// bytes are those of llama-quantize given an all-ones imatrix (checked on a whole ds-tiny model
+// by tests/apps/llama_compat/quantize_vs_llama.cc). ggml's IQ1_M code also has a no-imatrix
+// default, w_i = x_i^2 (ggml_quantize_chunk accepts NULL for IQ1_M only); QuantIQ1_MNoImatrix
+// runs that one, which is how shared/testdata/quant/iq1_m.q was made (its bytes match only this
+// weighting, although the testdata README says flat imatrix); it is the oracle check of the
+// shared IQ1_M search. On that file's data the flat weighting gives rel_rmse 0.505, x^2 0.600.
 //
 // Each group of 8 values is one grid entry of levels -1, 0, +1 plus a shared offset +-0.125
 // (the "delta"): value ~ scale * (level + delta). With 3 levels the best split of a sub-block
@@ -51,9 +51,18 @@ void Weights(const float* x, int n, float sigma2, float* w) {
   for (int i = 0; i < n; ++i) w[i] = std::sqrt(sigma2 + x[i] * x[i]);
 }
 
-// ggml's IQ1_M weights without an importance matrix: x^2.
-void SquareWeights(const float* x, int n, float* w) {
-  for (int i = 0; i < n; ++i) w[i] = x[i] * x[i];
+// IQ1_M's per-value weights: with the flat importance matrix sqrt(sigma2 + x^2) (as IQ1_S),
+// without one ggml's x^2.
+struct Iq1mWeighting {
+  bool flat_imatrix;
+  float sigma2;  // 2 * mean x^2 of the 256-value block (flat_imatrix only)
+};
+void Iq1mWeights(const float* x, int n, const Iq1mWeighting& wt, float* w) {
+  if (wt.flat_imatrix) {
+    Weights(x, n, wt.sigma2, w);
+  } else {
+    for (int i = 0; i < n; ++i) w[i] = x[i] * x[i];
+  }
 }
 
 float AbsMax(const float* x, int n) {
@@ -78,8 +87,8 @@ void SplitLevels(const int* order, int n, int i1, int i2, int8_t* L) {
 // sum w (scale * xx[level] - x)^2 (first on ties; ggml's iq1_find_best_neighbour2). L is set
 // to the chosen entry's levels. ggml falls back to a full-grid search when no neighbour has a
 // finite error (non-finite input); this CHECKs instead.
-int SnapToGrid(const IqLattice& lat, const float* x, const float* w, float scale,
-               const float* xx, int8_t* L, bool* on_grid) {
+int SnapToGrid(const IqLattice& lat, const float* x, const float* w, float scale, const float* xx,
+               int8_t* L, bool* on_grid) {
   uint16_t key = 0;
   for (int i = 0; i < 8; ++i) key |= static_cast<uint16_t>(L[i] << (2 * i));
   int e = lat.Exact(key);
@@ -190,10 +199,11 @@ const float* Iq1mPoints(int c, int k) {
 
 // IQ1_M, one 16-value sub-block: returns its scale (0: all zero or no fit) and sets the 2
 // grid indices and the sign combination.
-float Iq1mSubBlock(const IqLattice& lat, const float* xb, uint16_t index[2], int* combo) {
+float Iq1mSubBlock(const IqLattice& lat, const float* xb, const Iq1mWeighting& wt,
+                   uint16_t index[2], int* combo) {
   constexpr int n = 16;
   float w[n];
-  SquareWeights(xb, n, w);
+  Iq1mWeights(xb, n, wt, w);
   index[0] = index[1] = 0;
   *combo = 0;
   const float max = AbsMax(xb, n);
@@ -249,13 +259,13 @@ float Iq1mSubBlock(const IqLattice& lat, const float* xb, uint16_t index[2], int
 
 // IQ1_M's super-scale: the least-squares d over the coded 3-bit scales l_j (values ~ d (2 l_j
 // + 1) * point), times ggml's empirical 1.1125; max_scale / 15 if the fit is degenerate.
-float Iq1mSuperScale(const IqLattice& lat, const float* xbl, const int* l,
+float Iq1mSuperScale(const IqLattice& lat, const float* xbl, const Iq1mWeighting& wt, const int* l,
                      const uint16_t (*index)[2], const int* combo, float d) {
   float sumqx = 0, sumq2 = 0;
   for (int ib = 0; ib < kQkK / 16; ++ib) {
     const float* xb = xbl + 16 * ib;
     float w[16];
-    SquareWeights(xb, 16, w);
+    Iq1mWeights(xb, 16, wt, w);
     for (int k = 0; k < 2; ++k) {
       const float* xx = Iq1mPoints(combo[ib], k);
       for (int j = 0; j < 8; ++j) {
@@ -310,7 +320,8 @@ void QuantIQ1_S(const float* src, void* dst, int64_t nb) {
   }
 }
 
-void QuantIQ1_M(const float* src, void* dst, int64_t nb) {
+// The IQ1_M quantizer with either weighting (Iq1mWeighting).
+static void QuantIQ1_MWeighted(const float* src, void* dst, int64_t nb, bool flat_imatrix) {
   constexpr uint8_t kSignMasks[4] = {0x00, 0x80, 0x08, 0x88};  // qh delta-sign bits per combo
   const IqLattice& lat = Iq1Lattice();
   auto* blocks = static_cast<BlockIQ1_M*>(dst);
@@ -318,12 +329,15 @@ void QuantIQ1_M(const float* src, void* dst, int64_t nb) {
     const float* xbl = src + kQkK * ibl;
     BlockIQ1_M& y = blocks[ibl];
     std::memset(&y, 0, sizeof(y));
+    float sumx2 = 0;
+    for (int i = 0; i < kQkK; ++i) sumx2 += xbl[i] * xbl[i];
+    const Iq1mWeighting wt{flat_imatrix, 2 * sumx2 / kQkK};
     float scales[kQkK / 16];
     int combo[kQkK / 16];
     uint16_t index[kQkK / 16][2];  // grid entries of the two groups of sub-block ib
     float max_scale = 0;
     for (int ib = 0; ib < kQkK / 16; ++ib) {
-      scales[ib] = Iq1mSubBlock(lat, xbl + 16 * ib, index[ib], &combo[ib]);
+      scales[ib] = Iq1mSubBlock(lat, xbl + 16 * ib, wt, index[ib], &combo[ib]);
       y.qs[2 * ib] = static_cast<uint8_t>(index[ib][0] & 255);
       y.qs[2 * ib + 1] = static_cast<uint8_t>(index[ib][1] & 255);
       y.qh[ib] = static_cast<uint8_t>((index[ib][0] >> 8) | ((index[ib][1] >> 8) << 4));
@@ -340,13 +354,21 @@ void QuantIQ1_M(const float* src, void* dst, int64_t nb) {
       sc[ib / 4] |= static_cast<uint16_t>(l[ib] << (3 * (ib % 4)));
       y.qh[ib] |= kSignMasks[combo[ib]];
     }
-    const uint16_t h = ToHalf(Iq1mSuperScale(lat, xbl, l, index, combo, d));
+    const uint16_t h = ToHalf(Iq1mSuperScale(lat, xbl, wt, l, index, combo, d));
     sc[0] |= static_cast<uint16_t>((h & 0x000f) << 12);
     sc[1] |= static_cast<uint16_t>((h & 0x00f0) << 8);
     sc[2] |= static_cast<uint16_t>((h & 0x0f00) << 4);
     sc[3] |= static_cast<uint16_t>(h & 0xf000);
     std::memcpy(y.scales, sc, sizeof(sc));
   }
+}
+
+void QuantIQ1_M(const float* src, void* dst, int64_t nb) {
+  QuantIQ1_MWeighted(src, dst, nb, /*flat_imatrix=*/true);
+}
+
+void QuantIQ1_MNoImatrix(const float* src, void* dst, int64_t nb) {
+  QuantIQ1_MWeighted(src, dst, nb, /*flat_imatrix=*/false);
 }
 
 }  // namespace moesplit::quant::internal

@@ -90,8 +90,8 @@ int IqLattice::Exact(uint16_t key) const {
 }
 
 const uint16_t* IqLattice::Neighbours(uint16_t key, int* count) const {
-  MOESPLIT_CHECK(key < kKeys && map_[key] != kUnreachable && map_[key] < 0,
-                 "lattice key ", key, " is on the grid or has a level outside 0..2");
+  MOESPLIT_CHECK(key < kKeys && map_[key] != kUnreachable && map_[key] < 0, "lattice key ", key,
+                 " is on the grid or has a level outside 0..2");
   const uint16_t* list = neighbours_.data() + (-map_[key] - 1);
   *count = list[0];
   return list + 1;

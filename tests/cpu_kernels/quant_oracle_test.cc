@@ -45,14 +45,16 @@ const OracleCase kCases[] = {
     {"iq4_nl", GgmlType::kIQ4_NL, 0.103738, true}, {"iq4_xs", GgmlType::kIQ4_XS, 0.105748, true},
     // Decode only: ggml's blocks through our lattice tables (iq_grids.h) and bit layouts.
     // IQ2_XXS / IQ1_S / IQ1_M also have a quantizer: ggml's with a flat importance matrix,
-    // which is how the oracle files were made (testdata README).
+    // which is how the IQ2_XXS / IQ1_S oracle files were made. iq1_m.q was made without one
+    // (x^2 weights; quant_iq_test.cc checks that variant's bytes), so only its error is
+    // compared here.
     {"iq2_xxs", GgmlType::kIQ2_XXS, 0.48939, true, true, true},
     {"iq2_xs", GgmlType::kIQ2_XS, 0.389744, false, true},
     {"iq2_s", GgmlType::kIQ2_S, 0.378708, false, true},
     {"iq3_xxs", GgmlType::kIQ3_XXS, 0.282803, false, true},
     {"iq3_s", GgmlType::kIQ3_S, 0.201533, false, true},
     {"iq1_s", GgmlType::kIQ1_S, 0.622482, true, true, true},
-    {"iq1_m", GgmlType::kIQ1_M, 0.599684, true, true, true},
+    {"iq1_m", GgmlType::kIQ1_M, 0.599684, false, true, true},
     {"mxfp4", GgmlType::kMXFP4, 0.142973, false, true},
 };
 

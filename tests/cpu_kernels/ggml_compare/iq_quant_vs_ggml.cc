@@ -23,7 +23,7 @@ int main() {
   struct C { ggml_type g; moesplit::GgmlType m; const char* name; bool imat; } cs[] = {
       {GGML_TYPE_IQ2_XXS, moesplit::GgmlType::kIQ2_XXS, "iq2_xxs", true},
       {GGML_TYPE_IQ1_S, moesplit::GgmlType::kIQ1_S, "iq1_s", true},
-      {GGML_TYPE_IQ1_M, moesplit::GgmlType::kIQ1_M, "iq1_m", false}};
+      {GGML_TYPE_IQ1_M, moesplit::GgmlType::kIQ1_M, "iq1_m", true}};
   const int64_t rows = 16, cols = 4096;
   for (uint32_t seed : {1u, 2u}) for (float sigma : {1.0f, 0.02f}) {
     std::vector<float> in = Gauss(rows * cols, sigma, seed);
