@@ -85,8 +85,9 @@ void SplitLevels(const int* order, int n, int i1, int i2, int8_t* L) {
 
 // The grid entry for the 8 levels L (0..2): the exact one, or the neighbour of least
 // sum w (scale * xx[level] - x)^2 (first on ties; ggml's iq1_find_best_neighbour2). L is set
-// to the chosen entry's levels. ggml falls back to a full-grid search when no neighbour has a
-// finite error (non-finite input); this CHECKs instead.
+// to the chosen entry's levels. Candidates are scored together value by value, each sum adding
+// its terms in ggml's order, so the result is ggml's. ggml falls back to a full-grid search
+// when no neighbour has a finite error (non-finite input); this CHECKs instead.
 int SnapToGrid(const IqLattice& lat, const float* x, const float* w, float scale, const float* xx,
                int8_t* L, bool* on_grid) {
   uint16_t key = 0;
@@ -96,15 +97,21 @@ int SnapToGrid(const IqLattice& lat, const float* x, const float* w, float scale
     *on_grid = false;
     int count = 0;
     const uint16_t* nb = lat.Neighbours(key, &count);
+    const uint8_t* lv = lat.NeighbourLevels(key);  // [8][count]
+    float d2[IqLattice::kMaxNeighbours];
+    for (int c = 0; c < count; ++c) d2[c] = 0;
+    for (int i = 0; i < 8; ++i) {
+      const uint8_t* li = lv + i * count;
+      for (int c = 0; c < count; ++c) {
+        const float q = xx[li[c]];
+        const float diff = scale * q - x[i];
+        d2[c] += w[i] * diff * diff;
+      }
+    }
     float best = FLT_MAX;
     for (int c = 0; c < count; ++c) {
-      float d2 = 0;
-      for (int i = 0; i < 8; ++i) {
-        const float diff = scale * xx[lat.Level(nb[c], i)] - x[i];
-        d2 += w[i] * diff * diff;
-      }
-      if (d2 < best) {
-        best = d2;
+      if (d2[c] < best) {
+        best = d2[c];
         e = nb[c];
       }
     }

@@ -106,7 +106,9 @@ float MakeQpQuants(int n, int nmax, const float* x, uint8_t* L, const float* w) 
 
 // The grid entry for the 8 levels L[0..8) (0..2): the exact one, or among the key's
 // neighbours the one of least sum w_i (scale (2e_i + 1) - x_i)^2 (first on ties); L is
-// overwritten with the chosen entry's levels.
+// overwritten with the chosen entry's levels. The candidates are scored together, value by
+// value (the loop over candidates vectorizes), but each candidate's sum still adds its 8 terms
+// in ggml's order from 0, so the sums and the choice are ggml's.
 int SnapToGrid(const IqLattice& lat, const float* xval, const float* w, float scale, int8_t* L) {
   uint16_t key = 0;
   for (int i = 0; i < 8; ++i) key |= static_cast<uint16_t>(L[i] << (2 * i));
@@ -114,16 +116,20 @@ int SnapToGrid(const IqLattice& lat, const float* xval, const float* w, float sc
   if (e < 0) {
     int count = 0;
     const uint16_t* nb = lat.Neighbours(key, &count);
+    const uint8_t* lv = lat.NeighbourLevels(key);  // [8][count]
+    float d2[IqLattice::kMaxNeighbours];
+    for (int c = 0; c < count; ++c) d2[c] = 0;
+    for (int i = 0; i < 8; ++i) {
+      const uint8_t* li = lv + i * count;
+      for (int c = 0; c < count; ++c) {
+        const float diff = scale * static_cast<float>(2 * li[c] + 1) - xval[i];
+        d2[c] += w[i] * diff * diff;
+      }
+    }
     float best_d2 = FLT_MAX;
     for (int c = 0; c < count; ++c) {
-      float d2 = 0;
-      for (int i = 0; i < 8; ++i) {
-        const float q = static_cast<float>(2 * lat.Level(nb[c], i) + 1);
-        const float diff = scale * q - xval[i];
-        d2 += w[i] * diff * diff;
-      }
-      if (d2 < best_d2) {
-        best_d2 = d2;
+      if (d2[c] < best_d2) {
+        best_d2 = d2[c];
         e = nb[c];
       }
     }

@@ -29,7 +29,10 @@ bool KeyLevels(int key, std::array<int, 8>* l) {
 }  // namespace
 
 IqLattice::IqLattice(const uint64_t* grid, int entries, const uint8_t byte_levels[3], int nwant)
-    : entries_(entries), levels_(static_cast<size_t>(entries) * 8), map_(kKeys, -1) {
+    : entries_(entries),
+      levels_(static_cast<size_t>(entries) * 8),
+      map_(kKeys, -1),
+      level_start_(kKeys, -1) {
   MOESPLIT_CHECK(nwant >= 1 && entries > 0 && entries <= 65536);
   for (int e = 0; e < entries; ++e) {
     int key = 0;
@@ -78,8 +81,16 @@ IqLattice::IqLattice(const uint64_t* grid, int entries, const uint8_t byte_level
         if (dist[e] == d) neighbours_.push_back(static_cast<uint16_t>(e));
       }
     }
-    neighbours_[offset] = static_cast<uint16_t>(neighbours_.size() - offset - 1);
+    const int n_list = static_cast<int>(neighbours_.size() - offset - 1);
+    MOESPLIT_CHECK(n_list <= kMaxNeighbours, "neighbour list of ", n_list, " entries");
+    neighbours_[offset] = static_cast<uint16_t>(n_list);
     map_[key] = -static_cast<int32_t>(offset) - 1;
+    level_start_[key] = static_cast<int32_t>(neighbour_levels_.size());
+    for (int j = 0; j < 8; ++j) {
+      for (int c = 0; c < n_list; ++c) {
+        neighbour_levels_.push_back(levels_[8 * neighbours_[offset + 1 + c] + j]);
+      }
+    }
   }
 }
 
@@ -95,6 +106,12 @@ const uint16_t* IqLattice::Neighbours(uint16_t key, int* count) const {
   const uint16_t* list = neighbours_.data() + (-map_[key] - 1);
   *count = list[0];
   return list + 1;
+}
+
+const uint8_t* IqLattice::NeighbourLevels(uint16_t key) const {
+  MOESPLIT_CHECK(key < kKeys && level_start_[key] >= 0, "lattice key ", key,
+                 " is on the grid or has a level outside 0..2");
+  return neighbour_levels_.data() + level_start_[key];
 }
 
 const IqLattice& Iq2XxsLattice() {

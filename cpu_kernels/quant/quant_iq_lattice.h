@@ -30,6 +30,10 @@ class IqLattice {
   // The candidates for an off-grid key (Exact(key) < 0), nearest first, ties by entry index
   // (ggml sorts (distance, index) pairs). CHECKs the key has only levels 0..2 and is off-grid.
   const uint16_t* Neighbours(uint16_t key, int* count) const;
+  // The same candidates' levels, transposed for a search over all of them at once: value j of
+  // candidate c is at [j * count + c] (count as returned by Neighbours; at most kMaxNeighbours).
+  const uint8_t* NeighbourLevels(uint16_t key) const;
+  static constexpr int kMaxNeighbours = 256;  // the grids here give at most 150 (IQ2) / 205 (IQ1)
   // Level j (0..2) of entry e.
   int Level(int e, int j) const { return levels_[8 * e + j]; }
   int entries() const { return entries_; }
@@ -42,6 +46,9 @@ class IqLattice {
   // keys with a level-3 digit (no quantizer forms them: levels are clamped to 0..2).
   std::vector<int32_t> map_;
   std::vector<uint16_t> neighbours_;  // concatenated lists: count, then `count` entries
+  // [8 * sum of counts]: per off-grid key, its candidates' levels as [8][count].
+  std::vector<uint8_t> neighbour_levels_;
+  std::vector<int32_t> level_start_;  // [kKeys]: start of the key's block in neighbour_levels_
   static constexpr int32_t kUnreachable = INT32_MIN;
 };
 
