@@ -204,6 +204,67 @@ const float* Iq1mPoints(int c, int k) {
   return positive ? kXp : kXm;
 }
 
+// The products ggml's IQ1_M split search adds, per sorted position j (value order[j]), level
+// lv and sign combination c: qx = (w * q) * x and q2 = (w * q) * q, q the level's point for
+// that value's group under c. Computing them once is exact: each is the same two products.
+struct Iq1mTerms {
+  Iq1mTerms(const float* xb, const float* w, const int* order) {
+    for (int j = 0; j < 16; ++j) {
+      const int i = order[j];
+      for (int lv = 0; lv < 3; ++lv) {
+        for (int c = 0; c < 4; ++c) {
+          const float q = Iq1mPoints(c, i < 8 ? 0 : 1)[lv];
+          qx[j][lv][c] = w[i] * q * xb[i];
+          q2[j][lv][c] = w[i] * q * q;
+        }
+      }
+    }
+  }
+  float qx[16][3][4];  // [sorted position][level][combination]
+  float q2[16][3][4];
+};
+
+// Adds position j's terms at level lv to the 4 running fits.
+inline void AddTerms(const Iq1mTerms& t, int j, int lv, float* sqx, float* sq2) {
+  for (int c = 0; c < 4; ++c) {
+    sqx[c] += t.qx[j][lv][c];
+    sq2[c] += t.q2[j][lv][c];
+  }
+}
+
+// ggml's exhaustive search over the splits i1 <= i2 of the 16 sorted values into levels
+// 0 / 1 / 2 and the 4 sign combinations, keeping the largest sumqx^2 / sumq2 (first found on
+// ties). ggml sums each split's 16 terms from zero in position order; the partial sums over the
+// first i2 positions do not depend on where the later boundary lies, so they are carried from
+// split to split — the same additions in the same order, hence the same floats — and only the
+// level-2 tail is summed per split.
+void Iq1mSplitSearch(const Iq1mTerms& t, float* best, float* scale, int* b1, int* b2, int* best_c) {
+  constexpr int n = 16;
+  float lo_qx[4] = {0, 0, 0, 0}, lo_q2[4] = {0, 0, 0, 0};  // positions < i1 at level 0
+  for (int i1 = 0; i1 <= n; ++i1) {
+    if (i1 > 0) AddTerms(t, i1 - 1, 0, lo_qx, lo_q2);
+    float mid_qx[4], mid_q2[4];  // and positions i1 .. i2-1 at level 1
+    std::memcpy(mid_qx, lo_qx, sizeof(mid_qx));
+    std::memcpy(mid_q2, lo_q2, sizeof(mid_q2));
+    for (int i2 = i1; i2 <= n; ++i2) {
+      if (i2 > i1) AddTerms(t, i2 - 1, 1, mid_qx, mid_q2);
+      float sqx[4], sq2[4];
+      std::memcpy(sqx, mid_qx, sizeof(sqx));
+      std::memcpy(sq2, mid_q2, sizeof(sq2));
+      for (int j = i2; j < n; ++j) AddTerms(t, j, 2, sqx, sq2);
+      for (int c = 0; c < 4; ++c) {
+        if (sq2[c] > 0 && sqx[c] * sqx[c] > *best * sq2[c]) {
+          *scale = sqx[c] / sq2[c];
+          *best = *scale * sqx[c];
+          *b1 = i1;
+          *b2 = i2;
+          *best_c = c;
+        }
+      }
+    }
+  }
+}
+
 // IQ1_M, one 16-value sub-block: returns its scale (0: all zero or no fit) and sets the 2
 // grid indices and the sign combination.
 float Iq1mSubBlock(const IqLattice& lat, const float* xb, const Iq1mWeighting& wt,
@@ -219,31 +280,7 @@ float Iq1mSubBlock(const IqLattice& lat, const float* xb, const Iq1mWeighting& w
   SortedOrder(xb, n, order);
   float best = -FLT_MAX, scale = max;
   int b1 = -1, b2 = -1, best_c = -1;
-  for (int i1 = 0; i1 <= n; ++i1) {
-    for (int i2 = i1; i2 <= n; ++i2) {
-      // The 4 fits accumulated in sorted order, as ggml does (no prefix sums: each value's
-      // point depends on its group's sign).
-      float sumqx[4] = {0, 0, 0, 0}, sumq2[4] = {0, 0, 0, 0};
-      for (int j = 0; j < n; ++j) {
-        const int i = order[j];
-        const int lv = j < i1 ? 0 : (j < i2 ? 1 : 2);
-        for (int c = 0; c < 4; ++c) {
-          const float q = Iq1mPoints(c, i < n / 2 ? 0 : 1)[lv];
-          sumqx[c] += w[i] * q * xb[i];
-          sumq2[c] += w[i] * q * q;
-        }
-      }
-      for (int c = 0; c < 4; ++c) {
-        if (sumq2[c] > 0 && sumqx[c] * sumqx[c] > best * sumq2[c]) {
-          scale = sumqx[c] / sumq2[c];
-          best = scale * sumqx[c];
-          b1 = i1;
-          b2 = i2;
-          best_c = c;
-        }
-      }
-    }
-  }
+  Iq1mSplitSearch(Iq1mTerms(xb, w, order), &best, &scale, &b1, &b2, &best_c);
   if (b1 < 0 || b2 < 0 || best_c < 0) return 0.0f;
   int8_t L[n];
   SplitLevels(order, n, b1, b2, L);
