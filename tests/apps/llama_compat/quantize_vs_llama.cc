@@ -17,9 +17,10 @@
 //     build/core/libmoesplit_base.a -L/work/peers/llama.cpp/build/bin -lllama -lggml -lggml-base \
 //     -o /tmp/quantize_vs_llama
 //   build/apps/moesplit make-model --preset ds-tiny --quant F16 -o /tmp/f16.gguf
-//   LD_LIBRARY_PATH=/work/peers/llama.cpp/build/bin /tmp/quantize_vs_llama /tmp/f16.gguf 19 /tmp/o.gguf
-#include <cstdio>
+//   LD_LIBRARY_PATH=/work/peers/llama.cpp/build/bin /tmp/quantize_vs_llama /tmp/f16.gguf 19
+//   /tmp/o.gguf
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
