@@ -7,9 +7,9 @@
 //      these types without one;
 //   2. for every tensor llama.cpp wrote in a lattice type, quantizes the same F16 values (as
 //      f32) with moesplit's QuantizeRow and counts identical blocks.
-// IQ2_XXS and IQ1_S must be identical (moesplit runs ggml's algorithm with the same flat
-// weights). IQ1_M differs by design: moesplit uses ggml's no-imatrix x^2 weights for it
-// (cpu_kernels/quant/quant_iq1.cc), llama.cpp here the flat imatrix.
+// All three must be identical (moesplit runs ggml's algorithms with the same flat weights);
+// measured: 25 lattice tensors, 17216 of 17216 blocks identical for each of 19, 24, 31 on
+// ds-tiny (seed 1234).
 //
 // Build and run from the repository root after building moesplit_cpu_kernels in build/:
 //   g++ -O1 -std=c++20 -I. -I/work/peers/llama.cpp/include -I/work/peers/llama.cpp/ggml/include \
@@ -17,8 +17,8 @@
 //     build/core/libmoesplit_base.a -L/work/peers/llama.cpp/build/bin -lllama -lggml -lggml-base \
 //     -o /tmp/quantize_vs_llama
 //   build/apps/moesplit make-model --preset ds-tiny --quant F16 -o /tmp/f16.gguf
-//   LD_LIBRARY_PATH=/work/peers/llama.cpp/build/bin /tmp/quantize_vs_llama /tmp/f16.gguf 19
-//   /tmp/o.gguf
+//   export LD_LIBRARY_PATH=/work/peers/llama.cpp/build/bin
+//   /tmp/quantize_vs_llama /tmp/f16.gguf 19 /tmp/o.gguf
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

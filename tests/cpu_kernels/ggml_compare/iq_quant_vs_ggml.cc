@@ -2,8 +2,8 @@
 // tests/cpu_kernels/quant_iq_test.cc quotes. Build from the repository root after building
 // moesplit_cpu_kernels in build/:
 //   g++ -O1 -std=c++20 -I. -I/work/peers/llama.cpp/ggml/include \
-//     tests/cpu_kernels/ggml_compare/iq_quant_vs_ggml.cc
-//     build/cpu_kernels/libmoesplit_cpu_kernels.a \ build/core/libmoesplit_base.a
+//     tests/cpu_kernels/ggml_compare/iq_quant_vs_ggml.cc \
+//     build/cpu_kernels/libmoesplit_cpu_kernels.a build/core/libmoesplit_base.a \
 //     -L/work/peers/llama.cpp/build/bin -lggml-base -lggml -o /tmp/cmp
 //   LD_LIBRARY_PATH=/work/peers/llama.cpp/build/bin /tmp/cmp
 #include <cmath>
