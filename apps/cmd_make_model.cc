@@ -1,8 +1,8 @@
 #include "apps/cmd_make_model.h"
 
-#include <CLI/CLI.hpp>
 #include <sys/stat.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -99,7 +99,9 @@ void RegisterMakeModel(CLI::App& app, std::function<int()>* action) {
   cmd->add_option("--preset", args->preset,
                   "ds-tiny | ds-v2-lite | ds-v3 | qwen3moe-tiny | mixtral-tiny");
   cmd->add_option("--layers", args->layers, "number of blocks (default: the preset's)");
-  cmd->add_option("--quant", args->quant, "Q4_K_M | Q8_0 | IQ4_XS | Q3_K_M | UD-Q2_K_XL | F16 | BF16")
+  cmd->add_option("--quant", args->quant,
+                  "Q4_K_M | Q8_0 | IQ4_XS | Q3_K_M | UD-Q2_K_XL | UD-IQ2_XXS | UD-IQ1_M | UD-IQ1_S "
+                  "| F16 | BF16")
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "PRNG seed (same seed -> same file)")
       ->capture_default_str();

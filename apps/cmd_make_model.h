@@ -20,7 +20,7 @@ namespace moesplit::app {
 struct MakeModelArgs {
   std::string preset;                // --preset (required unless --list)
   int64_t layers = 0;                // --layers; 0 = the preset's default
-  std::string quant = "Q4_K_M";      // --quant Q4_K_M | Q8_0 | F16 | BF16
+  std::string quant = "Q4_K_M";      // --quant: a synth::QuantMixFromName name
   uint64_t seed = 1234;              // --seed
   std::string mla_layout = "split";  // --mla-layout split | legacy (deepseek2 presets)
   std::string output;                // -o (required unless --list)

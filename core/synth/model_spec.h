@@ -30,11 +30,23 @@ enum class Arch { kDeepseek2, kQwen3Moe, kLlama };
 enum class MlaLayout { kSplit, kLegacy };
 
 // The llama-quantize ftypes we reproduce (llama_ftype values in general.file_type).
-enum class QuantMix { kQ4_K_M, kQ8_0, kF16, kBF16, kIQ4_XS, kQ3_K_M, kUdQ2_K_XL };
+enum class QuantMix {
+  kQ4_K_M,
+  kQ8_0,
+  kF16,
+  kBF16,
+  kIQ4_XS,
+  kQ3_K_M,
+  kUdQ2_K_XL,
+  kUdIQ2_XXS,
+  kUdIQ1_S,
+  kUdIQ1_M
+};
 
 StatusOr<QuantMix> QuantMixFromName(std::string_view name);  // "Q4_K_M", "q8_0", "IQ4_XS", ...
 const char* QuantMixName(QuantMix mix);
-// Q4_K_M 15, Q8_0 7, F16 1, BF16 32, IQ4_XS 30, Q3_K_M 12, UD-Q2_K_XL 10 (Q2_K)
+// Q4_K_M 15, Q8_0 7, F16 1, BF16 32, IQ4_XS 30, Q3_K_M 12, UD-Q2_K_XL 10 (Q2_K),
+// UD-IQ2_XXS 19, UD-IQ1_S 24, UD-IQ1_M 31
 uint32_t QuantMixFileType(QuantMix mix);
 
 StatusOr<MlaLayout> MlaLayoutFromName(std::string_view name);  // "split" | "legacy"

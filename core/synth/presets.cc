@@ -151,8 +151,12 @@ StatusOr<QuantMix> QuantMixFromName(std::string_view name) {
   if (u == "IQ4_XS") return QuantMix::kIQ4_XS;
   if (u == "Q3_K_M") return QuantMix::kQ3_K_M;
   if (u == "UD-Q2_K_XL") return QuantMix::kUdQ2_K_XL;
+  if (u == "UD-IQ2_XXS") return QuantMix::kUdIQ2_XXS;
+  if (u == "UD-IQ1_S") return QuantMix::kUdIQ1_S;
+  if (u == "UD-IQ1_M") return QuantMix::kUdIQ1_M;
   return InvalidArgumentError("unsupported --quant '", name,
-                              "' (choose Q4_K_M, Q8_0, IQ4_XS, Q3_K_M, UD-Q2_K_XL, F16, BF16)");
+                              "' (choose Q4_K_M, Q8_0, IQ4_XS, Q3_K_M, UD-Q2_K_XL, UD-IQ2_XXS, "
+                              "UD-IQ1_M, UD-IQ1_S, F16, BF16)");
 }
 
 const char* QuantMixName(QuantMix mix) {
@@ -171,6 +175,12 @@ const char* QuantMixName(QuantMix mix) {
       return "Q3_K_M";
     case QuantMix::kUdQ2_K_XL:
       return "UD-Q2_K_XL";
+    case QuantMix::kUdIQ2_XXS:
+      return "UD-IQ2_XXS";
+    case QuantMix::kUdIQ1_S:
+      return "UD-IQ1_S";
+    case QuantMix::kUdIQ1_M:
+      return "UD-IQ1_M";
   }
   return "?";
 }
@@ -191,6 +201,12 @@ uint32_t QuantMixFileType(QuantMix mix) {
       return 12;  // LLAMA_FTYPE_MOSTLY_Q3_K_M
     case QuantMix::kUdQ2_K_XL:
       return 10;  // LLAMA_FTYPE_MOSTLY_Q2_K
+    case QuantMix::kUdIQ2_XXS:
+      return 19;  // LLAMA_FTYPE_MOSTLY_IQ2_XXS
+    case QuantMix::kUdIQ1_S:
+      return 24;  // LLAMA_FTYPE_MOSTLY_IQ1_S
+    case QuantMix::kUdIQ1_M:
+      return 31;  // LLAMA_FTYPE_MOSTLY_IQ1_M
   }
   return 0;
 }

@@ -1,5 +1,6 @@
 #include "core/synth/quant_mix.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -65,6 +66,9 @@ GgmlType Fallback(GgmlType t, int64_t ne0) {
       r = GgmlType::kQ4_0;
       break;
     case GgmlType::kIQ4_XS:
+    case GgmlType::kIQ2_XXS:
+    case GgmlType::kIQ1_S:
+    case GgmlType::kIQ1_M:
       r = GgmlType::kIQ4_NL;
       break;
     default:
@@ -189,6 +193,66 @@ GgmlType UdQ2KXLType(const TensorSpec& t, int64_t n_layer) {
   return GgmlType::kQ4_K;
 }
 
+// The shape of Unsloth's dynamic DeepSeek quants UD-IQ2_XXS / UD-IQ1_M / UD-IQ1_S (their
+// "DeepSeek R1 dynamic 1.58-bit" write-up: only the routed experts go to 1.5-2 bits; the 3
+// leading dense layers stay 4 or 6 bit, the shared experts 6 bit, all MLA attention 4 or 6 bit,
+// token_embd 4 bit, output (lm_head) 6 bit, router and norms F32; ffn_down is the most
+// sensitive, so its routed experts are coded higher in the first MoE layers; their table: down
+// 2.06/1.56 bit for IQ1_S, 2.06 bit for IQ1_M, 2.5/2.06 bit for IQ2_XXS). Theirs also come from
+// an importance matrix and per-tensor tuning; this is the shape only:
+//   routed gate / up (ffn_*_exps): `experts`;
+//   routed down (ffn_down_exps): `down_early` in the first kUdEarlyMoeLayers MoE layers,
+//     `down_rest` after (UD-IQ2_XXS: Q2_K then IQ2_XXS; UD-IQ1_M: IQ2_XXS throughout; UD-IQ1_S:
+//     IQ2_XXS then IQ1_S);
+//   shared experts (ffn_*_shexp) Q6_K; dense layers' FFN gate / up Q4_K, down Q6_K;
+//   attention Q4_K, attn_v-like (attn_kv_b / attn_v) Q6_K; token_embd Q4_K; output Q6_K;
+// every type here is one moesplit already has fast kernels for, except the three lattice types.
+struct UdIqRecipe {
+  GgmlType experts;
+  GgmlType down_early;
+  GgmlType down_rest;
+};
+constexpr int64_t kUdEarlyMoeLayers = 3;  // the write-up: "the first 3 to 6 MoE down_proj"
+
+UdIqRecipe UdIqRecipeOf(QuantMix mix) {
+  switch (mix) {
+    case QuantMix::kUdIQ2_XXS:
+      return {GgmlType::kIQ2_XXS, GgmlType::kQ2_K, GgmlType::kIQ2_XXS};
+    case QuantMix::kUdIQ1_M:
+      return {GgmlType::kIQ1_M, GgmlType::kIQ2_XXS, GgmlType::kIQ2_XXS};
+    case QuantMix::kUdIQ1_S:
+      return {GgmlType::kIQ1_S, GgmlType::kIQ2_XXS, GgmlType::kIQ1_S};
+    default:
+      MOESPLIT_CHECK(false, "not a UD-IQ mix");
+  }
+  return {};
+}
+
+// first_moe_layer: the lowest layer with routed experts (DeepSeek: leading_dense_block_count).
+GgmlType UdIqType(const TensorSpec& t, const UdIqRecipe& r, int64_t first_moe_layer) {
+  const Category c = CategoryOf(t.name);
+  if (c == Category::kOutput) return t.ne[0] % 256 != 0 ? GgmlType::kQ8_0 : GgmlType::kQ6_K;
+  if (c == Category::kTokenEmbd) return GgmlType::kQ4_K;
+  if (c == Category::kAttnVLike) return GgmlType::kQ6_K;
+  const bool down = Contains(t.name, "ffn_down");
+  if (Contains(t.name, "_exps.weight")) {
+    if (!down) return r.experts;
+    return LayerOf(t.name) < first_moe_layer + kUdEarlyMoeLayers ? r.down_early : r.down_rest;
+  }
+  if (Contains(t.name, "_shexp.weight")) return GgmlType::kQ6_K;
+  if (Contains(t.name, "ffn_")) return down ? GgmlType::kQ6_K : GgmlType::kQ4_K;  // dense
+  return GgmlType::kQ4_K;
+}
+
+// The lowest layer holding routed experts, or n_layer if none does.
+int64_t FirstMoeLayer(const std::vector<TensorSpec>& tensors, int64_t n_layer) {
+  int64_t first = n_layer;
+  for (const TensorSpec& t : tensors) {
+    if (Contains(t.name, "_exps.weight")) first = std::min(first, LayerOf(t.name));
+  }
+  return first;
+}
+
 }  // namespace
 
 bool KeepsSourceType(const TensorSpec& t) {
@@ -199,6 +263,7 @@ bool KeepsSourceType(const TensorSpec& t) {
 void AssignTypes(QuantMix mix, int64_t n_layer, int64_t n_expert, int64_t n_gqa,
                  std::vector<TensorSpec>* tensors) {
   Q4KMState state{n_layer, n_expert, 0, 0};
+  const int64_t first_moe_layer = FirstMoeLayer(*tensors, n_layer);
   for (const TensorSpec& t : *tensors) {
     if (!KeepsSourceType(t) && CategoryOf(t.name) == Category::kAttnVLike) ++state.n_attn_wv;
   }
@@ -228,6 +293,11 @@ void AssignTypes(QuantMix mix, int64_t n_layer, int64_t n_expert, int64_t n_gqa,
         break;
       case QuantMix::kUdQ2_K_XL:
         t.type = Fallback(UdQ2KXLType(t, n_layer), t.ne[0]);
+        break;
+      case QuantMix::kUdIQ2_XXS:
+      case QuantMix::kUdIQ1_S:
+      case QuantMix::kUdIQ1_M:
+        t.type = Fallback(UdIqType(t, UdIqRecipeOf(mix), first_moe_layer), t.ne[0]);
         break;
     }
   }

@@ -16,8 +16,15 @@
 //    routed experts Q2_K, their down projection Q3_K in the first and last eighth of the
 //    layers; attention Q4_K (attn_v-like Q6_K); shared experts and dense FFN Q4_K gate / up,
 //    Q6_K down; token_embd Q4_K; output Q6_K (file type 10, Q2_K);
+//  - UD-IQ2_XXS / UD-IQ1_M / UD-IQ1_S (the shape of Unsloth's dynamic DeepSeek files of those
+//    names): routed gate / up IQ2_XXS / IQ1_M / IQ1_S; routed down one step higher in the
+//    first 3 MoE layers (Q2_K / IQ2_XXS / IQ2_XXS) and IQ2_XXS / IQ2_XXS / IQ1_S after; shared
+//    experts Q6_K; dense FFN Q4_K gate / up, Q6_K down; attention Q4_K (attn_v-like Q6_K);
+//    token_embd Q4_K; output Q6_K (file types 19 / 31 / 24); recipe and sources in
+//    quant_mix.cc;
 //  - a K-quant whose ne[0] is not a multiple of 256 falls back: Q4_K->Q5_0, Q5_K->Q5_1,
-//    Q6_K->Q8_0, Q2_K / Q3_K->Q4_0, IQ4_XS->IQ4_NL (e.g. DeepSeek's attn_k_b with ne[0] = qk_nope = 128), and to
+//    Q6_K->Q8_0, Q2_K / Q3_K->Q4_0, IQ4_XS / IQ2_XXS / IQ1_S / IQ1_M->IQ4_NL (e.g. DeepSeek's
+//    attn_k_b with ne[0] = qk_nope = 128), and to
 //    F16 if even that block size (32) does not divide ne[0].
 #pragma once
 

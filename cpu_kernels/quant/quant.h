@@ -17,11 +17,16 @@ bool CanDequantize(GgmlType type);
 // True for the 8 decode-only types above: their dequantizer serves `inspect --values` and the
 // oracle tests, but no CPU or GPU kernel computes with them, so a model must not be loaded
 // with them (the loader reports them as not supported yet): the reference dequantize-then-dot
-// matmul would decode every weight row at every step. They have no quantizer.
+// matmul would decode every weight row at every step. Three of them (IQ2_XXS, IQ1_S, IQ1_M)
+// have a quantizer, so `make-model` can write files in those types.
 bool IsDecodeOnly(GgmlType type);
-// True for the first 16 types (not the decode-only ones). Each follows ggml's quantize_row_*_ref (f16/bf16: RNE; IQ4_NL /
-// IQ4_XS: llama.cpp's no-importance-matrix path, quantize_iq4_* with no quant_weights); the
-// bytes are checked identical to llama.cpp's for the 14 types with oracle files. Q8_K (ggml's
+// True for the first 16 types and for IQ2_XXS, IQ1_S, IQ1_M. Each follows ggml's
+// quantize_row_*_ref (f16/bf16: RNE; IQ4_NL / IQ4_XS: llama.cpp's no-importance-matrix path,
+// quantize_iq4_* with no quant_weights; IQ2_XXS / IQ1_S / IQ1_M: quantize_iq2_xxs /
+// quantize_iq1_s / quantize_iq1_m with a flat importance matrix, all weights 1.0, what
+// llama-quantize does given an all-ones imatrix: it has no path without one). The bytes are
+// checked identical to llama.cpp's for the 16 types with oracle files made that way; IQ1_M's
+// oracle was made without an imatrix and is matched by an internal variant; Q8_K (ggml's
 // activation quantizer) has no oracle file and is checked by its properties.
 bool CanQuantize(GgmlType type);
 
@@ -31,7 +36,7 @@ bool CanQuantize(GgmlType type);
 void DequantizeRow(GgmlType type, const void* src, float* dst, int64_t n);
 
 // Writes RowBytes(type, n) bytes of blocks encoding src[0..n) to dst. Same preconditions with
-// CanQuantize. Deterministic (no importance matrix).
+// CanQuantize. Deterministic (no importance matrix, or a flat one, see CanQuantize).
 void QuantizeRow(GgmlType type, const float* src, void* dst, int64_t n);
 
 }  // namespace moesplit::quant

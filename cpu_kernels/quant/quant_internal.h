@@ -54,4 +54,13 @@ void DequantIQ1_S(const void* src, float* dst, int64_t nb);
 void DequantIQ1_M(const void* src, float* dst, int64_t nb);
 void DequantMXFP4(const void* src, float* dst, int64_t nb);
 
+// quant_iq2.cc, quant_iq1.cc: ggml's lattice quantizers run with a flat importance matrix (all
+// weights 1.0; llama.cpp refuses these types without one), grid-neighbour maps in
+// quant_iq_lattice.h. QuantIQ1_MNoImatrix: ggml's IQ1_M without an importance matrix (weights
+// x^2), the weighting of the iq1_m oracle file; not in the dispatch table.
+void QuantIQ2_XXS(const float* src, void* dst, int64_t nb);
+void QuantIQ1_S(const float* src, void* dst, int64_t nb);
+void QuantIQ1_M(const float* src, void* dst, int64_t nb);
+void QuantIQ1_MNoImatrix(const float* src, void* dst, int64_t nb);
+
 }  // namespace moesplit::quant::internal

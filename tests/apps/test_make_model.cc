@@ -32,6 +32,18 @@ TEST(MakeModelCmd, WritesAndRefusesToOverwrite) {
   EXPECT_TRUE(RunMakeModel(force, out).ok());
 }
 
+// --quant takes the UD-IQ mix names (case-insensitive) and writes the file.
+TEST(MakeModelCmd, WritesUdIqMix) {
+  const std::string path = testing::ScratchDir() + "/cmd-ds-tiny-ud-iq1_s.gguf";
+  std::remove(path.c_str());
+  MakeModelArgs a = Args("ds-tiny", path);
+  a.quant = "ud-iq1_s";
+  std::ostringstream out;
+  const Status s = RunMakeModel(a, out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_NE(out.str().find("UD-IQ1_S"), std::string::npos) << out.str();
+}
+
 TEST(MakeModelCmd, BadArguments) {
   std::ostringstream out;
   const std::string path = testing::ScratchDir() + "/cmd-bad.gguf";

@@ -141,10 +141,10 @@ TEST(QuantCoverage, SupportedTypes) {
   std::vector<uint8_t> q(1024);
   EXPECT_DEATH(DequantizeRow(GgmlType::kTQ1_0, q.data(), f.data(), 256), "no reference dequant");
   // Decode-only types: dequantizer, no quantizer (the table's null entry), CHECKed by name.
-  EXPECT_TRUE(CanDequantize(GgmlType::kIQ2_XXS));
-  EXPECT_FALSE(CanQuantize(GgmlType::kIQ2_XXS));
-  EXPECT_DEATH(QuantizeRow(GgmlType::kIQ2_XXS, f.data(), q.data(), 256),
-               "no reference quantizer for iq2_xxs");
+  EXPECT_TRUE(CanDequantize(GgmlType::kIQ2_XS));
+  EXPECT_FALSE(CanQuantize(GgmlType::kIQ2_XS));
+  EXPECT_DEATH(QuantizeRow(GgmlType::kIQ2_XS, f.data(), q.data(), 256),
+               "no reference quantizer for iq2_xs");
   EXPECT_DEATH(QuantizeRow(GgmlType::kMXFP4, f.data(), q.data(), 256),
                "no reference quantizer for mxfp4");
   for (const TypeCase& c : kQuantTypes) EXPECT_FALSE(IsDecodeOnly(c.type)) << TypeName(c.type);

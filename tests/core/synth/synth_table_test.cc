@@ -251,6 +251,70 @@ TEST(SynthTable, UdQ2KXLMix) {
   EXPECT_TRUE(QuantMixFromName("ud-q2_k_xl").ok());
 }
 
+// The UD-IQ mixes (Unsloth's dynamic DeepSeek shapes, quant_mix.cc): routed gate / up in the
+// lattice type; routed down one step higher in the first 3 MoE layers (ds-v3: layers 3..5,
+// after its 3 dense ones); shared experts Q6_K; dense FFN Q4_K / Q6_K down; attention Q4_K with
+// attn_kv_b Q6_K; token_embd Q4_K; output Q6_K; rows of 128 or 1408 values fall back to IQ4_NL
+// (ggml's fallback for the lattice types) or Q5_0 (Q4_K's).
+struct UdIqCase {
+  QuantMix mix;
+  uint32_t file_type;
+  GgmlType experts, down_early, down_rest;
+};
+
+TEST(SynthTable, UdIqMixes) {
+  const UdIqCase cases[] = {
+      {QuantMix::kUdIQ2_XXS, 19, GgmlType::kIQ2_XXS, GgmlType::kQ2_K, GgmlType::kIQ2_XXS},
+      {QuantMix::kUdIQ1_M, 31, GgmlType::kIQ1_M, GgmlType::kIQ2_XXS, GgmlType::kIQ2_XXS},
+      {QuantMix::kUdIQ1_S, 24, GgmlType::kIQ1_S, GgmlType::kIQ2_XXS, GgmlType::kIQ1_S},
+  };
+  for (const UdIqCase& c : cases) {
+    SCOPED_TRACE(QuantMixName(c.mix));
+    const ModelSpec v3 = Build({.preset = "ds-v3", .layers = 8, .quant = c.mix});
+    EXPECT_EQ(FindKey(v3, "general.file_type")->AsUint().value(), c.file_type);
+    EXPECT_EQ(Find(v3, "output.weight")->type, GgmlType::kQ6_K);
+    EXPECT_EQ(Find(v3, "token_embd.weight")->type, GgmlType::kQ4_K);
+    EXPECT_EQ(Find(v3, "blk.0.ffn_gate.weight")->type, GgmlType::kQ4_K);  // dense lead layers
+    EXPECT_EQ(Find(v3, "blk.2.ffn_up.weight")->type, GgmlType::kQ4_K);
+    EXPECT_EQ(Find(v3, "blk.2.ffn_down.weight")->type, GgmlType::kQ6_K);
+    for (const char* l : {"3", "5", "6", "7"}) {
+      const std::string b = std::string("blk.") + l + ".";
+      EXPECT_EQ(Find(v3, b + "ffn_gate_exps.weight")->type, c.experts) << l;
+      EXPECT_EQ(Find(v3, b + "ffn_up_exps.weight")->type, c.experts) << l;
+      EXPECT_EQ(Find(v3, b + "ffn_gate_shexp.weight")->type, GgmlType::kQ6_K) << l;
+      EXPECT_EQ(Find(v3, b + "ffn_down_shexp.weight")->type, GgmlType::kQ6_K) << l;
+    }
+    EXPECT_EQ(Find(v3, "blk.3.ffn_down_exps.weight")->type, c.down_early);
+    EXPECT_EQ(Find(v3, "blk.5.ffn_down_exps.weight")->type, c.down_early);
+    EXPECT_EQ(Find(v3, "blk.6.ffn_down_exps.weight")->type, c.down_rest);
+    EXPECT_EQ(Find(v3, "blk.7.ffn_down_exps.weight")->type, c.down_rest);
+    EXPECT_EQ(Find(v3, "blk.3.attn_q_b.weight")->type, GgmlType::kQ4_K);
+    EXPECT_EQ(Find(v3, "blk.3.attn_output.weight")->type, GgmlType::kQ4_K);
+    EXPECT_EQ(Find(v3, "blk.3.attn_k_b.weight")->type, GgmlType::kQ5_0);  // ne[0] = 128
+    EXPECT_EQ(Find(v3, "blk.3.ffn_gate_inp.weight")->type, GgmlType::kF32);
+    EXPECT_EQ(Find(v3, "blk.3.ffn_norm.weight")->type, GgmlType::kF32);
+    const ModelSpec legacy =
+        Build({.preset = "ds-v3", .layers = 4, .quant = c.mix, .mla = MlaLayout::kLegacy});
+    EXPECT_EQ(Find(legacy, "blk.3.attn_kv_b.weight")->type, GgmlType::kQ6_K);
+    // ds-tiny: one dense layer, so layers 1..3 are all "early"; its routed down rows are 128
+    // values, ds-v2-lite's 1408: IQ4_NL (or Q4_0 for Q2_K) instead.
+    const ModelSpec tiny = Build({.preset = "ds-tiny", .quant = c.mix});
+    EXPECT_EQ(Find(tiny, "blk.1.ffn_gate_exps.weight")->type, c.experts);
+    EXPECT_EQ(Find(tiny, "blk.3.ffn_down_exps.weight")->type,
+              c.down_early == GgmlType::kQ2_K ? GgmlType::kQ4_0 : GgmlType::kIQ4_NL);
+    const ModelSpec lite = Build({.preset = "ds-v2-lite", .quant = c.mix});
+    EXPECT_EQ(Find(lite, "blk.9.ffn_down_exps.weight")->type, GgmlType::kIQ4_NL);
+    EXPECT_EQ(Find(lite, "blk.9.ffn_up_exps.weight")->type, c.experts);
+    // Non-DeepSeek MoE (no dense lead, no shared experts): the first MoE layer is 0.
+    const ModelSpec qwen = Build({.preset = "qwen3moe-tiny", .quant = c.mix});
+    EXPECT_EQ(Find(qwen, "blk.0.ffn_gate_exps.weight")->type, c.experts);
+  }
+  EXPECT_TRUE(QuantMixFromName("ud-iq1_s").ok());
+  EXPECT_TRUE(QuantMixFromName("UD-IQ1_M").ok());
+  EXPECT_TRUE(QuantMixFromName("Ud-Iq2_xxs").ok());
+  EXPECT_FALSE(QuantMixFromName("IQ1_S").ok());  // only the UD shapes are offered
+}
+
 TEST(SynthTable, BadArguments) {
   auto bad = BuildModelSpec({.preset = "ds-v4"});
   ASSERT_FALSE(bad.ok());

@@ -88,6 +88,34 @@ TEST(SynthWrite, QuantMixesAndLegacyLayoutRoundTrip) {
   ExpectRoundTrip(legacy, Scratch("ds-tiny-legacy.gguf"));
 }
 
+// The UD-IQ mixes write lattice-quantized expert tensors that read back with their types and
+// decode to finite weights of about the generated spread (sd 0.02; a 1.5-2 bit code keeps
+// roughly 0.8-0.95 of it, so the bound is loose but excludes zeros and garbage scales).
+TEST(SynthWrite, UdIqMixesRoundTrip) {
+  for (QuantMix mix : {QuantMix::kUdIQ2_XXS, QuantMix::kUdIQ1_M, QuantMix::kUdIQ1_S}) {
+    SCOPED_TRACE(QuantMixName(mix));
+    const ModelSpec spec = Build({.preset = "ds-tiny", .quant = mix});
+    const std::string path = Scratch(std::string("ds-tiny-") + QuantMixName(mix) + ".gguf");
+    Write(spec, path);
+    ExpectRoundTrip(spec, path);
+    auto file = gguf::GgufFile::Open(path);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    const gguf::TensorInfo* w = (*file)->FindTensor("blk.2.ffn_up_exps.weight");
+    ASSERT_NE(w, nullptr);
+    EXPECT_TRUE(quant::IsDecodeOnly(w->type));  // a lattice type
+    std::vector<float> g(w->NumElements());
+    quant::DequantizeRow(w->type, w->data, g.data(), g.size());
+    double sq = 0;
+    for (float x : g) {
+      ASSERT_TRUE(std::isfinite(x));
+      sq += double(x) * x;
+    }
+    const double sd = std::sqrt(sq / g.size());
+    EXPECT_GT(sd, 0.012);
+    EXPECT_LT(sd, 0.028);
+  }
+}
+
 TEST(SynthWrite, SameSeedSameBytesWhateverTheThreads) {
   const ModelSpec spec = Build({.preset = "ds-tiny"});
   Write(spec, Scratch("det-a.gguf"), 7, 1);
