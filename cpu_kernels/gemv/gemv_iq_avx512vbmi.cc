@@ -62,11 +62,6 @@ struct Index {
   uint8_t sign_ctrl[4][64];    // IQ2: every byte of each qword <- sign byte m (bits 8 m)
   uint8_t delta_ctrl[4][64];   // IQ1_M: every byte <- bits 4 m (group m's nibble; bit 3 sign)
   uint8_t bit_sel[64];         // 1 << (b % 8)
-  uint16_t merge_codes[32];    // word G <- low word of dword G of (gather 0, gather 1)
-  uint16_t grp_sub[32];        // IQ1_S: group G -> qh word G / 4
-  uint16_t grp_shift_s[32];    // IQ1_S: 3 (G % 4)
-  uint16_t grp_pair[32];       // IQ1_M: group G -> qh byte G / 2 (as words)
-  uint16_t grp_shift_m[32];    // IQ1_M: 4 (G % 2)
   uint16_t half_q[32];         // IQ1_M: half h -> scale word h / 4
   uint16_t half_shift[32];     // IQ1_M: 3 (h % 4)
   uint16_t lane_sub[32];       // IQ1_S: word 2 i (dword lane i) <- sub-block i / 2
@@ -87,11 +82,6 @@ constexpr Index MakeIndex() {
   }
   for (int b = 0; b < 64; ++b) x.bit_sel[b] = static_cast<uint8_t>(1 << (b % 8));
   for (int i = 0; i < 32; ++i) {
-    x.merge_codes[i] = static_cast<uint16_t>(i < 16 ? 2 * i : 32 + 2 * (i - 16));
-    x.grp_sub[i] = static_cast<uint16_t>(i / 4);
-    x.grp_shift_s[i] = static_cast<uint16_t>(3 * (i % 4));
-    x.grp_pair[i] = static_cast<uint16_t>(i / 2);
-    x.grp_shift_m[i] = static_cast<uint16_t>(4 * (i % 2));
     x.half_q[i] = static_cast<uint16_t>(i < 16 ? i / 4 : 0);
     x.half_shift[i] = static_cast<uint16_t>(3 * (i % 4));
     x.lane_sub[i] = static_cast<uint16_t>(i / 4);
@@ -184,20 +174,35 @@ IQ_INLINE void DecodeIQ2XXS(const uint8_t* blk, const Tables& t, Decoded* dec) {
   }
 }
 
-// idx | (high & 7) << 8 for [32] u16.
-IQ_INLINE __m512i Index11(__m512i low, __m512i high) {
-  return _mm512_ternarylogic_epi32(low, _mm512_slli_epi16(high, 8), _mm512_set1_epi16(0x700),
-                                   0xF8);  // A | (B & C)
+// The 16-bit codes of the 32 groups as qword j = groups 4 j .. 4 j + 3 at bits 16 g, from
+// scalar loads: gathers measured ~25 cycles per 16 lanes here (two per block: more than the
+// rest of the block's work), while the integer ports are otherwise idle. Per sub-block, the
+// four 11-bit indices come as the words of one u64 (pdep of the 4 qs bytes | pdep of the 12
+// high bits, `high12` = the 3-bit fields of groups 0-3 in bits 3 g): 4 loads of the table.
+IQ_INLINE uint64_t Iq1SubCodes(const uint8_t* qs4, uint64_t high12, const uint16_t* codes) {
+  uint32_t q4;
+  std::memcpy(&q4, qs4, 4);
+  const uint64_t idx = _pdep_u64(q4, 0x00FF00FF00FF00FFull) |
+                       _pdep_u64(high12, 0x0700070007000700ull);
+  return codes[idx & 0xFFFF] | static_cast<uint64_t>(codes[(idx >> 16) & 0xFFFF]) << 16 |
+         static_cast<uint64_t>(codes[(idx >> 32) & 0xFFFF]) << 32 |
+         static_cast<uint64_t>(codes[idx >> 48]) << 48;
 }
 
-// The 16-bit codes of the 32 groups (idx: [32] u16 grid indices) as qword j = groups 4 j ..
-// 4 j + 3 at bits 16 g: two gathers (a 32-bit read at entry e: the code in its low half).
-IQ_INLINE __m512i Iq1Codes(__m512i idx, const uint16_t* codes) {
-  const __m512i g0 =
-      _mm512_i32gather_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(idx)), codes, 2);
-  const __m512i g1 =
-      _mm512_i32gather_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(idx, 1)), codes, 2);
-  return _mm512_permutex2var_epi16(g0, Load(kIdx.merge_codes), g1);
+// IQ1_S: qh[j] bits 0-11 are the high bits; IQ1_M: qh bytes 2 j, 2 j + 1 hold them in the
+// low 3 bits of each nibble (pext packs them).
+template <bool kM>
+IQ_INLINE __m512i Iq1Codes(const uint8_t* qs, const uint8_t* qh, const uint16_t* codes) {
+  uint64_t c[8];
+  for (int j = 0; j < 8; ++j) {
+    uint16_t h;
+    std::memcpy(&h, qh + 2 * j, 2);
+    c[j] = Iq1SubCodes(qs + 4 * j, kM ? _pext_u32(h, 0x7777u) : h, codes);
+  }
+  return _mm512_set_epi64(static_cast<int64_t>(c[7]), static_cast<int64_t>(c[6]),
+                          static_cast<int64_t>(c[5]), static_cast<int64_t>(c[4]),
+                          static_cast<int64_t>(c[3]), static_cast<int64_t>(c[2]),
+                          static_cast<int64_t>(c[1]), static_cast<int64_t>(c[0]));
 }
 
 IQ_INLINE __m512i Iq1Levels() {
@@ -209,12 +214,8 @@ IQ_INLINE void DecodeIQ1S(const uint8_t* blk, const Tables& t, Decoded* dec) {
   uint16_t d;
   std::memcpy(&d, blk, 2);
   dec->d8 = 0.125f * _cvtsh_ss(d);
-  const __m512i low =
-      _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)));
+  const __m512i code = Iq1Codes<false>(blk + 2, blk + 34, t.iq1_codes);
   const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 34));  // [8] u16
-  const __m512i hw = _mm512_permutexvar_epi16(Load(kIdx.grp_sub), _mm512_castsi128_si512(qh));
-  const __m512i code = Iq1Codes(Index11(low, _mm512_srlv_epi16(hw, Load(kIdx.grp_shift_s))),
-                                t.iq1_codes);
   // 4 in every byte of qword j where sub-block j's delta is positive (qh bit 15 clear)
   const __mmask8 neg = _mm_movepi16_mask(qh);
   const __m512i dpos = _mm512_maskz_mov_epi64(static_cast<__mmask8>(~neg), _mm512_set1_epi8(4));
@@ -242,13 +243,8 @@ IQ_INLINE void DecodeIQ1M(const uint8_t* blk, const Tables& t, Decoded* dec) {
   const uint16_t d_bits = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) |
                                                 ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
   dec->d8 = 0.125f * _cvtsh_ss(d_bits);
-  const __m512i low =
-      _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+  const __m512i code = Iq1Codes<true>(blk, blk + 32, t.iq1_codes);
   const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32));  // [16] u8
-  const __m512i hw =
-      _mm512_permutexvar_epi16(Load(kIdx.grp_pair), _mm512_cvtepu8_epi16(_mm256_castsi128_si256(qh)));
-  const __m512i code = Iq1Codes(Index11(low, _mm512_srlv_epi16(hw, Load(kIdx.grp_shift_m))),
-                                t.iq1_codes);
   // qword j = qh bytes 2 j, 2 j + 1: group g's nibble at bits 4 g, its delta sign at 4 g + 3
   const __m512i nib = _mm512_cvtepu16_epi64(qh);
   // 2 s_h + 1 of the 16 halves (scale word h / 4, bits 3 (h % 4))

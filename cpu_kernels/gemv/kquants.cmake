@@ -34,4 +34,4 @@ target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_iq_avx2.cc gemv/gemv_iq_avx51
 set_source_files_properties(gemv/gemv_iq_avx2.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX2}")
 set_source_files_properties(gemv/gemv_iq_avx512vbmi.cc PROPERTIES
-  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI};-mavx512vbmi")
+  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI};-mavx512vbmi;-mbmi2")
