@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "core/base/dtype.h"
-#include "core/base/float16.h"
 #include "cpu_kernels/cpu_features.h"
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/gemv/gemv_internal.h"
@@ -47,33 +46,11 @@ constexpr IsaTier kTiers[] = {IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512
 // One block, odd block counts, the V3 widths (2048, 7168).
 constexpr int64_t kWidths[] = {256, 768, 2048, 2304, 7168};
 
-// Writes the f16 super-scale bits d of block b.
-void SetScale(GgmlType wt, uint8_t* blk, uint16_t d) {
-  if (wt != GgmlType::kIQ1_M) {
-    std::memcpy(blk, &d, 2);  // IQ2_XXS / IQ1_S: d first
-    return;
-  }
-  uint16_t sc[4];  // IQ1_M: nibble k of d in the top nibble of scale word k (bytes 48..55)
-  std::memcpy(sc, blk + 48, 8);
-  for (int k = 0; k < 4; ++k) {
-    sc[k] = static_cast<uint16_t>((sc[k] & 0x0FFF) | ((d >> (4 * k)) & 0xF) << 12);
-  }
-  std::memcpy(blk + 48, sc, 8);
-}
-
 // rows x n random bytes with a finite f16 super-scale per block, +-[0.5, 2] / 64.
 Matrix RandomBytes(GgmlType wt, int64_t rows, int64_t n, size_t pad, uint32_t seed) {
   Matrix m = Allocate(wt, rows, n, pad);
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> mag(0.5f / 64, 2.0f / 64);
-  const int64_t bb = RowBytes(wt, 256);
-  for (int64_t r = 0; r < rows; ++r) {
-    uint8_t* row = m.MutableRow(r);
-    for (int64_t i = 0; i < RowBytes(wt, n); ++i) row[i] = static_cast<uint8_t>(rng());
-    for (int64_t b = 0; b < n / 256; ++b) {
-      SetScale(wt, row + b * bb, Fp32ToFp16((rng() & 1 ? 1.0f : -1.0f) * mag(rng)));
-    }
-  }
+  for (int64_t r = 0; r < rows; ++r) test_util::FillLatticeRow(wt, m.MutableRow(r), n, 1.0f / 64, rng);
   m.Dequantize();
   return m;
 }

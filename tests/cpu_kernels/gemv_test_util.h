@@ -7,12 +7,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/base/dtype.h"
+#include "core/base/float16.h"
 #include "cpu_kernels/cpu_features.h"
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/quant/quant.h"
@@ -106,6 +108,30 @@ inline void ExpectGemmMatches(GemmFn gemm, DotFn ref, const Matrix& w, int64_t r
           << where << " n " << n << " rows " << rows << " n_tok " << n_tok << " r " << r << " t "
           << t;
     }
+  }
+}
+
+// IQ2_XXS / IQ1_S / IQ1_M (no quantizer in this tree): n values of random bytes at row, with a
+// finite f16 super-scale per block of magnitude [0.5, 2] * d_scale and a random sign. Every
+// code pattern of these types decodes to grid values, so the bytes are valid weights.
+inline void FillLatticeRow(GgmlType type, uint8_t* row, int64_t n, float d_scale,
+                           std::mt19937& rng) {
+  std::uniform_real_distribution<float> mag(0.5f * d_scale, 2.0f * d_scale);
+  const int64_t bb = RowBytes(type, 256);
+  for (int64_t i = 0; i < RowBytes(type, n); ++i) row[i] = static_cast<uint8_t>(rng());
+  for (int64_t b = 0; b < n / 256; ++b) {
+    uint8_t* blk = row + b * bb;
+    const uint16_t d = Fp32ToFp16((rng() & 1 ? 1.0f : -1.0f) * mag(rng));
+    if (type != GgmlType::kIQ1_M) {  // IQ2_XXS / IQ1_S: d opens the block
+      std::memcpy(blk, &d, 2);
+      continue;
+    }
+    uint16_t sc[4];  // IQ1_M: nibble k of d in the top nibble of scale word k (bytes 48..55)
+    std::memcpy(sc, blk + 48, 8);
+    for (int k = 0; k < 4; ++k) {
+      sc[k] = static_cast<uint16_t>((sc[k] & 0x0FFF) | ((d >> (4 * k)) & 0xF) << 12);
+    }
+    std::memcpy(blk + 48, sc, 8);
   }
 }
 
