@@ -3,8 +3,9 @@
 //     scalar dot's integers are exact, its one float step per block and the dequantization's own
 //     f32 roundings stay below that);
 //   - every tier's dot and gemm (decode and 2-17 tokens, odd row counts, padded strides,
-//     NaN-poisoned outputs with guard columns, K = 256 .. 7168) against the scalar dot (1e-5 of
-//     sum |w a|: the same integers per block, only the float order of the block terms differs);
+//     NaN-poisoned outputs with guard columns, K = 256 .. 8448) against the scalar dot (1e-5 of
+//     sum |w a|: the same integers per block, only the float order of the block terms differs;
+//     K = 8448 crosses the VBMI tiles' 32-block activation segments);
 //   - activations at +-127 (the negation's edge) on every tier against float64;
 //   - on the VNNI tier both variants (AVX2 dots; VBMI tiles where the CPU has VBMI) directly;
 //   - every tier has a kernel for them (no reference-matmul fallback at start-up), with Q8_K
@@ -43,8 +44,9 @@ using test_util::TierAvailable;
 constexpr GgmlType kTypes[] = {GgmlType::kIQ2_XXS, GgmlType::kIQ1_S, GgmlType::kIQ1_M};
 constexpr IsaTier kTiers[] = {IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
                               IsaTier::kAvx512Vnni, IsaTier::kAmx};
-// One block, odd block counts, the V3 widths (2048, 7168).
-constexpr int64_t kWidths[] = {256, 768, 2048, 2304, 7168};
+// One block, odd block counts, the V3 widths (2048, 7168), and 33 blocks: past the VBMI
+// tiles' 32-block activation segment (a second segment adds into y).
+constexpr int64_t kWidths[] = {256, 768, 2048, 2304, 7168, 8448};
 
 // rows x n random bytes with a finite f16 super-scale per block, +-[0.5, 2] / 64.
 Matrix RandomBytes(GgmlType wt, int64_t rows, int64_t n, size_t pad, uint32_t seed) {
@@ -102,7 +104,7 @@ TEST_P(IqKernelTest, GemmMatchesScalarOddShapes) {
   if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks " << cpu::IsaTierName(tier);
   const TypeKernels& tk = *KernelsFor(tier).For(wt);
   const DotFn ref = KernelsFor(IsaTier::kScalar).For(wt)->dot;
-  for (int64_t n : {256, 768, 2304}) {
+  for (int64_t n : {256, 768, 2304, 8448}) {
     const Matrix w = RandomBytes(wt, 35, n, 6, static_cast<uint32_t>(n) + 2);
     const Matrix a = Random(GgmlType::kQ8_K, 17, n, 12, static_cast<uint32_t>(n) + 3, 3.0f);
     for (int64_t rows : {1, 3, 16, 17, 35}) {
