@@ -116,8 +116,7 @@ bool CanBuildBenchWeights(GgmlType type) {
          type == GgmlType::kIQ1_M;
 }
 
-void QuantizeRowsForBench(GgmlType type, const float* x, int64_t rows, int64_t cols,
-                          uint8_t* dst) {
+void QuantizeRowsForBench(GgmlType type, const float* x, int64_t rows, int64_t cols, uint8_t* dst) {
   const int64_t row_bytes = RowBytes(type, cols);
   if (quant::CanQuantize(type)) {
     for (int64_t r = 0; r < rows; ++r) {

@@ -64,8 +64,8 @@ IQ_INLINE __m256i BlockIQ2XXS(const BlockIQ2_XXS& w, const int8_t* q8, const uin
                               (aux >> 21) & 127);  // 0xFF where negative
     const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 32 * j));
     const __m256i p = _mm256_maddubs_epi16(m, _mm256_sign_epi8(act, _mm256_or_si256(neg, one)));
-    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, _mm256_set1_epi16(static_cast<int16_t>(
-                                                     2 * (aux >> 28) + 1))));
+    s = _mm256_add_epi32(
+        s, _mm256_madd_epi16(p, _mm256_set1_epi16(static_cast<int16_t>(2 * (aux >> 28) + 1))));
   }
   return s;
 }
@@ -95,8 +95,7 @@ IQ_INLINE __m256i BlockIQ1S(const BlockIQ1_S& w, const BlockQ8_K& a) {
     const unsigned qh = w.qh[j];
     const int i0 = w.qs[4 * j] | (qh & 7) << 8, i1 = w.qs[4 * j + 1] | (qh >> 3 & 7) << 8;
     const int i2 = w.qs[4 * j + 2] | (qh >> 6 & 7) << 8, i3 = w.qs[4 * j + 3] | (qh >> 9 & 7) << 8;
-    const __m256i u =
-        Iq1Levels(Grid4(grid, i0, i1, i2, i3), _mm256_set1_epi8(qh & 0x8000 ? 0 : 2));
+    const __m256i u = Iq1Levels(Grid4(grid, i0, i1, i2, i3), _mm256_set1_epi8(qh & 0x8000 ? 0 : 2));
     const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * j));
     const int16_t sc = static_cast<int16_t>(2 * (qh >> 12 & 7) + 1);
     sw[2 * j] = sw[2 * j + 1] = sc;
@@ -124,11 +123,12 @@ IQ_INLINE __m256i BlockIQ1M(const BlockIQ1_M& w, const BlockQ8_K& a, float* d) {
     auto plus2 = [](unsigned nibble_sign) -> int64_t {
       return nibble_sign ? 0 : 0x0202020202020202LL;
     };
-    const __m256i p2 = _mm256_set_epi64x(plus2(h1 & 0x80), plus2(h1 & 0x08), plus2(h0 & 0x80),
-                                         plus2(h0 & 0x08));
+    const __m256i p2 =
+        _mm256_set_epi64x(plus2(h1 & 0x80), plus2(h1 & 0x08), plus2(h0 & 0x80), plus2(h0 & 0x08));
     const __m256i u = Iq1Levels(Grid4(grid, i0, i1, i2, i3), p2);
     const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * j));
-    const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(sw[2 * j + 1]), _mm_set1_epi16(sw[2 * j]));
+    const __m256i scale =
+        _mm256_set_m128i(_mm_set1_epi16(sw[2 * j + 1]), _mm_set1_epi16(sw[2 * j]));
     s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(u, act), scale));
   }
   return _mm256_add_epi32(

@@ -53,21 +53,23 @@ using quant::kQkK;
 enum class Kind { kIQ2XXS, kIQ1S, kIQ1M };
 
 template <Kind K>
-constexpr int64_t kBlockBytes = K == Kind::kIQ2XXS ? 66 : K == Kind::kIQ1S ? 50 : 56;
+constexpr int64_t kBlockBytes = K == Kind::kIQ2XXS ? 66
+                                : K == Kind::kIQ1S ? 50
+                                                   : 56;
 
 // Permutation / shift-control tables (constant data: nothing here runs at static-init time).
 struct Index {
-  uint64_t act_pick[4][8];     // chunk m: activation qwords m, 4 + m, 8 + m, 12 + m, twice
-  uint8_t code_ctrl[4][64];    // chunk m: byte k of each qword <- bits 16 m + 2 k (k < 8)
-  uint8_t sign_ctrl[4][64];    // IQ2: every byte of each qword <- sign byte m (bits 8 m)
-  uint8_t delta_ctrl[4][64];   // IQ1_M: every byte <- bits 4 m (group m's nibble; bit 3 sign)
-  uint8_t bit_sel[64];         // 1 << (b % 8)
-  uint16_t half_q[32];         // IQ1_M: half h -> scale word h / 4
-  uint16_t half_shift[32];     // IQ1_M: 3 (h % 4)
-  uint16_t lane_sub[32];       // IQ1_S: word 2 i (dword lane i) <- sub-block i / 2
-  uint16_t lane_half_lo[32];   // IQ1_M: word 2 i <- half 2 (i / 2)
-  uint16_t lane_half_hi[32];   // IQ1_M: word 2 i <- half 2 (i / 2) + 1
-  uint16_t half_sub[32];       // IQ1_S: half h -> sub-block h / 2
+  uint64_t act_pick[4][8];    // chunk m: activation qwords m, 4 + m, 8 + m, 12 + m, twice
+  uint8_t code_ctrl[4][64];   // chunk m: byte k of each qword <- bits 16 m + 2 k (k < 8)
+  uint8_t sign_ctrl[4][64];   // IQ2: every byte of each qword <- sign byte m (bits 8 m)
+  uint8_t delta_ctrl[4][64];  // IQ1_M: every byte <- bits 4 m (group m's nibble; bit 3 sign)
+  uint8_t bit_sel[64];        // 1 << (b % 8)
+  uint16_t half_q[32];        // IQ1_M: half h -> scale word h / 4
+  uint16_t half_shift[32];    // IQ1_M: 3 (h % 4)
+  uint16_t lane_sub[32];      // IQ1_S: word 2 i (dword lane i) <- sub-block i / 2
+  uint16_t lane_half_lo[32];  // IQ1_M: word 2 i <- half 2 (i / 2)
+  uint16_t lane_half_hi[32];  // IQ1_M: word 2 i <- half 2 (i / 2) + 1
+  uint16_t half_sub[32];      // IQ1_S: half h -> sub-block h / 2
 };
 
 constexpr Index MakeIndex() {
@@ -161,11 +163,11 @@ IQ_INLINE void DecodeIQ2XXS(const uint8_t* blk, const Tables& t, Decoded* dec) {
   const __m512i code = _mm512_mask_blend_epi8(0xAAAAAAAAAAAAAAAAull, Lookup256(t.lo, dup, bit7),
                                               Lookup256(t.hi, dup, bit7));
   // 2 s_j + 1 in both dwords of qword j
-  const __m512i sc = _mm512_or_si512(_mm512_slli_epi64(_mm512_srli_epi64(x, 60), 1),
-                                     _mm512_set1_epi64(1));
+  const __m512i sc =
+      _mm512_or_si512(_mm512_slli_epi64(_mm512_srli_epi64(x, 60), 1), _mm512_set1_epi64(1));
   dec->s[0] = dec->s[1] = _mm512_or_si512(sc, _mm512_slli_epi64(sc, 32));
-  const __m512i levels = _mm512_broadcast_i32x4(_mm_setr_epi8(8, 25, 43, 0, 0, 0, 0, 0, 0, 0, 0,
-                                                              0, 0, 0, 0, 0));
+  const __m512i levels =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(8, 25, 43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
   const __m512i bits = Load(kIdx.bit_sel), three = _mm512_set1_epi8(3);
 #pragma GCC unroll 4
   for (int m = 0; m < 4; ++m) {
@@ -182,8 +184,8 @@ IQ_INLINE void DecodeIQ2XXS(const uint8_t* blk, const Tables& t, Decoded* dec) {
 IQ_INLINE uint64_t Iq1SubCodes(const uint8_t* qs4, uint64_t high12, const uint16_t* codes) {
   uint32_t q4;
   std::memcpy(&q4, qs4, 4);
-  const uint64_t idx = _pdep_u64(q4, 0x00FF00FF00FF00FFull) |
-                       _pdep_u64(high12, 0x0700070007000700ull);
+  const uint64_t idx =
+      _pdep_u64(q4, 0x00FF00FF00FF00FFull) | _pdep_u64(high12, 0x0700070007000700ull);
   return codes[idx & 0xFFFF] | static_cast<uint64_t>(codes[(idx >> 16) & 0xFFFF]) << 16 |
          static_cast<uint64_t>(codes[(idx >> 32) & 0xFFFF]) << 32 |
          static_cast<uint64_t>(codes[idx >> 48]) << 48;
@@ -206,8 +208,7 @@ IQ_INLINE __m512i Iq1Codes(const uint8_t* qs, const uint8_t* qh, const uint16_t*
 }
 
 IQ_INLINE __m512i Iq1Levels() {
-  return _mm512_broadcast_i32x4(
-      _mm_setr_epi8(8, 16, 24, 0, 10, 18, 26, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+  return _mm512_broadcast_i32x4(_mm_setr_epi8(8, 16, 24, 0, 10, 18, 26, 0, 0, 0, 0, 0, 0, 0, 0, 0));
 }
 
 IQ_INLINE void DecodeIQ1S(const uint8_t* blk, const Tables& t, Decoded* dec) {
@@ -220,11 +221,10 @@ IQ_INLINE void DecodeIQ1S(const uint8_t* blk, const Tables& t, Decoded* dec) {
   const __mmask8 neg = _mm_movepi16_mask(qh);
   const __m512i dpos = _mm512_maskz_mov_epi64(static_cast<__mmask8>(~neg), _mm512_set1_epi8(4));
   // 2 s_j + 1 = (qh >> 11 & 14) | 1
-  const __m128i sc = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(qh, 11), _mm_set1_epi16(14)),
-                                  _mm_set1_epi16(1));
+  const __m128i sc =
+      _mm_or_si128(_mm_and_si128(_mm_srli_epi16(qh, 11), _mm_set1_epi16(14)), _mm_set1_epi16(1));
   const __m512i sc512 = _mm512_castsi128_si512(sc);
-  dec->s[0] = dec->s[1] =
-      _mm512_maskz_permutexvar_epi16(0x55555555u, Load(kIdx.lane_sub), sc512);
+  dec->s[0] = dec->s[1] = _mm512_maskz_permutexvar_epi16(0x55555555u, Load(kIdx.lane_sub), sc512);
   dec->sw17 = _mm256_mullo_epi16(
       _mm512_castsi512_si256(_mm512_permutexvar_epi16(Load(kIdx.half_sub), sc512)),
       _mm256_set1_epi16(17));
@@ -249,9 +249,8 @@ IQ_INLINE void DecodeIQ1M(const uint8_t* blk, const Tables& t, Decoded* dec) {
   const __m512i nib = _mm512_cvtepu16_epi64(qh);
   // 2 s_h + 1 of the 16 halves (scale word h / 4, bits 3 (h % 4))
   const __m512i sv = _mm512_srlv_epi16(
-      _mm512_permutexvar_epi16(
-          Load(kIdx.half_q),
-          _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 48)))),
+      _mm512_permutexvar_epi16(Load(kIdx.half_q), _mm512_castsi128_si512(_mm_loadl_epi64(
+                                                      reinterpret_cast<const __m128i*>(blk + 48)))),
       Load(kIdx.half_shift));
   const __m512i s16 = _mm512_ternarylogic_epi32(_mm512_slli_epi16(sv, 1), _mm512_set1_epi16(14),
                                                 _mm512_set1_epi16(1), 0xEA);  // (A & B) | C
@@ -295,11 +294,10 @@ IQ_INLINE __m512i BlockSum(const Decoded& dec, const uint8_t* act, const BlockQ8
   if constexpr (K == Kind::kIQ2XXS) {
     return _mm512_mullo_epi32(_mm512_add_epi32(p[0], p[1]), dec.s[0]);
   } else {
-    const __m512i scaled =
-        K == Kind::kIQ1S
-            ? _mm512_mullo_epi32(_mm512_add_epi32(p[0], p[1]), dec.s[0])
-            : _mm512_add_epi32(_mm512_mullo_epi32(p[0], dec.s[0]),
-                               _mm512_mullo_epi32(p[1], dec.s[1]));
+    const __m512i scaled = K == Kind::kIQ1S
+                               ? _mm512_mullo_epi32(_mm512_add_epi32(p[0], p[1]), dec.s[0])
+                               : _mm512_add_epi32(_mm512_mullo_epi32(p[0], dec.s[0]),
+                                                  _mm512_mullo_epi32(p[1], dec.s[1]));
     const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums));
     return _mm512_sub_epi32(scaled, _mm512_zextsi256_si512(_mm256_madd_epi16(dec.sw17, bs)));
   }

@@ -36,9 +36,9 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
     set(GgmlType::kIQ1_S, iq1s, g1s);
     set(GgmlType::kIQ1_M, iq1m, g1m);
   };
-#define MOESPLIT_IQ_BY_DOTS(Tier)                                                              \
-  set_iq(DotIQ2XXS_Q8K_##Tier, DotIQ1S_Q8K_##Tier, DotIQ1M_Q8K_##Tier,                        \
-         GemmByDots<DotIQ2XXS_Q8K_##Tier>, GemmByDots<DotIQ1S_Q8K_##Tier>,                     \
+#define MOESPLIT_IQ_BY_DOTS(Tier)                                          \
+  set_iq(DotIQ2XXS_Q8K_##Tier, DotIQ1S_Q8K_##Tier, DotIQ1M_Q8K_##Tier,     \
+         GemmByDots<DotIQ2XXS_Q8K_##Tier>, GemmByDots<DotIQ1S_Q8K_##Tier>, \
          GemmByDots<DotIQ1M_Q8K_##Tier>)
   switch (tier) {
     case cpu::IsaTier::kScalar:

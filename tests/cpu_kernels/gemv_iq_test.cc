@@ -52,7 +52,8 @@ constexpr int64_t kWidths[] = {256, 768, 2048, 2304, 7168, 8448};
 Matrix RandomBytes(GgmlType wt, int64_t rows, int64_t n, size_t pad, uint32_t seed) {
   Matrix m = Allocate(wt, rows, n, pad);
   std::mt19937 rng(seed);
-  for (int64_t r = 0; r < rows; ++r) test_util::FillLatticeRow(wt, m.MutableRow(r), n, 1.0f / 64, rng);
+  for (int64_t r = 0; r < rows; ++r)
+    test_util::FillLatticeRow(wt, m.MutableRow(r), n, 1.0f / 64, rng);
   m.Dequantize();
   return m;
 }
