@@ -9,7 +9,9 @@
 #include <string>
 #include <utility>
 
+#include "core/base/float16.h"
 #include "core/base/status.h"
+#include "cpu_kernels/quant/quant.h"
 
 namespace moesplit::bench {
 
@@ -107,6 +109,43 @@ std::vector<char*> WithDefaultMinTime(int* argc, char** argv, double seconds,
   *argc = static_cast<int>(args.size());
   args.push_back(nullptr);  // argv[argc] == nullptr, as main's argv
   return args;
+}
+
+bool CanBuildBenchWeights(GgmlType type) {
+  return quant::CanQuantize(type) || type == GgmlType::kIQ2_XXS || type == GgmlType::kIQ1_S ||
+         type == GgmlType::kIQ1_M;
+}
+
+void QuantizeRowsForBench(GgmlType type, const float* x, int64_t rows, int64_t cols, uint8_t* dst) {
+  const int64_t row_bytes = RowBytes(type, cols);
+  if (quant::CanQuantize(type)) {
+    for (int64_t r = 0; r < rows; ++r) {
+      quant::QuantizeRow(type, x + r * cols, dst + r * row_bytes, cols);
+    }
+    return;
+  }
+  MOESPLIT_CHECK(CanBuildBenchWeights(type), "no quantizer and no byte pattern for ",
+                 TypeName(type));
+  const int64_t block_bytes = RowBytes(type, 256), n = rows * row_bytes;
+  for (int64_t i = 0; i < n; ++i) {  // bytes from the floats' mantissas: cheap and varied
+    uint32_t bits;
+    std::memcpy(&bits, &x[i % (rows * cols)], 4);
+    dst[i] = static_cast<uint8_t>(bits ^ (bits >> 11) ^ static_cast<uint32_t>(i));
+  }
+  const uint16_t d = Fp32ToFp16(0.02f / 8);
+  for (int64_t b = 0; b < n / block_bytes; ++b) {
+    uint8_t* blk = dst + b * block_bytes;
+    if (type != GgmlType::kIQ1_M) {  // IQ2_XXS / IQ1_S: the f16 d opens the block
+      std::memcpy(blk, &d, 2);
+      continue;
+    }
+    uint16_t sc[4];  // IQ1_M: nibble k of d in the top nibble of scale word k (bytes 48..55)
+    std::memcpy(sc, blk + 48, 8);
+    for (int k = 0; k < 4; ++k) {
+      sc[k] = static_cast<uint16_t>((sc[k] & 0x0FFF) | ((d >> (4 * k)) & 0xF) << 12);
+    }
+    std::memcpy(blk + 48, sc, 8);
+  }
 }
 
 }  // namespace moesplit::bench

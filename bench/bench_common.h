@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/bandwidth.h"
+#include "core/base/dtype.h"
 #include "core/base/random_values.h"
 #include "cpu_kernels/cpu_features.h"
 
@@ -54,5 +55,14 @@ ReadBandwidthOptions ProbeOptionsFromEnv();
 // `storage` keeps the new strings alive; returns the new argv (argc updated).
 std::vector<char*> WithDefaultMinTime(int* argc, char** argv, double seconds,
                                       std::vector<std::vector<char>>* storage);
+
+// rows x cols weights of `type` at dst (rows x RowBytes(type, cols) bytes) from the floats x
+// ([rows x cols]): the reference quantizer where `type` has one; for the lattice types that have
+// kernels but no quantizer in this tree (IQ2_XXS, IQ1_S, IQ1_M), bytes drawn from x's bits with
+// a finite f16 super-scale per block (every code pattern of those types decodes to grid values;
+// kernel speed does not depend on them). Other types without a quantizer: a CHECK failure.
+void QuantizeRowsForBench(GgmlType type, const float* x, int64_t rows, int64_t cols, uint8_t* dst);
+// Whether QuantizeRowsForBench can build weights of `type`.
+bool CanBuildBenchWeights(GgmlType type);
 
 }  // namespace moesplit::bench

@@ -100,10 +100,7 @@ const WeightSet& WeightCache::Get(GgmlType type, Shape shape, int64_t copies) {
   const int64_t file_row_bytes = RowBytes(file_type, shape.k);
   const std::vector<float> wf = NormalValues(kPatternRows * shape.k, 1, 0.02f);  // [64 x K]
   std::vector<uint8_t> pattern(static_cast<size_t>(kPatternRows * file_row_bytes));
-  for (int64_t r = 0; r < kPatternRows; ++r) {
-    quant::QuantizeRow(file_type, wf.data() + r * shape.k, pattern.data() + r * file_row_bytes,
-                       shape.k);
-  }
+  QuantizeRowsForBench(file_type, wf.data(), kPatternRows, shape.k, pattern.data());
   std::vector<uint8_t> file_rows;  // [rows x file_row_bytes] when repacking
   if (repacked) file_rows.resize(static_cast<size_t>(shape.rows * file_row_bytes));
   uint8_t* dst = repacked ? file_rows.data() : s->data.data();
@@ -212,8 +209,8 @@ void RegisterAll(Context* ctx) {
                    : (FindTypeTraits(id) == nullptr || kernels.For(type) == nullptr)) {
         continue;
       }
-      if (!repacked && !quant::CanQuantize(type)) {
-        std::fprintf(stderr, "skipping %s: no reference quantizer to build weights\n",
+      if (!repacked && !CanBuildBenchWeights(type)) {
+        std::fprintf(stderr, "skipping %s: no way to build its weights\n",
                      TypeName(type));
         continue;
       }

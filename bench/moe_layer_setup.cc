@@ -25,9 +25,7 @@ void FillSlab(GgmlType type, GgmlType stored, int64_t rows, int64_t cols, int64_
   const std::vector<float> w = NormalValues(rows * cols, seed, 0.02f);  // [rows x cols]
   std::vector<uint8_t> file(stored == type ? 0 : static_cast<size_t>(rows * row_bytes));
   uint8_t* q = stored == type ? slab : file.data();  // [rows x row_bytes] in the file type
-  for (int64_t r = 0; r < rows; ++r) {
-    quant::QuantizeRow(type, w.data() + r * cols, q + r * row_bytes, cols);
-  }
+  QuantizeRowsForBench(type, w.data(), rows, cols, q);
   if (stored != type) {
     quant::RepackRows(type, q, static_cast<size_t>(row_bytes), rows, cols, slab);
   }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/base/status.h"
+#include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/quant/quant.h"
 
 namespace moesplit {
@@ -63,10 +64,13 @@ class Resolver {
       Problem(StrCat(name, " is ", TypeName(t->type), "; 1-D tensors must be f32"));
       return TensorView{};
     }
-    // Decode-only types (quant.h) are readable by `inspect` but have no kernel: refused here.
-    if (!quant::CanDequantize(t->type) || quant::IsDecodeOnly(t->type)) {
+    // Decode-only types (quant.h: no quantizer) are readable by `inspect`; those with CPU
+    // kernels (IQ2_XXS, IQ1_S, IQ1_M) run, the others are refused here.
+    GgmlType act;
+    const bool no_kernel = quant::IsDecodeOnly(t->type) && !gemv::ActivationTypeFor(t->type, &act);
+    if (!quant::CanDequantize(t->type) || no_kernel) {
       Problem(StrCat(name, " has type ", TypeName(t->type),
-                     quant::IsDecodeOnly(t->type)
+                     no_kernel
                          ? ", which moesplit cannot compute with yet (inspect --values prints it)"
                          : ", which moesplit cannot read yet"));
       ++n_type_problems_;

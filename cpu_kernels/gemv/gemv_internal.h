@@ -199,6 +199,55 @@ void GemmQ3KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, c
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #undef MOESPLIT_KQUANT_DECLARE
 #endif
+// ---- lattice family (IQ2_XXS / IQ1_S / IQ1_M weights x Q8_K activations) ------------------
+// Scalar reference dots and the tables below: gemv_iq_scalar.cc (generic flags). AVX2 dots
+// (also the AVX-512 tier's, and the VNNI tier's without VBMI): gemv_iq_avx2.cc. The VNNI tier
+// with VBMI: gemv_iq_avx512vbmi.cc (vpermi2b / vpmultishiftqb lookups, a tile of 1-4 tokens per
+// decoded block). All compute, per block, the same integer as the scalar dot:
+//   IQ2_XXS  sum_j (2 s_j + 1) sum_i grid_i sign_i q8_i                     times d d_a / 8
+//   IQ1_S/M  sum_h (2 s_h + 1) sum_i (8 (grid_i + delta_i)) q8_i            times d d_a / 8
+// (delta_i = +-1/8, so 8 (grid + delta) is an integer in [-9, 9]); tiers differ only in the
+// float order of the per-block terms. The SIMD tiers negate activations, so they need the
+// Q8_K quants in [-127, 127] (gemv.h's contract).
+float DotIQ2XXS_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
+float DotIQ1S_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
+float DotIQ1M_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
+
+// Lookup tables derived once from the lattice grids (quant/iq_grids.h) for the SIMD tiers.
+// Built on first use by IqTables() in a generic-flag file (never in an ISA file's static
+// initializer, which could run AVX-512 code on any CPU).
+struct IqTables {
+  // IQ2_XXS: entry e of kIq2XxsGrid as 2-bit level codes (byte 8 -> 0, 25 -> 1, 43 -> 2),
+  // value k of the group in bits 2k..2k+1: lo = values 0-3, hi = values 4-7.
+  alignas(64) uint8_t iq2xxs_lo[256];
+  alignas(64) uint8_t iq2xxs_hi[256];
+  // ksigns: Iq2SignByte(s) for the 7-bit sign index s (bit k set: value k negative).
+  alignas(64) uint8_t ksigns[128];
+  // The same as byte masks: byte k of sign_mask[s] is 0xFF where value k is negative.
+  alignas(64) uint64_t sign_mask[128];
+  // IQ1_S / IQ1_M: entry e of kIq1SGrid (int8 -1 / 0 / +1) as codes grid + 1 in [0, 2], value
+  // k in bits 2k..2k+1. 2048 entries plus padding: a 32-bit gather at entry 2047 reads 2 bytes
+  // past it.
+  alignas(64) uint16_t iq1_codes[2048 + 32];
+};
+const IqTables& GetIqTables();
+
+#if defined(MOESPLIT_GEMV_X86)
+float DotIQ2XXS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotIQ1S_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotIQ1M_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
+// VNNI + VBMI: the dot and a tiled gemm (each weight block decoded once per 4 tokens).
+float DotIQ2XXS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
+float DotIQ1S_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
+float DotIQ1M_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
+void GemmIQ2XXS_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmIQ1S_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmIQ1M_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+#endif
+// ---- end of the lattice family --------------------------------------------------------------
 // ---- end of the K-quant family ------------------------------------------------------------
 // ---- float family (F32 / F16 / BF16 weights x F32 activations): gemv_float*.cc ----------------
 // Weights are n values of 4 (F32) or 2 (F16 / BF16) bytes per row, activations n f32 (a_row,

@@ -1,5 +1,5 @@
-// Registration of the K-quant kernels (weights Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_XS, activations Q8_K)
-// per tier.
+// Registration of the K-quant kernels (weights Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_XS, and the lattice
+// types IQ2_XXS/IQ1_S/IQ1_M; activations Q8_K) per tier.
 // The scalar tier keeps GemmByDots (it is the reference); the SIMD tiers have tiled gemms.
 #include "cpu_kernels/gemv/gemv_internal.h"
 
@@ -30,8 +30,19 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
           GemmByDots<DotQ3K_Q8K_##Tier>,                                                    \
           GemmR16ByUnpack<kQ2R16, GemmByDots<DotQ2K_Q8K_##Tier>>,                           \
           GemmR16ByUnpack<kQ3R16, GemmByDots<DotQ3K_Q8K_##Tier>>, false)
+  // IQ2_XXS / IQ1_S / IQ1_M: file layout only (no repacked layout).
+  auto set_iq = [&](DotFn iq2xxs, DotFn iq1s, DotFn iq1m, GemmFn g2, GemmFn g1s, GemmFn g1m) {
+    set(GgmlType::kIQ2_XXS, iq2xxs, g2);
+    set(GgmlType::kIQ1_S, iq1s, g1s);
+    set(GgmlType::kIQ1_M, iq1m, g1m);
+  };
+#define MOESPLIT_IQ_BY_DOTS(Tier)                                          \
+  set_iq(DotIQ2XXS_Q8K_##Tier, DotIQ1S_Q8K_##Tier, DotIQ1M_Q8K_##Tier,     \
+         GemmByDots<DotIQ2XXS_Q8K_##Tier>, GemmByDots<DotIQ1S_Q8K_##Tier>, \
+         GemmByDots<DotIQ1M_Q8K_##Tier>)
   switch (tier) {
     case cpu::IsaTier::kScalar:
+      MOESPLIT_IQ_BY_DOTS(Scalar);
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Scalar, GemmByDots<DotQ4K_Q8K_Scalar>);
       set(GgmlType::kQ5_K, DotQ5K_Q8K_Scalar, GemmByDots<DotQ5K_Q8K_Scalar>);
       set(GgmlType::kQ6_K, DotQ6K_Q8K_Scalar, GemmByDots<DotQ6K_Q8K_Scalar>);
@@ -53,6 +64,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx2, GemmByDots<DotIQ4XS_Q8K_Avx2>);
       set_r16(GemmR16ByUnpack<kXsR16, GemmByDots<DotIQ4XS_Q8K_Avx2>>, false, kXsR16);
       MOESPLIT_Q23_BY_DOTS(Avx2);
+      MOESPLIT_IQ_BY_DOTS(Avx2);
       return;
     case cpu::IsaTier::kAvx512:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512, GemmQ4K_Q8K_Avx512);
@@ -65,6 +77,8 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx2, GemmByDots<DotIQ4XS_Q8K_Avx2>);
       set_r16(GemmR16ByUnpack<kXsR16, GemmByDots<DotIQ4XS_Q8K_Avx2>>, false, kXsR16);
       MOESPLIT_Q23_BY_DOTS(Avx512);
+      // IQ2_XXS / IQ1_S / IQ1_M: the AVX2 dots (their decode needs VBMI's byte permutes).
+      MOESPLIT_IQ_BY_DOTS(Avx2);
       return;
     case cpu::IsaTier::kAvx512Vnni:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512Vnni, GemmQ4K_Q8K_Avx512Vnni);
@@ -90,12 +104,21 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_q23(DotQ2K_Q8K_Avx512Vnni, DotQ3K_Q8K_Avx512Vnni, GemmByDots<DotQ2K_Q8K_Avx512Vnni>,
               GemmByDots<DotQ3K_Q8K_Avx512Vnni>, GemmQ2KR16_Q8K_Avx512Vnni,
               GemmQ3KR16_Q8K_Avx512Vnni, true);
+      // IQ2_XXS / IQ1_S / IQ1_M: with VBMI the block-decode tiles (1-4 tokens per decode);
+      // without it the AVX2 dots.
+      if (cpu::DetectCpuFeatures().avx512vbmi) {
+        set_iq(DotIQ2XXS_Q8K_Avx512Vbmi, DotIQ1S_Q8K_Avx512Vbmi, DotIQ1M_Q8K_Avx512Vbmi,
+               GemmIQ2XXS_Q8K_Avx512Vbmi, GemmIQ1S_Q8K_Avx512Vbmi, GemmIQ1M_Q8K_Avx512Vbmi);
+      } else {
+        MOESPLIT_IQ_BY_DOTS(Avx2);
+      }
       return;
 #endif
     default:
       return;
   }
 #undef MOESPLIT_Q23_BY_DOTS
+#undef MOESPLIT_IQ_BY_DOTS
 }
 
 }  // namespace moesplit::gemv::internal

@@ -28,76 +28,22 @@
 #include "cpu_kernels/quant/blocks.h"
 #include "cpu_kernels/quant/quant.h"
 #include "cpu_kernels/quant/repack.h"
+#include "tests/cpu_kernels/gemv_test_util.h"
 #include "tests/isa_tiers.h"
 
 namespace moesplit::gemv {
 namespace {
 
 using cpu::IsaTier;
-
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-bool TierAvailable(IsaTier tier) {
-  return static_cast<int>(tier) <= static_cast<int>(cpu::BestTier(cpu::DetectCpuFeatures()));
-}
+using test_util::Allocate;
+using test_util::Exact;
+using test_util::ExactDot;
+using test_util::kNaN;
+using test_util::Matrix;
+using test_util::Random;
+using test_util::TierAvailable;
 
 GgmlType ActType(GgmlType) { return GgmlType::kQ8_K; }
-
-// rows x n values of `type`, rows `stride` bytes apart (u32 storage: 4-byte aligned), with the
-// dequantized values.
-struct Matrix {
-  GgmlType type;
-  int64_t rows = 0, n = 0;
-  size_t stride = 0;
-  std::vector<uint32_t> storage;
-  std::vector<float> values;  // [rows, n]
-  const uint8_t* Row(int64_t r) const {
-    return reinterpret_cast<const uint8_t*>(storage.data()) + r * stride;
-  }
-  uint8_t* MutableRow(int64_t r) { return reinterpret_cast<uint8_t*>(storage.data()) + r * stride; }
-  void Dequantize() {
-    values.resize(rows * n);
-    for (int64_t r = 0; r < rows; ++r) quant::DequantizeRow(type, Row(r), &values[r * n], n);
-  }
-};
-
-Matrix Allocate(GgmlType type, int64_t rows, int64_t n, size_t pad) {
-  Matrix m{type, rows, n, static_cast<size_t>(RowBytes(type, n)) + pad, {}, {}};
-  m.storage.assign(rows * m.stride / 4 + 1, 0xFFFFFFFFu);  // NaN scales in the padding
-  return m;
-}
-
-// Weights (Q2_K / Q3_K: the reference quantizer) or activations (Q8_0 / Q8_K: the table's
-// quantizer, as the engine does) of normal(0, sigma) values.
-Matrix Random(GgmlType type, int64_t rows, int64_t n, size_t pad, uint32_t seed, float sigma) {
-  Matrix m = Allocate(type, rows, n, pad);
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<float> x(n);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (float& v : x) v = dist(rng);
-    if (type == GgmlType::kQ8_0 || type == GgmlType::kQ8_K) {
-      KernelsFor(IsaTier::kScalar).Quantizer(type)(x.data(), m.MutableRow(r), n);
-    } else {
-      quant::QuantizeRow(type, x.data(), m.MutableRow(r), n);
-    }
-  }
-  m.Dequantize();
-  return m;
-}
-
-struct Exact {
-  double dot = 0, norm = 0;
-};
-Exact ExactDot(const Matrix& w, int64_t r, const Matrix& a, int64_t t) {
-  Exact e;
-  for (int64_t i = 0; i < w.n; ++i) {
-    const double p = static_cast<double>(w.values[r * w.n + i]) * a.values[t * a.n + i];
-    e.dot += p;
-    e.norm += std::fabs(p);
-  }
-  return e;
-}
 
 constexpr GgmlType kTypes[] = {GgmlType::kQ2_K, GgmlType::kQ3_K};
 constexpr IsaTier kTiers[] = {IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
@@ -157,20 +103,7 @@ TEST_P(Q23KernelTest, GemmMatchesScalarOddShapes) {
     const Matrix a = Random(ActType(wt), 17, n, 12, static_cast<uint32_t>(n) + 3, 3.0f);
     for (int64_t rows : {1, 3, 16, 17, 35}) {
       for (int64_t n_tok : {1, 2, 4, 5, 9, 17}) {
-        const int64_t ldy = rows + 3;
-        std::vector<float> y(n_tok * ldy, kNaN);
-        tk.gemm(w.Row(0), w.stride, rows, a.Row(0), a.stride, n_tok, n, y.data(), ldy);
-        for (int64_t t = 0; t < n_tok; ++t) {
-          for (int64_t r = 0; r < ldy; ++r) {
-            const float got = y[t * ldy + r];
-            if (r >= rows) {
-              ASSERT_TRUE(std::isnan(got)) << "wrote past rows: r " << r << " t " << t;
-              continue;
-            }
-            ASSERT_NEAR(got, ref(w.Row(r), a.Row(t), n), 1e-5 * ExactDot(w, r, a, t).norm)
-                << "n " << n << " rows " << rows << " n_tok " << n_tok << " r " << r << " t " << t;
-          }
-        }
+        test_util::ExpectGemmMatches(tk.gemm, ref, w, rows, a, n_tok, 1e-5, TypeName(wt));
       }
     }
   }

@@ -27,6 +27,7 @@
 #include "numa/affinity.h"
 #include "numa/node_pool.h"
 #include "numa/thread_pool.h"
+#include "tests/cpu_kernels/gemv_test_util.h"
 #include "tests/isa_tiers.h"
 
 namespace moesplit::moe {
@@ -52,7 +53,11 @@ struct Stack {
     std::vector<float> row(static_cast<size_t>(c));
     for (int64_t i = 0; i < r * e; ++i) {
       for (float& x : row) x = n(rng);
-      quant::QuantizeRow(t, row.data(), raw.data() + i * rb, c);
+      if (quant::CanQuantize(t)) {
+        quant::QuantizeRow(t, row.data(), raw.data() + i * rb, c);
+      } else {  // IQ2_XXS / IQ1_S / IQ1_M: random codes, |d| ~ scale / 64
+        gemv::test_util::FillLatticeRow(t, raw.data() + i * rb, c, scale / 64, rng);
+      }
       quant::DequantizeRow(t, raw.data() + i * rb, &deq[i * c], c);
     }
   }
@@ -169,7 +174,9 @@ std::vector<Types> TypeSets() {
           {GgmlType::kQ4_K, GgmlType::kQ8_0, GgmlType::kQ5_0, 256, 160},  // gate/up differ
           {GgmlType::kF32, GgmlType::kF32, GgmlType::kF32, 64, 48},
           // The AMX tier's self-blocking F16 / BF16 tiles (whole-job token chunks, no slabs).
-          {GgmlType::kBF16, GgmlType::kBF16, GgmlType::kF16, 64, 48}};
+          {GgmlType::kBF16, GgmlType::kBF16, GgmlType::kF16, 64, 48},
+          // Unsloth UD-IQ*-like experts (lattice types; no quantizer: random codes).
+          {GgmlType::kIQ2_XXS, GgmlType::kIQ1_S, GgmlType::kIQ1_M, 256, 256}};
 }
 
 // The models of TypeSets(), 32 experts each plus a shared expert, built once per process

@@ -1,0 +1,179 @@
+// IQ2_XXS / IQ1_S / IQ1_M weights x Q8_K activations, AVX2 + FMA tier (also the AVX-512 tier's,
+// and the VNNI tier's on CPUs without VBMI). Compiled with MOESPLIT_FLAGS_AVX2
+// (gemv/kquants.cmake). The integers per block are the scalar dot's (gemv_iq_scalar.cc).
+//
+// Per sub-block of 32 values, the four 8-byte grid entries come from scalar loads
+// (kIq2XxsGrid: 2 KB; kIq1SGrid: 16 KB, both L1/L2-resident) into one ymm:
+//   IQ2_XXS: m = grid bytes (8 / 25 / 43), a' = a negated where the sign bit is set (the
+//            IqTables sign_mask bytes), p = maddubs(m, a')  [16] i16, |pair| <= 2 * 43 * 127
+//   IQ1:     u = 8 grid + 16 + 2 [delta > 0] in [8, 26] (vpshufb of grid & 3, + 2 per group),
+//            p = maddubs(u, a); u - 17 = 8 (grid + delta), the -17 comes once per block as
+//            17 sum_h (2 s_h + 1) bsum_h (the Q8_K bsums are the 16-value sums)
+//   s += madd(p, 2 s + 1 per 16 values)   [8] i32
+// and once per block acc += cvt(s) * d * d_a / 8.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "cpu_kernels/gemv/gemv_internal.h"
+#include "cpu_kernels/quant/blocks.h"
+#include "cpu_kernels/quant/blocks_iq.h"
+#include "cpu_kernels/quant/iq_grids.h"
+
+namespace moesplit::gemv::internal {
+namespace {
+
+using quant::BlockIQ1_M;
+using quant::BlockIQ1_S;
+using quant::BlockIQ2_XXS;
+using quant::BlockQ8_K;
+using quant::kQkK;
+namespace qi = quant::internal;
+
+#define IQ_INLINE [[gnu::always_inline]] inline
+
+IQ_INLINE float HorizontalSum(__m256 v) {  // v: [8] f32
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+IQ_INLINE uint32_t LoadU32(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+IQ_INLINE __m256i Grid4(const uint64_t* grid, int i0, int i1, int i2, int i3) {
+  return _mm256_set_epi64x(static_cast<int64_t>(grid[i3]), static_cast<int64_t>(grid[i2]),
+                           static_cast<int64_t>(grid[i1]), static_cast<int64_t>(grid[i0]));
+}
+
+// [8] i32 summing to the block's integer (scalar dot's isum).
+IQ_INLINE __m256i BlockIQ2XXS(const BlockIQ2_XXS& w, const int8_t* q8, const uint64_t* smask) {
+  const uint64_t* grid = qi::kIq2XxsGrid;
+  const __m256i one = _mm256_set1_epi8(1);
+  __m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) {
+    const uint32_t idx = LoadU32(&w.qs[4 * j]), aux = LoadU32(&w.qs[4 * j + 2]);
+    const __m256i m = Grid4(grid, idx & 0xFF, (idx >> 8) & 0xFF, (idx >> 16) & 0xFF, idx >> 24);
+    const __m256i neg = Grid4(smask, aux & 127, (aux >> 7) & 127, (aux >> 14) & 127,
+                              (aux >> 21) & 127);  // 0xFF where negative
+    const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 32 * j));
+    const __m256i p = _mm256_maddubs_epi16(m, _mm256_sign_epi8(act, _mm256_or_si256(neg, one)));
+    s = _mm256_add_epi32(
+        s, _mm256_madd_epi16(p, _mm256_set1_epi16(static_cast<int16_t>(2 * (aux >> 28) + 1))));
+  }
+  return s;
+}
+
+// u = 8 g + 16 + 2 pos for the grid bytes g in {-1, 0, 1} of four groups: vpshufb of g & 3
+// ({0, 1, -1} -> 16, 24, 8), plus `plus2` (0x02 bytes in the groups whose delta is positive).
+IQ_INLINE __m256i Iq1Levels(__m256i g, __m256i plus2) {
+  const __m256i table = _mm256_setr_epi8(16, 24, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
+                                         16, 24, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm256_add_epi8(_mm256_shuffle_epi8(table, _mm256_and_si256(g, _mm256_set1_epi8(3))),
+                         plus2);
+}
+
+// The -17 sum_h (2 s_h + 1) bsum_h of an IQ1 block spread over a [8] i32 (sw16: the 16
+// words 2 s_h + 1; |lane| <= 17 * 2 * 15 * 2032).
+IQ_INLINE __m256i Iq1Correction(__m256i sw16, const int16_t* bsums) {
+  const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
+  return _mm256_mullo_epi32(_mm256_madd_epi16(sw16, bs), _mm256_set1_epi32(-17));
+}
+
+IQ_INLINE __m256i BlockIQ1S(const BlockIQ1_S& w, const BlockQ8_K& a) {
+  const uint64_t* grid = qi::kIq1SGrid;
+  __m256i s = _mm256_setzero_si256();
+  alignas(32) int16_t sw[16];  // 2 s_h + 1 per 16 values
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) {
+    const unsigned qh = w.qh[j];
+    const int i0 = w.qs[4 * j] | (qh & 7) << 8, i1 = w.qs[4 * j + 1] | (qh >> 3 & 7) << 8;
+    const int i2 = w.qs[4 * j + 2] | (qh >> 6 & 7) << 8, i3 = w.qs[4 * j + 3] | (qh >> 9 & 7) << 8;
+    const __m256i u = Iq1Levels(Grid4(grid, i0, i1, i2, i3), _mm256_set1_epi8(qh & 0x8000 ? 0 : 2));
+    const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * j));
+    const int16_t sc = static_cast<int16_t>(2 * (qh >> 12 & 7) + 1);
+    sw[2 * j] = sw[2 * j + 1] = sc;
+    s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(u, act), _mm256_set1_epi16(sc)));
+  }
+  return _mm256_add_epi32(
+      s, Iq1Correction(_mm256_load_si256(reinterpret_cast<const __m256i*>(sw)), a.bsums));
+}
+
+IQ_INLINE __m256i BlockIQ1M(const BlockIQ1_M& w, const BlockQ8_K& a, float* d) {
+  const uint64_t* grid = qi::kIq1SGrid;
+  uint16_t sc[4];
+  std::memcpy(sc, w.scales, sizeof(sc));
+  const uint16_t d_bits = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) |
+                                                ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
+  *d = _cvtsh_ss(d_bits);
+  alignas(32) int16_t sw[16];  // 2 s_h + 1 per 16 values
+  for (int h = 0; h < 16; ++h) sw[h] = static_cast<int16_t>(2 * (sc[h / 4] >> 3 * (h % 4) & 7) + 1);
+  __m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) {
+    const unsigned h0 = w.qh[2 * j], h1 = w.qh[2 * j + 1];  // nibbles of groups 0, 1 | 2, 3
+    const int i0 = w.qs[4 * j] | (h0 & 7) << 8, i1 = w.qs[4 * j + 1] | (h0 >> 4 & 7) << 8;
+    const int i2 = w.qs[4 * j + 2] | (h1 & 7) << 8, i3 = w.qs[4 * j + 3] | (h1 >> 4 & 7) << 8;
+    auto plus2 = [](unsigned nibble_sign) -> int64_t {
+      return nibble_sign ? 0 : 0x0202020202020202LL;
+    };
+    const __m256i p2 =
+        _mm256_set_epi64x(plus2(h1 & 0x80), plus2(h1 & 0x08), plus2(h0 & 0x80), plus2(h0 & 0x08));
+    const __m256i u = Iq1Levels(Grid4(grid, i0, i1, i2, i3), p2);
+    const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * j));
+    const __m256i scale =
+        _mm256_set_m128i(_mm_set1_epi16(sw[2 * j + 1]), _mm_set1_epi16(sw[2 * j]));
+    s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(u, act), scale));
+  }
+  return _mm256_add_epi32(
+      s, Iq1Correction(_mm256_load_si256(reinterpret_cast<const __m256i*>(sw)), a.bsums));
+}
+
+}  // namespace
+
+float DotIQ2XXS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const BlockIQ2_XXS*>(w_row);  // [n / 256]
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);     // [n / 256]
+  const uint64_t* smask = GetIqTables().sign_mask;
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQkK; ++b) {
+    const __m256i s = BlockIQ2XXS(w[b], a[b].qs, smask);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * _cvtsh_ss(w[b].d) * a[b].d),
+                          _mm256_cvtepi32_ps(s), acc);
+  }
+  return HorizontalSum(acc);
+}
+
+float DotIQ1S_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const BlockIQ1_S*>(w_row);  // [n / 256]
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);   // [n / 256]
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQkK; ++b) {
+    const __m256i s = BlockIQ1S(w[b], a[b]);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * _cvtsh_ss(w[b].d) * a[b].d),
+                          _mm256_cvtepi32_ps(s), acc);
+  }
+  return HorizontalSum(acc);
+}
+
+float DotIQ1M_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const BlockIQ1_M*>(w_row);  // [n / 256]
+  const auto* a = static_cast<const BlockQ8_K*>(a_row);   // [n / 256]
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQkK; ++b) {
+    float d;
+    const __m256i s = BlockIQ1M(w[b], a[b], &d);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * d * a[b].d), _mm256_cvtepi32_ps(s), acc);
+  }
+  return HorizontalSum(acc);
+}
+
+#undef IQ_INLINE
+
+}  // namespace moesplit::gemv::internal
