@@ -1,0 +1,128 @@
+// Kimi-K2's pre-tokenizer ("kimi-k2") against llama.cpp: a small byte-level BPE vocabulary made
+// with llama.cpp's gguf-py (tests/core/tokenizer/data/make_kimi_vocab.py) and the ids llama.cpp
+// 0a50d9909 gives for 87 strings (Han, kana, Hangul, digits, contractions, whitespace runs,
+// combining marks, emoji, mixed scripts; data/tok_oracle.c over llama.cpp's C API).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/gguf/gguf_file.h"
+#include "core/tokenizer/pre_tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
+
+namespace moesplit::tokenizer {
+namespace {
+
+const std::string kData = std::string(MOESPLIT_SOURCE_DIR) + "/tests/core/tokenizer/data/";
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+struct Case {
+  std::string text;
+  std::vector<TokenId> ids;
+};
+
+// .inp: cases each followed by "\n__ggml_vocab_test__\n"; .out: one line " id id ..." per case.
+std::vector<Case> ReadCases(const std::string& gguf_path) {
+  const std::string in = ReadAll(gguf_path + ".inp"), out = ReadAll(gguf_path + ".out");
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<Case> cases;
+  for (size_t pos = 0, hit; (hit = in.find(sep, pos)) != std::string::npos;
+       pos = hit + sep.size()) {
+    cases.push_back({in.substr(pos, hit - pos), {}});
+  }
+  std::istringstream lines(out);
+  std::string line;
+  size_t n_lines = 0;
+  for (Case& c : cases) {
+    if (!std::getline(lines, line)) break;
+    ++n_lines;
+    std::istringstream ids(line);
+    for (TokenId id; ids >> id;) c.ids.push_back(id);
+  }
+  EXPECT_EQ(n_lines, cases.size()) << ".out has fewer lines than .inp has cases";
+  return cases;
+}
+
+std::string Ids(const std::vector<TokenId>& ids) {
+  std::string s;
+  for (TokenId id : ids) s += " " + std::to_string(id);
+  return s;
+}
+
+class KimiK2Vocab : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = kData + "kimi-k2-mini.gguf";
+    auto file = gguf::GgufFile::Open(path_);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    auto tok = Tokenizer::FromGguf(**file);
+    ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+    tok_ = std::make_unique<Tokenizer>(std::move(tok).value());
+    cases_ = ReadCases(path_);
+  }
+  std::string path_;
+  std::unique_ptr<Tokenizer> tok_;
+  std::vector<Case> cases_;
+};
+
+TEST_F(KimiK2Vocab, AllCasesMatchLlamaCpp) {
+  ASSERT_EQ(cases_.size(), 87u);
+  int matched = 0;
+  for (size_t i = 0; i < cases_.size(); ++i) {
+    auto ids = tok_->Encode(cases_[i].text, /*add_special=*/false, /*parse_special=*/false);
+    ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+    EXPECT_EQ(Ids(*ids), Ids(cases_[i].ids)) << "case " << i << ": '" << cases_[i].text << "'";
+    matched += *ids == cases_[i].ids;
+  }
+  EXPECT_EQ(matched, 87);
+}
+
+TEST_F(KimiK2Vocab, PiecesRoundTrip) {
+  for (size_t i = 0; i < cases_.size(); ++i) {
+    std::string text;
+    for (TokenId id : cases_[i].ids) text += tok_->TokenToPiece(id);
+    EXPECT_EQ(text, cases_[i].text) << "case " << i;
+  }
+}
+
+// Word boundaries of llama.cpp's hand-written Kimi-K2 splitter (unicode.cpp), derived by hand
+// from its rules: fixed Han ranges first, then an optional non-letter lead + non-Han letters of
+// any case (no marks) + a contraction, digits by three, punctuation runs, whitespace runs.
+TEST(KimiK2PreTokenizer, WordsAsLlamaCppSplitter) {
+  auto pre = PreTokenizer::Create("kimi-k2");
+  ASSERT_TRUE(pre.ok()) << pre.status().ToString();
+  const struct {
+    std::string text;
+    std::vector<std::string> words;
+  } cases[] = {
+      {"HelloWorld", {"HelloWorld"}},  // the original regex would split at the case change
+      {"AI\u6a21\u578bKimi-K2\u6709384\u4e2a\u4e13\u5bb6",
+       {"AI", "\u6a21\u578b", "Kimi", "-K", "2", "\u6709", "384", "\u4e2a\u4e13\u5bb6"}},
+      {"it's DON'T x'", {"it's", " DON'T", " x", "'"}},
+      {"e\u0301x", {"e", "\u0301x"}},  // a combining mark is not part of a letter run
+      {"a \u4e2d", {"a", " ", "\u4e2d"}},
+      {"1234567", {"123", "456", "7"}},
+      {"  x", {" ", " x"}},
+      {"!!!\n\nx", {"!!!\n\n", "x"}},
+      {"a\u3000b", {"a", "\u3000b"}},  // U+3000 is whitespace, and a lead before a letter
+      {"\U0002B81E\u4e00", {"\U0002B81E\u4e00"}},  // unassigned, but inside a Han range
+      {" \n \n x", {" \n \n", " x"}},
+  };
+  for (const auto& c : cases) {
+    auto words = pre->Split(c.text);
+    ASSERT_TRUE(words.ok());
+    EXPECT_EQ(*words, c.words) << "'" << c.text << "'";
+  }
+}
+
+}  // namespace
+}  // namespace moesplit::tokenizer
