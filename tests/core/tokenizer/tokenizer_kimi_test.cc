@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/gguf/gguf_file.h"
+#include "core/synth/model_spec.h"
 #include "core/tokenizer/pre_tokenizer.h"
 #include "core/tokenizer/tokenizer.h"
 
@@ -92,6 +93,37 @@ TEST_F(KimiK2Vocab, PiecesRoundTrip) {
     for (TokenId id : cases_[i].ids) text += tok_->TokenToPiece(id);
     EXPECT_EQ(text, cases_[i].text) << "case " << i;
   }
+}
+
+// The make-model preset's own vocabulary (163840 ids: learned merges, pads, Kimi's special ids):
+// kimi-k2-preset.out holds llama.cpp's ids for the same 87 strings on the file
+// `moesplit make-model --preset kimi-k2 --layers 1 --quant Q8_0` wrote (llama.cpp 0a50d9909
+// loaded and ran that file, tok_oracle.c tokenized with it).
+TEST(KimiK2Preset, VocabularyTokenizesAsLlamaCpp) {
+  auto spec = synth::BuildModelSpec({.preset = "kimi-k2", .layers = 1});
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  auto tok = Tokenizer::FromMetadata(spec->metadata, "kimi-k2 preset");
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  EXPECT_EQ(tok->special().bos, 163584);
+  const std::string in = ReadAll(kData + "kimi-k2-mini.gguf.inp");
+  std::istringstream out(ReadAll(kData + "kimi-k2-preset.out"));
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  int n = 0, matched = 0;
+  std::string line;
+  for (size_t pos = 0, hit; (hit = in.find(sep, pos)) != std::string::npos;
+       pos = hit + sep.size(), ++n) {
+    ASSERT_TRUE(std::getline(out, line)) << "case " << n;
+    std::vector<TokenId> want;
+    std::istringstream ids(line);
+    for (TokenId id; ids >> id;) want.push_back(id);
+    auto got = tok->Encode(in.substr(pos, hit - pos), /*add_special=*/false,
+                           /*parse_special=*/false);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(Ids(*got), Ids(want)) << "case " << n;
+    matched += *got == want;
+  }
+  EXPECT_EQ(n, 87);
+  EXPECT_EQ(matched, 87);
 }
 
 // Word boundaries of llama.cpp's hand-written Kimi-K2 splitter (unicode.cpp), derived by hand
