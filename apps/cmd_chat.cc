@@ -11,6 +11,7 @@
 #include "apps/cpu_tier.h"
 #include "apps/generation.h"
 #include "apps/model_summary.h"
+#include "apps/server/api.h"
 #include "core/chat/chat_template.h"
 #include "core/engine/engine.h"
 #include "core/tokenizer/tokenizer.h"
@@ -38,6 +39,27 @@ StatusOr<chat::ChatTemplate> ChooseChatTemplate(const std::string& name,
   if (tok.special().bos != tokenizer::kNoToken) t.bos_token = tok.TokenText(tok.special().bos);
   if (tok.special().eos != tokenizer::kNoToken) t.eos_token = tok.TokenText(tok.special().eos);
   return t;
+}
+
+StatusOr<chat::TemplateKwargs> TemplateKwargsFromFlags(const std::string& reasoning,
+                                                       const std::string& kwargs_json) {
+  chat::TemplateKwargs kw;
+  if (reasoning == "on" || reasoning == "off") {
+    kw.enable_thinking = reasoning == "on";
+  } else if (reasoning != "auto") {
+    return InvalidArgumentError("--reasoning must be on, off or auto, got \"", reasoning, "\"");
+  }
+  if (kwargs_json.empty()) return kw;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(kwargs_json);
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgumentError("--chat-template-kwargs is not valid JSON: ", e.what());
+  }
+  if (auto e = server::ParseTemplateKwargs(j, "--chat-template-kwargs", &kw)) {
+    return InvalidArgumentError(e->message);
+  }
+  return kw;
 }
 
 namespace {
@@ -70,13 +92,20 @@ Status RunChat(const ChatArgs& args, std::istream& in, std::ostream& out, std::o
   MOESPLIT_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok,
                             tokenizer::Tokenizer::FromGguf(model->file()));
   MOESPLIT_ASSIGN_OR_RETURN(chat::ChatTemplate tmpl, ChooseChatTemplate(args.chat_template, *model, args.model, tok));
+  MOESPLIT_ASSIGN_OR_RETURN(chat::TemplateKwargs kwargs,
+                            TemplateKwargsFromFlags(args.reasoning, args.chat_template_kwargs));
+  tmpl = chat::WithKwargs(tmpl, kwargs);
   MOESPLIT_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::Create(args.sampling));
   MOESPLIT_ASSIGN_OR_RETURN(
       OpenedSession opened,
       OpenSession(*model, args.model, args.placement, args.threads, args.ctx_size, tier, err));
   engine::Session& session = *opened.session;
-  err << "chat: " << args.model << ", template " << chat::ChatFormatName(tmpl.format) << ", "
-      << session.ctx_size() << " positions of context, " << session.n_threads() << " threads\n"
+  err << "chat: " << args.model << ", template " << chat::ChatFormatName(tmpl.format)
+      << (chat::IsThinkingModel(tmpl)
+              ? (tmpl.enable_thinking ? " (thinking on)" : " (thinking off)")
+              : "")
+      << ", " << session.ctx_size() << " positions of context, " << session.n_threads()
+      << " threads\n"
       << "      Ctrl-C stops an answer; /reset starts over; /exit or Ctrl-D leaves\n";
   LogKernels(err, session);
 
@@ -148,6 +177,13 @@ void RegisterChat(CLI::App& app, std::function<int()>* action) {
   cmd->add_option("--chat-template", a->chat_template,
                   "template name, overriding the file's tokenizer.chat_template");
   cmd->add_option("--system", a->system, "system message (llama.cpp: -sys)");
+  cmd->add_option("--reasoning", a->reasoning,
+                  "on|off: let thinking models (DeepSeek-R1/V3.1, Qwen3) reason first or not; "
+                  "auto: the template's default")
+      ->capture_default_str();
+  cmd->add_option("--chat-template-kwargs", a->chat_template_kwargs,
+                  "JSON object of template variables, e.g. '{\"thinking\": true}' (DeepSeek-V3.1) "
+                  "or '{\"enable_thinking\": false}'");
   cmd->add_option("-n,--n-predict", a->n_predict, "max tokens per answer (-1 = no limit)")
       ->capture_default_str();
   cmd->add_option("-c,--ctx-size", a->ctx_size, "context size")->capture_default_str();

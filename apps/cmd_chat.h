@@ -1,4 +1,5 @@
-// `moesplit chat -m FILE [--chat-template NAME] [--system TEXT] [-n N] [-c C] [sampling flags]`:
+// `moesplit chat -m FILE [--chat-template NAME] [--system TEXT] [--reasoning on|off|auto]
+// [--chat-template-kwargs JSON] [-n N] [-c C] [sampling flags]`:
 // an interactive conversation in the model's chat template. Ctrl-C stops the answer being
 // generated and returns to the prompt; Ctrl-C at the prompt, Ctrl-D or "/exit" leaves.
 // "/reset" starts a new conversation.
@@ -27,6 +28,8 @@ struct ChatArgs {
   std::string model;          // -m
   std::string chat_template;  // --chat-template NAME (overrides tokenizer.chat_template)
   std::string system;         // --system (-sys): system message
+  std::string reasoning = "auto";    // --reasoning on|off|auto (auto: the template's default)
+  std::string chat_template_kwargs;  // --chat-template-kwargs JSON object ("" = none)
   int64_t n_predict = -1;     // -n: max tokens per answer (-1 = until the end of the turn)
   int64_t ctx_size = 4096;    // -c
   int threads = 0;            // -t
@@ -52,5 +55,12 @@ StatusOr<chat::ChatTemplate> ChooseChatTemplate(const std::string& name,
                                                 const engine::Model& model,
                                                 const std::string& model_path,
                                                 const tokenizer::Tokenizer& tok);
+
+// The template variables of `--reasoning on|off|auto` and `--chat-template-kwargs JSON`, the
+// flags llama-server has: "on" / "off" set enable_thinking, "auto" leaves the template's default;
+// the JSON object's "thinking" / "enable_thinking" (booleans) then override. InvalidArgument
+// naming the flag otherwise.
+StatusOr<chat::TemplateKwargs> TemplateKwargsFromFlags(const std::string& reasoning,
+                                                       const std::string& kwargs_json);
 
 }  // namespace moesplit::app

@@ -47,6 +47,12 @@ Status CheckArgs(const ServeArgs& a) {
   return Status::Ok();
 }
 
+// " (thinking on by default)" for thinking formats, "" for others.
+const char* ThinkingNote(const chat::ChatTemplate& t) {
+  if (!chat::IsThinkingModel(t)) return "";
+  return t.enable_thinking ? " (thinking on by default)" : " (thinking off by default)";
+}
+
 const char* FallbackTemplate(ModelArch arch) {
   switch (arch) {
     case ModelArch::kDeepseek2: return "deepseek3";
@@ -99,6 +105,8 @@ Status RunServe(const ServeArgs& args_in, std::ostream& err, const std::atomic<b
     args.http.api_key = key;
   }
   MOESPLIT_ASSIGN_OR_RETURN(cpu::IsaTier tier, KernelTierFromEnv());
+  MOESPLIT_ASSIGN_OR_RETURN(chat::TemplateKwargs kwargs,
+                            TemplateKwargsFromFlags(args.reasoning, args.chat_template_kwargs));
   // Listen first: /health says 503 while the model loads, as llama-server does.
   server::HttpServer http(args.http);
   MOESPLIT_RETURN_IF_ERROR(http.Bind());
@@ -155,6 +163,7 @@ Status RunServe(const ServeArgs& args_in, std::ostream& err, const std::atomic<b
   server::Serving serving;
   serving.tok = &tok;
   serving.tmpl = tmpl;
+  serving.template_kwargs = kwargs;
   serving.scheduler = &scheduler;
   serving.model_name = ModelName(args);
   serving.model_path = args.model;
@@ -171,7 +180,8 @@ Status RunServe(const ServeArgs& args_in, std::ostream& err, const std::atomic<b
       << HumanBytes(eng->kv_cache_bytes()) << (eng->hybrid() ? " on the device" : "")
       << ") shared by -np "
       << args.n_parallel << "; chat template " << chat::ChatFormatName(tmpl.format)
-      << "; reasoning " << args.reasoning_format << "\n"
+      << ThinkingNote(chat::WithKwargs(tmpl, kwargs)) << "; reasoning " << args.reasoning_format
+      << "\n"
       << "serve: ready on http://" << args.http.host << ":" << http.port() << "\n"
       << std::flush;
   http.SetReady(&serving);
@@ -228,6 +238,12 @@ void RegisterServe(CLI::App& app, std::function<int()>* action) {
   cmd->add_option("--reasoning-format", args->reasoning_format,
                   "deepseek: <think> text goes to reasoning_content; none: left in content")
       ->capture_default_str();
+  cmd->add_option("--reasoning", args->reasoning,
+                  "on|off: thinking models reason first or not, unless a request's "
+                  "chat_template_kwargs says otherwise; auto: the template's default")
+      ->capture_default_str();
+  cmd->add_option("--chat-template-kwargs", args->chat_template_kwargs,
+                  "JSON object of default template variables, e.g. '{\"thinking\": true}'");
   cmd->add_option("--chat-template", args->chat_template,
                   "chat template name (default: detected from tokenizer.chat_template)");
   cmd->add_option("--alias", args->alias, "model id in /v1/models and responses");

@@ -22,6 +22,8 @@ struct ServeArgs {
   std::string alias;          // --alias: the model id in /v1/models (default: file name)
   std::string chat_template;  // --chat-template NAME
   std::string reasoning_format = "deepseek";  // --reasoning-format deepseek|none
+  std::string reasoning = "auto";             // --reasoning on|off|auto (TemplateKwargsFromFlags)
+  std::string chat_template_kwargs;           // --chat-template-kwargs JSON: request defaults
   std::string api_key_file;   // --api-key-file
   int n_parallel = 4;         // -np
   int64_t ctx_size = 8192;    // -c: KV positions shared by every sequence

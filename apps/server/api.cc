@@ -281,6 +281,9 @@ std::variant<ApiRequest, ApiError> ParseRequest(std::string_view body_text, bool
     return Bad("logprobs", "for /v1/chat/completions logprobs is a boolean (top_logprobs: N)");
   }
   if (auto e = Sampling(b, limits, &r)) return *e;
+  if (const auto it = b.find("chat_template_kwargs"); chat && it != b.end() && !it->is_null()) {
+    if (auto e = ParseTemplateKwargs(*it, "chat_template_kwargs", &r.template_kwargs)) return *e;
+  }
   if (auto e = Boolean(b, "stream", &r.stream)) return *e;
   if (const auto it = b.find("stream_options"); it != b.end() && !it->is_null()) {
     if (!it->is_object()) return Bad("stream_options", "stream_options must be an object");
@@ -290,6 +293,23 @@ std::variant<ApiRequest, ApiError> ParseRequest(std::string_view body_text, bool
     }
   }
   return r;
+}
+
+std::optional<ApiError> ParseTemplateKwargs(const json& o, const std::string& param,
+                                            chat::TemplateKwargs* out) {
+  if (!o.is_object()) return Bad(param, StrCat(param, " must be an object, got ", TypeName(o)));
+  const std::pair<const char*, std::optional<bool>*> keys[] = {
+      {"thinking", &out->thinking}, {"enable_thinking", &out->enable_thinking}};
+  for (const auto& [key, field] : keys) {
+    const auto it = o.find(key);
+    if (it == o.end()) continue;
+    if (!it->is_boolean()) {
+      return Bad(StrCat(param, ".", key),
+                 StrCat(param, ".", key, " must be a boolean, got ", TypeName(*it)));
+    }
+    *field = it->get<bool>();
+  }
+  return std::nullopt;
 }
 
 // ---- reasoning -----------------------------------------------------------------------------

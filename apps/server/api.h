@@ -42,11 +42,19 @@ struct ApiRequest {
   bool include_usage = false;                // stream_options.include_usage
   bool logprobs = false;
   std::string model;                         // echoed back
+  chat::TemplateKwargs template_kwargs;      // chat_template_kwargs (thinking, enable_thinking)
 };
 
 // Parses and validates a request body. Unknown fields are ignored (clients send many).
 std::variant<ApiRequest, ApiError> ParseRequest(std::string_view body, bool chat,
                                                 const Limits& limits);
+
+// chat_template_kwargs (llama-server's field; also `--chat-template-kwargs JSON`): a JSON
+// object of template variables. "thinking" and "enable_thinking" must be booleans (llama-server
+// refuses a string enable_thinking too); other keys are accepted and ignored, since no template
+// we render reads them. `param` names the field in errors.
+std::optional<ApiError> ParseTemplateKwargs(const nlohmann::json& object, const std::string& param,
+                                            chat::TemplateKwargs* out);
 
 // Incremental <think>...</think> separation of generated text (--reasoning-format deepseek).
 class ReasoningSplitter {

@@ -41,6 +41,11 @@ int64_t UnixNow() {
       .count();
 }
 
+// The server's template with its default kwargs and then the request's applied.
+chat::ChatTemplate RequestTemplate(const Serving& s, const ApiRequest& r) {
+  return chat::WithKwargs(s.tmpl, chat::MergeKwargs(s.template_kwargs, r.template_kwargs));
+}
+
 // One generation as a response: the scheduler's events turned into the text, reasoning and
 // logprobs of the response (both modes), and SSE chunks (streaming).
 struct Generation {
@@ -51,7 +56,7 @@ struct Generation {
         st(std::move(state)),
         meta(std::move(m)),
         splitter(req.chat && s.reasoning_enabled && chat::IsThinkingModel(s.tmpl),
-                 chat::PromptOpensReasoning(s.tmpl)) {}
+                 chat::PromptOpensReasoning(RequestTemplate(s, req))) {}
   ~Generation() {
     if (!finished) st->Cancel();  // the client went away before the end: stop the sequence
   }
@@ -315,7 +320,8 @@ void HttpServer::Routes() {
     ApiRequest r = std::move(std::get<ApiRequest>(parsed));
     std::vector<int32_t> prompt = r.prompt_tokens;
     if (prompt.empty()) {
-      const std::string text = chat ? chat::Render(s->tmpl, r.messages, true) : r.prompt;
+      const std::string text =
+          chat ? chat::Render(RequestTemplate(*s, r), r.messages, true) : r.prompt;
       StatusOr<std::vector<int32_t>> ids =
           s->tok->Encode(text, /*add_special=*/!chat && s->tok->add_bos(), /*parse_special=*/true);
       if (!ids.ok()) return SendError(res, FromStatus(ids.status(), chat ? "messages" : "prompt"));

@@ -34,6 +34,7 @@ struct ServerOptions {
 struct Serving {
   const tokenizer::Tokenizer* tok = nullptr;
   chat::ChatTemplate tmpl;
+  chat::TemplateKwargs template_kwargs;  // --reasoning / --chat-template-kwargs; requests override
   serving::Scheduler* scheduler = nullptr;
   std::string model_name;  // /v1/models id (the file name without .gguf, or --alias)
   std::string model_path;

@@ -135,7 +135,11 @@ StatusOr<ChatTemplate> DetectChatTemplate(std::string_view src) {
   if (Contains(src, kDsAssistant) && Contains(src, kDsUser) && Contains(src, kDsEos)) {
     // V3.1 (and later hybrids) switch on a `thinking` variable; R1 strips "...</think>" from
     // past answers; V3 has neither.
-    if (Contains(src, "not thinking")) return MakeTemplate(ChatFormat::kDeepseekV31);
+    if (Contains(src, "not thinking")) {
+      ChatTemplate t = MakeTemplate(ChatFormat::kDeepseekV31);
+      t.enable_thinking = Contains(src, "enable_thinking");
+      return t;
+    }
     if (Contains(src, "</think>")) return MakeTemplate(ChatFormat::kDeepseekR1);
     return MakeTemplate(ChatFormat::kDeepseek3);
   }
@@ -150,6 +154,18 @@ bool IsThinkingModel(const ChatTemplate& t) {
 bool PromptOpensReasoning(const ChatTemplate& t) {
   return (t.format == ChatFormat::kDeepseekR1 || t.format == ChatFormat::kDeepseekV31) &&
          t.enable_thinking;
+}
+
+TemplateKwargs MergeKwargs(const TemplateKwargs& base, const TemplateKwargs& over) {
+  return {over.thinking ? over.thinking : base.thinking,
+          over.enable_thinking ? over.enable_thinking : base.enable_thinking};
+}
+
+ChatTemplate WithKwargs(ChatTemplate t, const TemplateKwargs& kw) {
+  if (!IsThinkingModel(t)) return t;
+  if (kw.enable_thinking) t.enable_thinking = *kw.enable_thinking;
+  if (t.format == ChatFormat::kDeepseekV31 && kw.thinking) t.enable_thinking = *kw.thinking;
+  return t;
 }
 
 std::string_view EndOfTurn(const ChatTemplate& t) { return InfoOf(t.format).eos; }

@@ -13,7 +13,8 @@
 //   deepseek-r1: DeepSeek-R1 and its distills. As deepseek3, but a past A keeps only the text
 //     after its last "</think>", and G = <｜Assistant｜><think>\n
 //   deepseek-v3.1: DeepSeek-V3.1 (hybrid). <｜Assistant｜><think></think> opens an answer;
-//     G = <｜Assistant｜><think></think>, or <｜Assistant｜><think> with thinking on.
+//     G = <｜Assistant｜><think></think>, or <｜Assistant｜><think> with thinking on (the
+//     template's `thinking` variable; see TemplateKwargs).
 //   deepseek2: DeepSeek-V2, V2-Lite.  BOS S\n\n User: U\n\n Assistant: A EOS ... G = Assistant:
 //   qwen3: Qwen3, Qwen3-MoE. ChatML; past answers lose their <think> block;
 //     enable_thinking = false appends <think>\n\n</think>\n\n to G.
@@ -26,6 +27,7 @@
 // (Spaces between the pieces above are for reading only, except inside quotes.)
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -65,9 +67,27 @@ struct ChatTemplate {
   std::string bos_token;
   std::string eos_token;
   // Whether the model should reason first (qwen3, deepseek-r1, deepseek-v3.1). Defaults follow
-  // the templates: true for qwen3 / deepseek-r1, false for deepseek-v3.1.
+  // the templates: true for qwen3 / deepseek-r1; for deepseek-v3.1 false by name, and when
+  // detected, what llama-server renders by default (see DetectChatTemplate).
   bool enable_thinking = true;
 };
+
+// Template variables that a request's `chat_template_kwargs` object (llama-server's field) or
+// the command line (`--chat-template-kwargs JSON`, `--reasoning on|off`) sets. Only the two that
+// change what we render are kept; a template ignores a variable it does not read, as Jinja does.
+//  * thinking: DeepSeek-V3.1's switch; wins over enable_thinking there.
+//  * enable_thinking: Qwen3's switch (and deepseek-r1's here); for DeepSeek-V3.1 it is used when
+//    `thinking` is not given, as the copy of the V3.1 template that llama.cpp ships does
+//    ("if not thinking is defined: set thinking = enable_thinking").
+struct TemplateKwargs {
+  std::optional<bool> thinking;
+  std::optional<bool> enable_thinking;
+};
+
+// `over`'s values where set, else `base`'s (a request's kwargs over the server's defaults).
+TemplateKwargs MergeKwargs(const TemplateKwargs& base, const TemplateKwargs& over);
+// The template with the kwargs applied to enable_thinking (formats that do not think: as is).
+ChatTemplate WithKwargs(ChatTemplate tmpl, const TemplateKwargs& kwargs);
 
 // The names ChatTemplateFromName accepts (also listed in DetectChatTemplate's error).
 std::span<const std::string_view> ChatTemplateNames();
@@ -77,8 +97,11 @@ StatusOr<ChatTemplate> ChatTemplateFromName(std::string_view name);
 const char* ChatFormatName(ChatFormat format);
 
 // Recognises a GGUF `tokenizer.chat_template` (Jinja source) by its distinctive substrings, as
-// llama.cpp's llm_chat_detect_template does. A template that is itself a format name is that
-// format. Unknown -> InvalidArgument naming the template's first characters and
+// llama.cpp's llm_chat_detect_template does. deepseek-v3.1's thinking default is llama-server's:
+// it passes enable_thinking = true (--reasoning auto), which turns thinking on only where the
+// template reads enable_thinking (llama.cpp's copy does, DeepSeek's original does not). A template
+// that is itself a format name is that format. Unknown -> InvalidArgument naming the template's
+// first characters and
 // `--chat-template NAME`.
 StatusOr<ChatTemplate> DetectChatTemplate(std::string_view jinja_source);
 

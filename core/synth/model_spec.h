@@ -57,6 +57,8 @@ enum class VocabStyle {
   kDsTiny,    // as kDeepseek but the systematic merges of the llama.cpp-made oracle file
   kQwen,      // <|endoftext|> 0, <|im_start|> 1, <|im_end|> 2, bytes, learned merges
   kLlama,     // <s> 0, </s> 1, bytes, learned merges
+  kKimi,      // bytes, learned merges, pads, then Kimi-K2's 256 special ids ([BOS] n-256,
+              // [EOS] n-255, ...; see vocab.cc); pre "kimi-k2"
 };
 
 // Hyper-parameters of a preset. Widths are element counts; 0 means "absent" where noted.

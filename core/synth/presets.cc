@@ -85,6 +85,29 @@ ModelHparams DsV3() {
   return h;
 }
 
+// Kimi-K2 (Moonshot AI, 1.04T, 32B active; config.json of Kimi-K2-Instruct / -Base): the
+// DeepSeek-V3 architecture (llama.cpp loads it as deepseek2) with 384 routed experts, 64 heads,
+// one leading dense layer and no expert groups (n_group 1, topk_group 1).
+ModelHparams KimiK2() {
+  ModelHparams h;
+  h.arch = Arch::kDeepseek2;
+  h.general_name = "moesplit kimi-k2";
+  h.n_vocab = 163840, h.n_embd = 7168, h.n_layer = 61, h.n_head = 64;
+  h.n_ff = 18432, h.n_ff_exp = 2048;
+  h.n_expert = 384, h.n_expert_used = 8, h.n_expert_shared = 1;
+  h.n_expert_groups = 1, h.n_group_used = 1, h.n_dense_lead = 1;
+  h.q_lora = 1536, h.kv_lora = 512, h.qk_nope = 128, h.qk_rope = 64, h.v_head = 128;
+  h.gating_func = 2, h.weights_scale = 2.827f, h.weights_norm = true;  // sigmoid, noaux_tc
+  h.n_ctx = 131072, h.rope_freq_base = 50000.0f;
+  // rope_scaling: yarn, factor 32, original 4096, mscale_all_dim 1.0 -> log mul 0.1,
+  // beta_fast 1, beta_slow 1 (DeepSeek-V3 has 32 / 1).
+  h.yarn_factor = 32.0f, h.yarn_orig_ctx = 4096, h.yarn_log_mul = 0.1f;
+  h.yarn_beta_fast = 1.0f, h.yarn_beta_slow = 1.0f;
+  h.vocab = VocabStyle::kKimi;
+  h.chat_template = false;  // Kimi's chat format is not one moesplit renders (chat_template.h)
+  return h;
+}
+
 // Qwen3-30B-A3B structure at toy size: GQA 4/2 heads of 64, q/k norms, 16 experts top-4.
 ModelHparams Qwen3MoeTiny() {
   ModelHparams h;
@@ -114,7 +137,8 @@ ModelHparams MixtralTiny() {
 }  // namespace
 
 std::vector<std::string> PresetNames() {
-  return {"ds-tiny", "ds-v2-lite", "ds-v2-lite-tiny", "ds-v3", "qwen3moe-tiny", "mixtral-tiny"};
+  return {"ds-tiny", "ds-v2-lite",    "ds-v2-lite-tiny", "ds-v3",
+          "kimi-k2", "qwen3moe-tiny", "mixtral-tiny"};
 }
 
 StatusOr<ModelHparams> FindPreset(std::string_view name) {
@@ -122,6 +146,7 @@ StatusOr<ModelHparams> FindPreset(std::string_view name) {
   if (name == "ds-v2-lite") return DsV2Lite();
   if (name == "ds-v2-lite-tiny") return DsV2LiteTiny();
   if (name == "ds-v3") return DsV3();
+  if (name == "kimi-k2") return KimiK2();
   if (name == "qwen3moe-tiny") return Qwen3MoeTiny();
   if (name == "mixtral-tiny") return MixtralTiny();
   std::string list;
@@ -137,6 +162,7 @@ std::string PresetDescription(std::string_view name) {
   if (name == "ds-v2-lite-tiny")
     return "deepseek2, DeepSeek-V2-Lite structure (27 layers, no q_lora) at hidden 256";
   if (name == "ds-v3") return "deepseek2, DeepSeek-V3/R1 widths, 61 layers, 256 experts top-8";
+  if (name == "kimi-k2") return "deepseek2, Kimi-K2 widths, 61 layers, 384 experts top-8, 64 heads";
   if (name == "qwen3moe-tiny") return "qwen3moe, 4 layers, hidden 256, 16 experts top-4";
   if (name == "mixtral-tiny") return "llama (Mixtral), 4 layers, hidden 256, 8 experts top-2";
   return "";

@@ -129,6 +129,28 @@ StyleInfo SpecialsOf(VocabStyle style) {
       return {{"<|endoftext|>", "<|im_start|>", "<|im_end|>"}, {}};
     case VocabStyle::kLlama:
       return {{"<s>", "</s>"}, {}};
+    case VocabStyle::kKimi: {
+      // Kimi-K2 keeps its special tokens in the last 256 ids (tokenizer_config.json:
+      // [BOS] 163584 of 163840, [EOS] +1, <|im_end|> +2, <|im_user|> +3, <|im_assistant|> +4,
+      // <|start_header_id|> +6, <|end_header_id|> +7, [EOT] +9, <|im_system|> +10,
+      // <|im_middle|> +17); the other ids get placeholder names of ours.
+      std::vector<std::string> trail(256);
+      for (size_t i = 0; i < trail.size(); ++i) {
+        trail[i] = "<|moesplit_reserved_" + std::to_string(i) + "|>";
+      }
+      const std::pair<int, const char*> named[] = {{0, "[BOS]"},
+                                                   {1, "[EOS]"},
+                                                   {2, "<|im_end|>"},
+                                                   {3, "<|im_user|>"},
+                                                   {4, "<|im_assistant|>"},
+                                                   {6, "<|start_header_id|>"},
+                                                   {7, "<|end_header_id|>"},
+                                                   {9, "[EOT]"},
+                                                   {10, "<|im_system|>"},
+                                                   {17, "<|im_middle|>"}};
+      for (const auto& [at, text] : named) trail[at] = text;
+      return {{}, std::move(trail)};
+    }
   }
   return {};
 }
@@ -168,6 +190,9 @@ void SetStyleFields(VocabStyle style, bool with_chat_template, Vocab* v) {
       v->pre = "llama-bpe";
       v->bos = 0, v->eos = 1, v->add_bos = true;
       if (with_chat_template) v->chat_template = kMixtralTemplate;
+      break;
+    case VocabStyle::kKimi:
+      v->pre = "kimi-k2";  // BOS / EOS ids: set by BuildVocab (the last 256 ids)
       break;
   }
 }
@@ -241,6 +266,9 @@ Vocab BuildVocab(VocabStyle style, int64_t n_vocab, bool with_chat_template) {
   for (const std::string& s : sp.trail)
     v.tokens.push_back(s), v.token_types.push_back(kTokenControl);
   MOESPLIT_CHECK(static_cast<int64_t>(v.tokens.size()) == n_vocab);
+  if (style == VocabStyle::kKimi) {
+    v.bos = static_cast<uint32_t>(n_vocab - 256), v.eos = v.bos + 1;
+  }
   return v;
 }
 

@@ -65,6 +65,27 @@ constexpr const char* kDeepseekLlmPunct =
 // CJK ideographs, Hiragana, Katakana.
 constexpr const char* kDeepseekV3Cjk = R"([\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+)";
 
+// Kimi-K2 (tokenizer.ggml.pre "kimi-k2"). llama.cpp does not run the tokenizer's own regex
+// (tiktoken's, with class intersections [\p{L}&&[^\p{Han}]] and upper/lower-case runs) but a
+// hand-written splitter (unicode.cpp, unicode_regex_split_custom_kimi_k2); this pattern
+// reproduces that splitter, which differs from the original regex:
+//  * "Han" is a fixed list of code-point ranges (CJK Unified Ideographs, Extensions A-F,
+//    Compatibility Ideographs and their supplement), assigned or not, not Unicode's script;
+//  * a word is an optional leading [^\r\n\p{L}\p{N}] and a run of non-Han letters of any case
+//    (no \p{M}, no upper/lower split: "HelloWorld" is one word, "e\u0301" is "e" + "\u0301");
+//  * the contraction suffix is matched case-insensitively, as (?i:'s|'t|'re|'ve|'m|'ll|'d).
+// The alternatives are tried in the splitter's order at each position; every code point is
+// covered by one of them, so no gap pieces arise.
+#define MOESPLIT_KIMI_HAN                                                      \
+  R"([\x{3400}-\x{4DBF}\x{4E00}-\x{9FFF}\x{F900}-\x{FAFF}\x{20000}-\x{2A6DF})" \
+  R"(\x{2A700}-\x{2EBEF}\x{2F800}-\x{2FA1F}])"
+constexpr const char* kKimiK2 = MOESPLIT_KIMI_HAN
+    "+|"
+    R"([^\r\n\p{L}\p{N}]?(?:(?!)" MOESPLIT_KIMI_HAN R"()\p{L})+)"
+    R"((?:'(?:[sStTmMdD]|[rR][eE]|[vV][eE]|[lL][lL]))?|)"
+    R"(\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+#undef MOESPLIT_KIMI_HAN
+
 struct PreType {
   const char* name;
   std::vector<const char*> patterns;
@@ -89,6 +110,7 @@ const std::vector<PreType>& PreTypes() {
         {"llama-bpe", llama3},
         {"gpt-2", gpt2},
         {"phi-2", gpt2},
+        {"kimi-k2", {kKimiK2}},  // last: the tokenizer fuzz seeds pick a type by index
     };
   }();
   return types;

@@ -130,6 +130,8 @@ Status ReadTokens(const Meta& m, Vocab* v) {
 // occurrence of a pair keeps its rank.
 Status ReadMerges(const Meta& m, Vocab* v) {
   MOESPLIT_ASSIGN_OR_RETURN(const gguf::Array* merges, m.Array("tokenizer.ggml.merges"));
+  // llama.cpp accepts a Kimi-K2 vocabulary without merges (its converter does write them).
+  if (!merges && v->pre == "kimi-k2") return Status::Ok();
   if (!merges) {
     return NotFoundError(m.source(),
                          ": tokenizer.ggml.model is 'gpt2' but tokenizer.ggml.merges is missing");
@@ -182,7 +184,7 @@ Status ApplyModelDefaults(const Meta& m, Vocab* v) {
   v->clean_spaces = true;
   const std::string& n = v->pre;
   if (n == "llama3" || n == "llama-v3" || n == "llama-bpe") v->ignore_merges = v->add_bos = true;
-  if (n.starts_with("deepseek-") || n == "qwen2") v->clean_spaces = false;
+  if (n.starts_with("deepseek-") || n == "qwen2" || n == "kimi-k2") v->clean_spaces = false;
   return ReadMerges(m, v);
 }
 

@@ -196,5 +196,41 @@ TEST(ChatCommand, TemplateErrors) {
   EXPECT_NE(s.message().find("no-such-template"), std::string::npos) << s.ToString();
 }
 
+// --reasoning and --chat-template-kwargs as llama-server's flags: the template variables they
+// set (the JSON's keys over --reasoning), and the refusals naming the flag.
+TEST(ChatCommand, ReasoningFlags) {
+  auto kw = TemplateKwargsFromFlags("auto", "");
+  ASSERT_TRUE(kw.ok());
+  EXPECT_FALSE(kw->thinking || kw->enable_thinking);
+  kw = TemplateKwargsFromFlags("off", R"({"thinking": true})");
+  ASSERT_TRUE(kw.ok());
+  EXPECT_EQ(kw->enable_thinking, std::optional<bool>(false));
+  EXPECT_EQ(kw->thinking, std::optional<bool>(true));
+  kw = TemplateKwargsFromFlags("on", R"({"enable_thinking": false})");
+  EXPECT_EQ(kw->enable_thinking, std::optional<bool>(false));
+  EXPECT_NE(TemplateKwargsFromFlags("yes", "").status().message().find("--reasoning"),
+            std::string::npos);
+  EXPECT_NE(TemplateKwargsFromFlags("auto", "[1]").status().message().find("must be an object"),
+            std::string::npos);
+  EXPECT_NE(TemplateKwargsFromFlags("auto", "{").status().message().find("not valid JSON"),
+            std::string::npos);
+}
+
+TEST(ChatCommand, ReasoningFlagReachesTheTemplate) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  for (const char* mode : {"on", "off"}) {
+    std::istringstream in("Hello\n");
+    std::ostringstream out, err;
+    ChatArgs a = TinyChat();
+    a.chat_template = "deepseek-v3.1";
+    a.n_predict = 1;
+    a.reasoning = mode;
+    ASSERT_TRUE(RunChat(a, in, out, err, nullptr).ok());
+    EXPECT_NE(err.str().find(std::string("deepseek-v3.1 (thinking ") + mode + ")"),
+              std::string::npos)
+        << err.str();
+  }
+}
+
 }  // namespace
 }  // namespace moesplit::app

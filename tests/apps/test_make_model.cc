@@ -67,7 +67,8 @@ TEST(MakeModelCmd, ListShowsEveryPreset) {
   a.list = true;
   std::ostringstream out;
   ASSERT_TRUE(RunMakeModel(a, out).ok());
-  for (const char* p : {"ds-tiny", "ds-v2-lite", "ds-v3", "qwen3moe-tiny", "mixtral-tiny"}) {
+  for (const char* p :
+       {"ds-tiny", "ds-v2-lite", "ds-v3", "kimi-k2", "qwen3moe-tiny", "mixtral-tiny"}) {
     EXPECT_NE(out.str().find(p), std::string::npos) << p;
   }
 }

@@ -93,6 +93,24 @@ TEST(ModelShapeSource, DeepSeekV3FullSize) {
   EXPECT_EQ(s->quant, "Q4_K_M");
 }
 
+TEST(ModelShapeSource, KimiK2FullSize) {
+  StatusOr<numa::ModelShape> s = ModelShapeFromPreset("kimi-k2");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->n_layers, 61);
+  EXPECT_EQ(s->n_moe_layers, 60);
+  EXPECT_EQ(s->n_dense_layers, 1);
+  EXPECT_EQ(s->n_ff_exp, 2048);
+  // 384 experts x 3 x 7168 x 2048 per MoE layer = 16.9 G weights; 60 layers = 1015 G.
+  EXPECT_EQ(s->params.routed_experts, 60ull * 384 * 3 * 7168 * 2048);
+  EXPECT_EQ(s->routed_params_per_expert_layer, 3ull * 7168 * 2048);
+  EXPECT_EQ(s->kv_bytes_per_token_f16, 1088ull * 61 * 2);  // MLA: as DeepSeek-V3
+  // Per token the same 8 experts x 3 matrices are read as for DeepSeek-V3 (2048 wide), but
+  // over 60 MoE layers instead of 58.
+  StatusOr<numa::ModelShape> v3 = ModelShapeFromPreset("ds-v3");
+  ASSERT_TRUE(v3.ok());
+  EXPECT_EQ(s->routed_params_per_expert_layer, v3->routed_params_per_expert_layer);
+}
+
 TEST(ModelShapeSource, Errors) {
   StatusOr<numa::ModelShape> s = ModelShapeFromPreset("ds-v9");
   ASSERT_FALSE(s.ok());

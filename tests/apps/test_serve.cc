@@ -70,6 +70,16 @@ TEST(ServeArgsTest, BadFlagsNameTheFlag) {
             std::string::npos);
   EXPECT_NE(refusal([](ServeArgs& a) { a.http.timeout_s = 0; }).find("--timeout"),
             std::string::npos);
+  EXPECT_NE(refusal([](ServeArgs& a) { a.reasoning = "maybe"; }).find("--reasoning"),
+            std::string::npos);
+  EXPECT_NE(refusal([](ServeArgs& a) {
+              a.chat_template_kwargs = "{\"thinking\": 1";
+            }).find("--chat-template-kwargs"),
+            std::string::npos);
+  EXPECT_NE(refusal([](ServeArgs& a) {
+              a.chat_template_kwargs = R"({"thinking": "yes"})";
+            }).find("--chat-template-kwargs.thinking must be a boolean"),
+            std::string::npos);
   EXPECT_NE(refusal([](ServeArgs& a) {
               a.http.api_key = "k";
               a.api_key_file = "/tmp/k";
@@ -105,6 +115,7 @@ class ServeTest : public ::testing::Test {
     a.http.api_key = "sekrit";
     a.http.metrics = true;
     a.http.max_body_bytes = 4096;
+    Adjust(a);
     std::promise<int> port;
     server_ = std::thread([this, a, &port] {
       const Status s = RunServe(a, log_, &stop_, [&port](int p) { port.set_value(p); });
@@ -120,6 +131,7 @@ class ServeTest : public ::testing::Test {
     }
     FAIL() << "the server did not become ready:\n" << log_.str();
   }
+  virtual void Adjust(ServeArgs&) {}  // a fixture's own flags
   void TearDown() override {
     stop_ = true;
     if (server_.joinable()) server_.join();
@@ -248,6 +260,46 @@ TEST_F(ServeTest, AStreamWhoseClientLeavesIsCancelled) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   FAIL() << "the stream's sequence was not cancelled: " << Metrics();
+}
+
+// DeepSeek-V3.1 with `--chat-template-kwargs '{"thinking": true}'`: a request's
+// chat_template_kwargs override the server's per variable, and `thinking` wins over
+// enable_thinking (as in the V3.1 template). The prompt ends in "<think>" (thinking) or
+// "<think></think>" (not), so the prompt token counts tell which was rendered.
+class ServeV31Test : public ServeTest {
+ protected:
+  void Adjust(ServeArgs& a) override {
+    a.chat_template = "deepseek-v3.1";
+    a.chat_template_kwargs = R"({"thinking": true})";
+  }
+  int PromptTokens(const std::string& kwargs) {
+    const std::string body = R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1,
+                                 "temperature": 0)" +
+                             (kwargs.empty() ? "" : ", \"chat_template_kwargs\": " + kwargs) + "}";
+    auto r = client_->Post("/v1/chat/completions", body, "application/json");
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no response");
+    if (!r || r->status != 200) return -1;
+    return json::parse(r->body)["usage"]["prompt_tokens"].get<int>();
+  }
+};
+
+TEST_F(ServeV31Test, ChatTemplateKwargsSwitchThinkingPerRequest) {
+  EXPECT_NE(log_.str().find("deepseek-v3.1 (thinking on by default)"), std::string::npos)
+      << log_.str();
+  const int thinking = PromptTokens("");
+  const int not_thinking = PromptTokens(R"({"thinking": false})");
+  ASSERT_GT(thinking, 0);
+  EXPECT_GT(not_thinking, thinking);  // "</think>" more
+  // The server's thinking = true wins over a request's enable_thinking = false.
+  EXPECT_EQ(PromptTokens(R"({"enable_thinking": false})"), thinking);
+  EXPECT_EQ(PromptTokens(R"({"thinking": true, "unknown": [1]})"), thinking);
+  auto r = client_->Post("/v1/chat/completions",
+                         R"({"messages": [{"role": "user", "content": "Hi"}],
+                             "chat_template_kwargs": {"thinking": "no"}})",
+                         "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(json::parse(r->body)["error"]["param"], "chat_template_kwargs.thinking");
 }
 
 }  // namespace

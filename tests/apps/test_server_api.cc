@@ -89,6 +89,26 @@ TEST(ServerApiTest, ErrorsNameTheField) {
             "stream_options.include_usage");
 }
 
+// chat_template_kwargs as llama-server takes it: an object; thinking / enable_thinking must be
+// booleans; other template variables pass unread.
+TEST(ServerApiTest, ChatTemplateKwargs) {
+  const std::string msgs = R"("messages": [{"role": "user", "content": "x"}])";
+  ApiRequest r = Ok("{" + msgs + R"(, "chat_template_kwargs": {"thinking": true, "x": "y"}})");
+  EXPECT_EQ(r.template_kwargs.thinking, std::optional<bool>(true));
+  EXPECT_FALSE(r.template_kwargs.enable_thinking.has_value());
+  r = Ok("{" + msgs + R"(, "chat_template_kwargs": {"enable_thinking": false}})");
+  EXPECT_EQ(r.template_kwargs.enable_thinking, std::optional<bool>(false));
+  EXPECT_FALSE(r.template_kwargs.thinking.has_value());
+  r = Ok("{" + msgs + R"(, "chat_template_kwargs": null})");
+  EXPECT_FALSE(r.template_kwargs.thinking || r.template_kwargs.enable_thinking);
+  EXPECT_EQ(Error("{" + msgs + R"(, "chat_template_kwargs": [true]})").param,
+            "chat_template_kwargs");
+  const ApiError e =
+      Error("{" + msgs + R"(, "chat_template_kwargs": {"enable_thinking": "false"}})");
+  EXPECT_EQ(e.param, "chat_template_kwargs.enable_thinking");
+  EXPECT_NE(e.message.find("must be a boolean, got a string"), std::string::npos) << e.message;
+}
+
 TEST(ServerApiTest, CompletionPrompts) {
   EXPECT_EQ(Ok(R"({"prompt": "hi"})", false).prompt, "hi");
   EXPECT_EQ(Ok(R"({"prompt": ["hi"]})", false).prompt, "hi");

@@ -85,6 +85,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckSplit(t, rest);
   (void)chat::EndOfTurn(t);
   (void)chat::PromptOpensReasoning(t);
+  // Request kwargs (chat_template_kwargs) change only whether the model thinks.
+  const chat::ChatTemplate k = chat::WithKwargs(t, {.thinking = gen, .enable_thinking = !gen});
+  if (k.format != t.format || k.bos_token != t.bos_token || k.eos_token != t.eos_token) {
+    __builtin_trap();
+  }
+  if (!chat::IsThinkingModel(t) && k.enable_thinking != t.enable_thinking) __builtin_trap();
+  if (t.format == chat::ChatFormat::kDeepseekV31 && k.enable_thinking != gen) __builtin_trap();
 
   // The rest as a model's tokenizer.chat_template: a template or an error that names it.
   auto detected = chat::DetectChatTemplate(rest);

@@ -81,6 +81,26 @@ TEST(ModelConfigTest, DeepseekV3YarnScales) {
   EXPECT_EQ(c.n_group_used, 4);
 }
 
+TEST(ModelConfigTest, KimiK2YarnAndRouting) {
+  // Kimi-K2: YaRN factor 32, mscale_all_dim 1 (stored 0.1), rope base 50000:
+  // kq_scale = (1 + 0.1 * ln 32)^2 / sqrt(192) = 1.346574^2 / 13.856406 = 0.130861.
+  const ModelConfig c = ModelConfig::FromGguf(*MetadataOnly("kimi-k2")).value();
+  EXPECT_EQ(c.rope_scaling, RopeScalingType::kYarn);
+  EXPECT_FLOAT_EQ(c.rope_freq_scale, 1.0f / 32.0f);
+  EXPECT_FLOAT_EQ(c.rope_freq_base, 50000.0f);
+  EXPECT_EQ(c.yarn_orig_ctx, 4096);
+  EXPECT_NEAR(c.kq_scale, 0.130861f, 1e-5);
+  EXPECT_NEAR(c.rope_attn_factor_eff, 1.0f / 1.346574f, 1e-5);
+  EXPECT_EQ(c.n_head, 64);
+  EXPECT_EQ(c.n_expert, 384);
+  EXPECT_EQ(c.n_expert_used, 8);
+  EXPECT_EQ(c.n_expert_groups, 1);
+  EXPECT_EQ(c.gating, GatingFunc::kSigmoid);
+  EXPECT_FLOAT_EQ(c.expert_weights_scale, 2.827f);
+  EXPECT_FALSE(c.IsMoeLayer(0));
+  EXPECT_TRUE(c.IsMoeLayer(1));
+}
+
 TEST(ModelConfigTest, DeepseekV2LiteNoQLoraLegacyStyleScales) {
   // V2-Lite: no q_lora, softmax, mscale_all_dim 0.707 (stored 0.0707):
   // kq_scale = (1 + 0.1 * 0.707 * ln 40)^2 / sqrt(192) = 1.260808^2 / 13.8564 = 0.114722.

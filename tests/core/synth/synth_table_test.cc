@@ -103,6 +103,52 @@ TEST(SynthTable, DsV3FullWidthTableAndSize) {
   EXPECT_LT(gib, 420.0);
 }
 
+// Kimi-K2 (config.json): 61 layers, the first dense, 384 experts top-8, 64 heads of MLA with
+// DeepSeek-V3's widths, vocabulary 163840.
+TEST(SynthTable, KimiK2FullWidthTable) {
+  auto spec = BuildTensorTable({.preset = "kimi-k2"});
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  // 3 globals + 1 dense layer x 13 + 60 MoE layers x 18 tensors.
+  EXPECT_EQ(spec->tensors.size(), 3u + 1 * 13 + 60 * 18);
+  EXPECT_EQ(Find(*spec, "blk.1.ffn_gate_exps.weight")->ne, (std::vector<int64_t>{7168, 2048, 384}));
+  EXPECT_EQ(Find(*spec, "blk.1.ffn_gate_inp.weight")->ne, (std::vector<int64_t>{7168, 384}));
+  EXPECT_EQ(Find(*spec, "blk.0.ffn_gate.weight")->ne, (std::vector<int64_t>{7168, 18432}));
+  EXPECT_EQ(Find(*spec, "blk.1.ffn_gate.weight"), nullptr);
+  EXPECT_EQ(Find(*spec, "blk.60.ffn_up_shexp.weight")->ne, (std::vector<int64_t>{7168, 2048}));
+  // 64 heads x (128 nope + 64 rope) query rows, 64 x 128 value columns into the output.
+  EXPECT_EQ(Find(*spec, "blk.0.attn_q_b.weight")->ne, (std::vector<int64_t>{1536, 64 * 192}));
+  EXPECT_EQ(Find(*spec, "blk.0.attn_k_b.weight")->ne, (std::vector<int64_t>{128, 512, 64}));
+  EXPECT_EQ(Find(*spec, "blk.0.attn_output.weight")->ne, (std::vector<int64_t>{64 * 128, 7168}));
+  EXPECT_EQ(Find(*spec, "token_embd.weight")->ne, (std::vector<int64_t>{7168, 163840}));
+  // Routed experts: 60 x 384 x 3 x 7168 x 2048 = 1014.7 G values; everything else ~12 G, so
+  // the total is the "1T parameters" Moonshot states.
+  int64_t routed = 0, total = 0;
+  for (const TensorSpec& t : spec->tensors) {
+    total += t.NumElements();
+    if (t.name.find("_exps.") != std::string::npos) routed += t.NumElements();
+  }
+  EXPECT_EQ(routed, int64_t{60} * 384 * 3 * 7168 * 2048);
+  EXPECT_GT(total, routed);
+  EXPECT_LT(total, routed + int64_t{15'000'000'000});
+}
+
+TEST(SynthTable, KimiK2Metadata) {
+  const ModelSpec spec = Build({.preset = "kimi-k2", .layers = 2});
+  EXPECT_EQ(FindKey(spec, "deepseek2.expert_count")->AsInt().value(), 384);
+  EXPECT_EQ(FindKey(spec, "deepseek2.expert_used_count")->AsInt().value(), 8);
+  EXPECT_EQ(FindKey(spec, "deepseek2.expert_group_count")->AsInt().value(), 1);
+  EXPECT_EQ(FindKey(spec, "deepseek2.leading_dense_block_count")->AsInt().value(), 1);
+  EXPECT_EQ(FindKey(spec, "deepseek2.attention.head_count")->AsInt().value(), 64);
+  EXPECT_FLOAT_EQ(FindKey(spec, "deepseek2.expert_weights_scale")->AsFloat().value(), 2.827f);
+  EXPECT_FLOAT_EQ(FindKey(spec, "deepseek2.rope.freq_base")->AsFloat().value(), 50000.0f);
+  EXPECT_FLOAT_EQ(FindKey(spec, "deepseek2.rope.scaling.factor")->AsFloat().value(), 32.0f);
+  EXPECT_EQ(FindKey(spec, "deepseek2.context_length")->AsInt().value(), 131072);
+  EXPECT_EQ(FindKey(spec, "tokenizer.ggml.pre")->AsString().value(), "kimi-k2");
+  EXPECT_EQ(FindKey(spec, "tokenizer.ggml.bos_token_id")->AsInt().value(), 163584);
+  EXPECT_EQ(FindKey(spec, "tokenizer.ggml.eos_token_id")->AsInt().value(), 163585);
+  EXPECT_EQ(FindKey(spec, "tokenizer.chat_template"), nullptr);
+}
+
 TEST(SynthTable, DsV3FewLayersAndLegacyLayout) {
   const ModelSpec spec = Build({.preset = "ds-v3", .layers = 4, .mla = MlaLayout::kLegacy});
   EXPECT_EQ(spec.hp.n_layer, 4);

@@ -44,6 +44,24 @@ TEST(SynthVocab, DeepseekLayout) {
   EXPECT_NE(v.chat_template.find("<｜User｜>"), std::string::npos);
 }
 
+TEST(SynthVocab, KimiLayout) {
+  const Vocab v = BuildVocab(VocabStyle::kKimi, 163840, true);
+  ASSERT_EQ(v.tokens.size(), 163840u);
+  EXPECT_EQ(v.pre, "kimi-k2");
+  EXPECT_EQ(v.tokens[0], ByteToUnicode(0));
+  EXPECT_EQ(v.bos, 163584u);
+  EXPECT_EQ(v.eos, 163585u);
+  EXPECT_EQ(v.tokens[163584], "[BOS]");
+  EXPECT_EQ(v.tokens[163586], "<|im_end|>");
+  EXPECT_EQ(v.tokens[163594], "<|im_system|>");
+  EXPECT_EQ(v.tokens[163601], "<|im_middle|>");
+  EXPECT_EQ(v.token_types[163584], kTokenControl);
+  EXPECT_EQ(v.token_types[163583], kTokenUnused);  // the pads end where the specials start
+  std::set<std::string> unique(v.tokens.begin(), v.tokens.end());
+  EXPECT_EQ(unique.size(), v.tokens.size());
+  EXPECT_TRUE(v.chat_template.empty());  // no Kimi template we could render
+}
+
 TEST(SynthVocab, TinyVocabsAreFull) {
   for (VocabStyle s : {VocabStyle::kDsTiny, VocabStyle::kQwen, VocabStyle::kLlama}) {
     const Vocab v = BuildVocab(s, 1024, true);
