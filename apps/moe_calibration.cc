@@ -77,7 +77,7 @@ TensorView Slab(const char* name, GgmlType type, int64_t cols, int64_t rows, int
   return v;
 }
 
-StatusOr<LayerCopy> BuildLayer(int node, int64_t experts, numa::Executor& pool) {
+StatusOr<LayerCopy> BuildLayer(int node, int64_t experts, moesplit::Executor& pool) {
   const int64_t gate_bytes = RowBytes(kGateUp, kD) * kF;  // one expert's gate (= up): 1.62 MB
   const int64_t down_bytes = RowBytes(kDown, kF) * kD;    // 3.06 MB
   const int64_t total = experts * (2 * gate_bytes + down_bytes);

@@ -1,4 +1,4 @@
-// The same jobs on three numa::Executor implementations, to decide which runs each job:
+// The same jobs on three moesplit::Executor implementations, to decide which runs each job:
 //
 //   ours  numa::NodePool: one worker per CPU, pinned (cpus = the first `threads` CPUs this
 //         process may run on, node 0; the caller is worker 0 and is pinned for the benchmark's
@@ -45,7 +45,7 @@
 #include "cpu_kernels/gemv/gemv.h"
 #include "moe/expert_engine.h"
 #include "numa/affinity.h"
-#include "numa/executor.h"
+#include "core/base/executor.h"
 #include "numa/node_pool.h"
 
 namespace moesplit::bench {
@@ -61,7 +61,7 @@ enum class Kind { kOurs, kTbb, kOmp };
 constexpr Kind kKinds[] = {Kind::kOurs, Kind::kTbb, Kind::kOmp};
 const char* KindName(Kind k) { return k == Kind::kOurs ? "ours" : k == Kind::kTbb ? "tbb" : "omp"; }
 
-class TbbExecutor : public numa::Executor {
+class TbbExecutor : public moesplit::Executor {
  public:
   // numa_id: tbb's id of the node to constrain the arena to, or -1 (tbb::task_arena::automatic).
   TbbExecutor(int threads, int numa_id)
@@ -87,7 +87,7 @@ class TbbExecutor : public numa::Executor {
   tbb::task_arena arena_;
 };
 
-class OmpExecutor : public numa::Executor {
+class OmpExecutor : public moesplit::Executor {
  public:
   explicit OmpExecutor(int threads) : threads_(threads) {}
   int size() const override { return threads_; }
@@ -132,12 +132,12 @@ class Runner {
     exec_.reset();
     if (!saved_.empty()) (void)numa::PinCurrentThread(saved_);  // undo pin_caller
   }
-  numa::Executor& exec() { return *exec_; }
+  moesplit::Executor& exec() { return *exec_; }
   const std::string& label() const { return label_; }
 
  private:
   std::vector<int> saved_;  // the caller's CPUs before the benchmark
-  std::unique_ptr<numa::Executor> exec_;
+  std::unique_ptr<moesplit::Executor> exec_;
   std::string label_;
 };
 

@@ -16,7 +16,7 @@
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/matmul/matmul.h"
 #include "moe/fused_ffn.h"
-#include "numa/executor.h"
+#include "core/base/executor.h"
 
 namespace moesplit::moe {
 
@@ -38,7 +38,7 @@ class ExpertEngine {
   };
 
   // kernels: the tier's table (gemv::KernelsFor), chosen once at start-up by the owner.
-  ExpertEngine(numa::Executor* pool, const gemv::GemvKernels* kernels)
+  ExpertEngine(moesplit::Executor* pool, const gemv::GemvKernels* kernels)
       : pool_(pool), kernels_(kernels), ffn_(pool, kernels) {}
 
   // out[T x D] = routed expert mixture of hidden[T x D] for ids/weights [T x k], plus the
@@ -60,7 +60,7 @@ class ExpertEngine {
   const gemv::GemvKernels& kernels() const { return *kernels_; }
 
  private:
-  numa::Executor* pool_;
+  moesplit::Executor* pool_;
   const gemv::GemvKernels* kernels_;
   FusedFfn ffn_;
   std::vector<int64_t> start_;   // [E + 1] first slot of each expert (counting sort)

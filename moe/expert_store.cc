@@ -108,7 +108,7 @@ void ReleaseExpert(const TensorView& t, int64_t e) {
 // them), so that resident memory grows by at most the experts in flight, not by a whole layer
 // (V3: 256 experts, 6.3-7.3 GB a layer; with the layer-at-once release of before, a 5-layer
 // V3 file peaked at 1.44x its size).
-void PlaceFamily(const FamilyCut& c, uint8_t* base, numa::Executor* copier, bool release,
+void PlaceFamily(const FamilyCut& c, uint8_t* base, moesplit::Executor* copier, bool release,
                  TensorView* g, TensorView* u, TensorView* d) {
   const int64_t Fn = c.s.f1 - c.s.f0;
   const uint64_t gb = Align(c.GateBytes(c.gate_type)), ub = Align(c.GateBytes(c.up_type));
@@ -215,7 +215,7 @@ StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Build(std::vector<Layer> lay
     const Layer& l = layers[il];
     if (!Present(l.gate_exps)) continue;
     for (int g = 0; g < n_groups; ++g) {
-      numa::Executor* copier = o.copiers.empty() ? nullptr : o.copiers[g];
+      moesplit::Executor* copier = o.copiers.empty() ? nullptr : o.copiers[g];
       const std::vector<FamilyCut> fam = cuts(l, g);
       uint64_t bytes = 0;
       for (const FamilyCut& c : fam) bytes += Align(c.Bytes());

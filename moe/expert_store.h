@@ -26,7 +26,7 @@
 #include "core/base/status.h"
 #include "cpu_kernels/gemv/gemv.h"
 #include "moe/expert_engine.h"
-#include "numa/executor.h"
+#include "core/base/executor.h"
 #include "numa/node_memory.h"
 #include "numa/plan.h"
 
@@ -40,7 +40,7 @@ struct ExpertStoreOptions {
   std::vector<int> nodes;
   // [groups] the pinned workers of each group: they copy (and so first-touch) its weights.
   // nullptr entries copy on the calling thread.
-  std::vector<numa::Executor*> copiers;
+  std::vector<moesplit::Executor*> copiers;
   bool copy = false;  // single: copy to node memory instead of reading the file mapping
   bool huge_pages = true;
   // MADV_DONTNEED the file pages of every copied tensor, expert by expert as each is copied

@@ -373,7 +373,7 @@ void FusedFfn::RunFlowTask(std::span<const FfnJob> jobs, const FlowTask& t, int 
   }
   // The job's gate/up tasks were claimed before this one (list order), each by a thread that
   // runs it at once: wait for the last of them.
-  for (int spins = 0; up_left_[j].load(std::memory_order_acquire) != 0;) numa::CpuRelax(spins++);
+  for (int spins = 0; up_left_[j].load(std::memory_order_acquire) != 0;) moesplit::CpuRelax(spins++);
   const int64_t D = job.down.rows;
   float* y = job_out_.data() + job_out_offset_[j];  // [n x D]
   for (int64_t i0 = 0; i0 < job.n; i0 += down_chunk_) {

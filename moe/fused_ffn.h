@@ -36,7 +36,7 @@
 
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/qmatmul/qmatmul.h"
-#include "numa/executor.h"
+#include "core/base/executor.h"
 
 namespace moesplit::moe {
 
@@ -52,7 +52,7 @@ struct FfnJob {
 
 class FusedFfn {
  public:
-  FusedFfn(numa::Executor* pool, const gemv::GemvKernels* kernels)
+  FusedFfn(moesplit::Executor* pool, const gemv::GemvKernels* kernels)
       : pool_(pool), kernels_(kernels) {}
 
   // out[n_tok x D] = the weighted sum above of x[n_tok x D] (rows no job covers get 0). Every
@@ -95,7 +95,7 @@ class FusedFfn {
   void RunFlow(std::span<const FfnJob> jobs, int64_t n_tok, float* out);
   void RunFlowTask(std::span<const FfnJob> jobs, const FlowTask& t, int worker);
 
-  numa::Executor* pool_;
+  moesplit::Executor* pool_;
   const gemv::GemvKernels* kernels_;
   std::array<qmatmul::QuantizedRows, 3> x_rows_;  // x as [n_tok x D] in kF32 / kQ8_K / kQ8_0
   std::array<bool, 3> x_ready_{};                 // x_rows_[i] holds this Run's x

@@ -8,13 +8,13 @@
 
 namespace moesplit::moe {
 
-GroupedExperts::GroupedExperts(const ExpertStore* store, std::vector<numa::Executor*> pools,
+GroupedExperts::GroupedExperts(const ExpertStore* store, std::vector<moesplit::Executor*> pools,
                                RunGroupsFn run_groups, const gemv::GemvKernels* kernels)
     : store_(store), run_groups_(std::move(run_groups)) {
   MOESPLIT_CHECK(static_cast<int>(pools.size()) == store->num_groups(), pools.size(),
                  " pools for ", store->num_groups(), " expert groups");
   MOESPLIT_CHECK(pools.size() == 1 || run_groups_, "several groups need a fan-out");
-  for (numa::Executor* p : pools) engines_.push_back(std::make_unique<ExpertEngine>(p, kernels));
+  for (moesplit::Executor* p : pools) engines_.push_back(std::make_unique<ExpertEngine>(p, kernels));
   partial_.resize(pools.size());
   use_.resize(pools.size());
 }

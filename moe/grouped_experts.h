@@ -20,7 +20,7 @@
 #include "cpu_kernels/gemv/gemv.h"
 #include "moe/expert_engine.h"
 #include "moe/expert_store.h"
-#include "numa/executor.h"
+#include "core/base/executor.h"
 
 namespace moesplit::moe {
 
@@ -32,7 +32,7 @@ class GroupedExperts {
  public:
   // pools: [store->num_groups()] the executor of each group; run_groups may be empty when there is
   // one group.
-  GroupedExperts(const ExpertStore* store, std::vector<numa::Executor*> pools,
+  GroupedExperts(const ExpertStore* store, std::vector<moesplit::Executor*> pools,
                  RunGroupsFn run_groups, const gemv::GemvKernels* kernels);
 
   // out[T x D] = the mixture of layer il's experts for hidden[T x D], ids/weights [T x k].

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "numa/executor.h"
+#include "core/base/executor.h"
 
 namespace moesplit::numa {
 

@@ -14,9 +14,11 @@
 
 #include "core/base/status.h"
 
-namespace moesplit::numa {
+namespace moesplit {
+class Executor;  // core/base/executor.h
+}  // namespace moesplit
 
-class Executor;
+namespace moesplit::numa {
 
 struct NodeAllocOptions {
   std::vector<int> nodes;  // OS node ids: one = bind there, several = interleave over them

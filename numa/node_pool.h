@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "numa/executor.h"
+#include "core/base/executor.h"
 
 namespace moesplit::numa {
 

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "numa/executor.h"
+#include "core/base/executor.h"
 
 namespace moesplit::numa {
 

@@ -30,8 +30,10 @@
 #include "cpu_kernels/gemv/gemv.h"
 #include "numa/plan.h"
 
-namespace moesplit::numa {
+namespace moesplit {
 class Executor;
+}  // namespace moesplit
+namespace moesplit::numa {
 class NodeFanout;
 class NodePool;
 class ThreadPool;
@@ -193,7 +195,7 @@ class Engine {
   std::unique_ptr<numa::ThreadPool> pool_;     // the default: unpinned workers
   std::unique_ptr<numa::NodePool> node_pool_;  // single / interleave placement
   std::unique_ptr<numa::NodeFanout> fanout_;   // replicate / shard: one pool per group
-  numa::Executor* exec_ = nullptr;             // attention, dense layers, head: one of the above
+  moesplit::Executor* exec_ = nullptr;             // attention, dense layers, head: one of the above
   std::unique_ptr<KvCache> kv_;                // the CPU pass's block pool (null in hybrid)
   std::unique_ptr<moe::ExpertStore> store_;
   std::unique_ptr<moe::GroupedExperts> experts_;

@@ -24,7 +24,7 @@
 #include "moe/expert_engine.h"
 #include "moe/grouped_experts.h"
 #include "moe/routing.h"
-#include "numa/executor.h"
+#include "core/base/executor.h"
 
 namespace moesplit::engine {
 
@@ -78,7 +78,7 @@ struct SeqRows {
 struct ForwardContext {
   const ModelConfig& cfg;
   const ModelWeights& w;
-  numa::Executor& pool;  // attention, dense layers, head (node 0's pool when placed)
+  moesplit::Executor& pool;  // attention, dense layers, head (node 0's pool when placed)
   KvCache& kv;
   moe::GroupedExperts& experts;  // routed experts over the placement's groups
   ops::RopeParams rope;          // from cfg (RopeParamsFor)

@@ -24,7 +24,7 @@ int ResolveThreads(int n) {
 // One group's pool seen as an Executor from outside the fan-out: its ParallelFor runs inside a
 // NodeFanout::Run so that the group's own (pinned) leader drives it — used to copy each group's
 // experts with that group's workers.
-class GroupExecutor : public numa::Executor {
+class GroupExecutor : public moesplit::Executor {
  public:
   GroupExecutor(numa::NodeFanout* fanout, int group) : fanout_(fanout), group_(group) {}
   int size() const override { return fanout_->pool(group_).size(); }
@@ -124,7 +124,7 @@ Status Engine::Place(const EngineOptions& options) {
   }
   const CpuPlacement& p = options.placement;
   using numa::NumaMode;
-  std::vector<numa::Executor*> pools;
+  std::vector<moesplit::Executor*> pools;
   std::vector<std::unique_ptr<GroupExecutor>> copiers;
   moe::RunGroupsFn run_groups;
   moe::ExpertStoreOptions so{.mode = p.mode, .copy = p.copy_single, .progress = options.progress};

@@ -32,7 +32,7 @@ std::vector<TensorView*> Candidates(ModelWeights* w) {
 
 // rows x cols of `from` at src -> `to` at dst, in tasks of whole groups on `pool`.
 void RepackMatrix(GgmlType from, GgmlType to, const uint8_t* src, int64_t rows, int64_t cols,
-                  uint8_t* dst, numa::Executor& pool) {
+                  uint8_t* dst, moesplit::Executor& pool) {
   const int64_t src_row = RowBytes(from, cols), dst_row = RowBytes(to, cols);
   const int64_t group = quant::kR16Rows;
   const int64_t per_task = group * std::max<int64_t>(1, kTaskBytes / (group * dst_row));
@@ -46,7 +46,7 @@ void RepackMatrix(GgmlType from, GgmlType to, const uint8_t* src, int64_t rows, 
 }  // namespace
 
 StatusOr<DenseRepack> RepackDenseWeights(const ModelWeights& w, const gemv::GemvKernels& kernels,
-                                         int node, numa::Executor& pool) {
+                                         int node, moesplit::Executor& pool) {
   DenseRepack r;
   r.weights = w;
   struct Item {

@@ -23,7 +23,7 @@
 #include "core/base/status.h"
 #include "core/model/model_weights.h"
 #include "cpu_kernels/gemv/gemv.h"
-#include "numa/executor.h"
+#include "core/base/executor.h"
 #include "numa/node_memory.h"
 
 namespace moesplit::engine {
@@ -41,6 +41,6 @@ struct DenseRepack {
 // releases the file pages of each. Nothing to repack (another tier, no such types): `tensors`
 // is 0 and `weights` is `w`. Errors: the allocation (ResourceExhausted naming the bytes).
 StatusOr<DenseRepack> RepackDenseWeights(const ModelWeights& w, const gemv::GemvKernels& kernels,
-                                         int node, numa::Executor& pool);
+                                         int node, moesplit::Executor& pool);
 
 }  // namespace moesplit::engine

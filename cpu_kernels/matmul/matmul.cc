@@ -56,7 +56,7 @@ void MatMulRowRange(const WeightMatrix& w, const float* x, int64_t ldx, int64_t 
   }
 }
 
-void MatMul(numa::ThreadPool& pool, const WeightMatrix& w, const float* x, int64_t ldx,
+void MatMul(Executor& pool, const WeightMatrix& w, const float* x, int64_t ldx,
             int64_t n_tok, float* y, int64_t ldy) {
   MOESPLIT_CHECK(quant::CanDequantize(w.type), "matmul: weight type ", TypeName(w.type));
   // ~4 blocks per thread for balance, at least 8 rows per block.

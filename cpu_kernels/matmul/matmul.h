@@ -9,7 +9,7 @@
 
 #include "core/base/dtype.h"
 #include "core/base/tensor_view.h"
-#include "numa/thread_pool.h"
+#include "core/base/executor.h"
 
 namespace moesplit::matmul {
 
@@ -35,7 +35,7 @@ void MatMulRowRange(const WeightMatrix& w, const float* x, int64_t ldx, int64_t 
                     int64_t ldy, int64_t row_begin, int64_t row_end, float* scratch);
 
 // y[T x M] = x[T x K] W^T over all rows, parallel over row blocks on `pool`.
-void MatMul(numa::ThreadPool& pool, const WeightMatrix& w, const float* x, int64_t ldx,
+void MatMul(Executor& pool, const WeightMatrix& w, const float* x, int64_t ldx,
             int64_t n_tok, float* y, int64_t ldy);
 
 // y[T x K] = x[T x M] W (the transposed product): y[t*ldy + k] = sum_r x[t*ldx + r] * W[r][k].

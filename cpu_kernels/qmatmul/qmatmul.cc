@@ -87,7 +87,7 @@ void Quantize(const gemv::GemvKernels& k, GgmlType act_type, const float* x, int
   for (int64_t t = 0; t < n_tok; ++t) q(x + t * ldx, base + t * rows->stride, cols);
 }
 
-void Quantize(numa::Executor& pool, const gemv::GemvKernels& k, GgmlType act_type, const float* x,
+void Quantize(moesplit::Executor& pool, const gemv::GemvKernels& k, GgmlType act_type, const float* x,
               int64_t ldx, int64_t n_tok, int64_t cols, QuantizedRows* rows) {
   const int n_threads = pool.size();
   if (act_type == GgmlType::kF32 || n_threads == 1 || n_tok < 2 * n_threads ||
@@ -144,7 +144,7 @@ void MatMulRows(const gemv::GemvKernels& k, const WeightMatrix& w, const Quantiz
   }
 }
 
-void MatMulMany(numa::Executor& pool, const gemv::GemvKernels& k, std::span<const Product> products,
+void MatMulMany(moesplit::Executor& pool, const gemv::GemvKernels& k, std::span<const Product> products,
                 const QuantizedRows& rows) {
   const int n = static_cast<int>(products.size());
   MOESPLIT_CHECK(n <= kMaxProducts, "MatMulMany takes at most ", kMaxProducts, " products");
@@ -198,13 +198,13 @@ void MatMulMany(numa::Executor& pool, const gemv::GemvKernels& k, std::span<cons
   });
 }
 
-void MatMul(numa::Executor& pool, const gemv::GemvKernels& k, const WeightMatrix& w,
+void MatMul(moesplit::Executor& pool, const gemv::GemvKernels& k, const WeightMatrix& w,
             const QuantizedRows& rows, float* y, int64_t ldy) {
   const Product p{w, y, ldy};
   MatMulMany(pool, k, {&p, 1}, rows);
 }
 
-void MatMul(numa::Executor& pool, const gemv::GemvKernels& k, const WeightMatrix& w, const float* x,
+void MatMul(moesplit::Executor& pool, const gemv::GemvKernels& k, const WeightMatrix& w, const float* x,
             int64_t ldx, int64_t n_tok, float* y, int64_t ldy, QuantizedRows* scratch) {
   Quantize(pool, k, ActTypeFor(k, w.type), x, ldx, n_tok, w.cols, scratch);
   MatMul(pool, k, w, *scratch, y, ldy);

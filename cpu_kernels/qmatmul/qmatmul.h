@@ -20,7 +20,7 @@
 #include "core/base/dtype.h"
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/matmul/matmul.h"
-#include "numa/executor.h"
+#include "core/base/executor.h"
 
 namespace moesplit::qmatmul {
 
@@ -74,7 +74,7 @@ size_t RowStride(GgmlType act_type, int64_t cols);
 // The parallel form splits tokens over the pool when there are enough of them.
 void Quantize(const gemv::GemvKernels& k, GgmlType act_type, const float* x, int64_t ldx,
               int64_t n_tok, int64_t cols, QuantizedRows* rows);
-void Quantize(numa::Executor& pool, const gemv::GemvKernels& k, GgmlType act_type, const float* x,
+void Quantize(moesplit::Executor& pool, const gemv::GemvKernels& k, GgmlType act_type, const float* x,
               int64_t ldx, int64_t n_tok, int64_t cols, QuantizedRows* rows);
 
 // y[t*ldy + r] = W[r] . x[t] for r in [r0, r1), t < rows.n_tok; single-threaded. rows.type must
@@ -97,15 +97,15 @@ inline constexpr int kMaxProducts = 8;
 
 // All products over the same activation rows in ONE ParallelFor (one barrier): row blocks of
 // every matrix sized so that each thread gets >= 4 tasks. Tiny products run on the caller.
-void MatMulMany(numa::Executor& pool, const gemv::GemvKernels& k, std::span<const Product> products,
+void MatMulMany(moesplit::Executor& pool, const gemv::GemvKernels& k, std::span<const Product> products,
                 const QuantizedRows& rows);
 
 // y[T x M] = x W^T with pre-quantized rows, parallel over row blocks.
-void MatMul(numa::Executor& pool, const gemv::GemvKernels& k, const WeightMatrix& w,
+void MatMul(moesplit::Executor& pool, const gemv::GemvKernels& k, const WeightMatrix& w,
             const QuantizedRows& rows, float* y, int64_t ldy);
 
 // Quantizes x[n_tok x w.cols] (into *scratch) and multiplies: y[T x M] = x W^T.
-void MatMul(numa::Executor& pool, const gemv::GemvKernels& k, const WeightMatrix& w, const float* x,
+void MatMul(moesplit::Executor& pool, const gemv::GemvKernels& k, const WeightMatrix& w, const float* x,
             int64_t ldx, int64_t n_tok, float* y, int64_t ldy, QuantizedRows* scratch);
 
 }  // namespace moesplit::qmatmul

@@ -3,7 +3,8 @@
 // group of 8 (IQ2, IQ1) or 4 (IQ3) values, an index into one of these tables; the entry's bytes
 // are the group's magnitudes, value j in byte j (little-endian). Signs are stored separately
 // (IQ2, IQ3: 7 bits a group, see kIq2Signs) or are part of the entry (IQ1: signed bytes).
-// Internal to quant/.
+// Internal to cpu_kernels/: the reference (quant/) and the IQ kernels (gemv/gemv_iq_*) read
+// the same tables, so a grid exists once.
 #pragma once
 
 #include <cstdint>

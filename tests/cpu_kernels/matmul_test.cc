@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cpu_kernels/quant/quant.h"
+#include "numa/thread_pool.h"
 
 namespace moesplit::matmul {
 namespace {

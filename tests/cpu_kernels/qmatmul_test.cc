@@ -17,6 +17,7 @@
 
 #include "cpu_kernels/cpu_features.h"
 #include "cpu_kernels/quant/quant.h"
+#include "numa/thread_pool.h"
 #include "tests/isa_tiers.h"
 
 namespace moesplit::qmatmul {
@@ -195,8 +196,8 @@ TEST(QMatMulQuantizeTest, ParallelQuantizationEqualsSerial) {
 
 TEST(QMatMulQuantizeTest, MissingKernelTypesAreListedOnce) {
   const gemv::GemvKernels& k = gemv::KernelsFor(IsaTier::kScalar);
-  const GgmlType types[] = {GgmlType::kQ4_K, GgmlType::kIQ3_XXS, GgmlType::kQ8_0,
-                            GgmlType::kIQ3_XXS, GgmlType::kQ5_1, GgmlType::kQ2_K};
+  const GgmlType types[] = {GgmlType::kQ4_K,    GgmlType::kIQ3_XXS, GgmlType::kQ8_0,
+                            GgmlType::kIQ3_XXS, GgmlType::kQ5_1,    GgmlType::kQ2_K};
   const std::vector<GgmlType> missing = MissingKernelTypes(k, types);
   ASSERT_EQ(missing.size(), 2u);
   EXPECT_EQ(missing[0], GgmlType::kIQ3_XXS);

@@ -313,7 +313,7 @@ TEST_P(ExpertEngineTest, F32MatchesFloat64Mixture) {
 
 // Runs the tasks serially in reverse order, worker = task % size: an Executor unlike ThreadPool
 // in order and worker assignment.
-class ReverseExecutor : public numa::Executor {
+class ReverseExecutor : public moesplit::Executor {
  public:
   explicit ReverseExecutor(int size) : size_(size) {}
   int size() const override { return size_; }
@@ -338,8 +338,8 @@ TEST_P(ExpertEngineTest, SameOutputOnEveryExecutor) {
   for (const Routing& r : Routings()) {
     const std::vector<float> x = Hidden(r.T, D);
     std::vector<std::vector<float>> outs;  // [executors][T x D]
-    for (numa::Executor* ex :
-         std::initializer_list<numa::Executor*>{&one, &three, &node, &reverse}) {
+    for (moesplit::Executor* ex :
+         std::initializer_list<moesplit::Executor*>{&one, &three, &node, &reverse}) {
       ExpertEngine engine(ex, &k);
       outs.emplace_back(static_cast<size_t>(r.T * D), kNaN);
       engine.Forward(m.Layer(true), x.data(), r.T, r.ids.data(), r.w.data(), r.k,

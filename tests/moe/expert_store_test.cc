@@ -94,7 +94,7 @@ TEST_P(GroupedTest, MatchesThePlainFusedPath) {
   std::vector<ExpertEngine::Layer> layers(2);
   layers[1] = tl.Layer();
   std::vector<std::unique_ptr<numa::ThreadPool>> pools;
-  std::vector<numa::Executor*> execs;
+  std::vector<moesplit::Executor*> execs;
   for (int g = 0; g < c.groups; ++g) {
     pools.push_back(std::make_unique<numa::ThreadPool>(1 + g % 2));
     execs.push_back(pools.back().get());
@@ -208,7 +208,7 @@ bool PagePresent(const void* p) {
 }
 
 // Runs the tasks in order on the calling thread, calling after(n_tasks, task) after each.
-class InOrder final : public numa::Executor {
+class InOrder final : public moesplit::Executor {
  public:
   std::function<void(int64_t, int64_t)> after;
   int size() const override { return 1; }

@@ -14,6 +14,7 @@
 #include "cpu_kernels/cpu_features.h"
 #include "moe/expert_store.h"
 #include "moe/grouped_experts.h"
+#include "numa/thread_pool.h"
 #include "tests/core/engine/f32_view.h"
 #include "tests/cpu_kernels/kquant_test_util.h"
 #include "tests/isa_tiers.h"

@@ -15,6 +15,7 @@
 #include "core/engine/mla_split.h"
 #include "moe/expert_store.h"
 #include "moe/grouped_experts.h"
+#include "numa/thread_pool.h"
 #include "tests/core/engine/f32_view.h"
 
 namespace moesplit::engine {

@@ -1,14 +1,15 @@
-// Executor: what the fused MoE driver and the engine need from a thread pool — a blocking
-// parallel-for with a worker index for per-thread scratch. Implemented by ThreadPool / NodePool
-// (ours), and by the oneTBB-arena and OpenMP runners that bench_pool compares them against, so
-// the same MoE-layer code runs on each.
+// Executor: what the kernels, the fused MoE driver and the engine need from a thread pool — a
+// blocking parallel-for with a worker index for per-thread scratch. A base type (shared/DESIGN.md:
+// kernels take an executor interface, not a concrete pool), implemented by numa::ThreadPool /
+// numa::NodePool and by the oneTBB-arena and OpenMP runners that bench_pool compares them
+// against, so the same kernel and MoE-layer code runs on each.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <thread>
 
-namespace moesplit::numa {
+namespace moesplit {
 
 // One iteration of a spin-wait on another thread: a pause (~10-50 ns); every 16th iteration
 // yields instead, so that on an oversubscribed machine the thread waited for gets to run.
@@ -33,4 +34,4 @@ class Executor {
                            const std::function<void(int64_t task, int worker)>& fn) = 0;
 };
 
-}  // namespace moesplit::numa
+}  // namespace moesplit
