@@ -59,6 +59,11 @@ std::string PresetListText() {
     os << line << sizes << "\n    " << synth::PresetDescription(name) << "\n";
   }
   os << "(tensor bytes at the default layer count; --layers N scales the per-layer part)\n";
+  os << "--quant mixes:";
+  for (int m = 0; m <= static_cast<int>(synth::QuantMix::kUdIQ1_M); ++m) {
+    os << (m == 0 ? " " : ", ") << synth::QuantMixName(static_cast<synth::QuantMix>(m));
+  }
+  os << " (docs/REFERENCE.md says what each puts where)\n";
   return os.str();
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "apps/cmd_make_model.h"
+#include "core/synth/model_spec.h"
 #include "tests/testdata.h"
 
 namespace moesplit::app {
@@ -70,6 +71,15 @@ TEST(MakeModelCmd, ListShowsEveryPreset) {
   for (const char* p :
        {"ds-tiny", "ds-v2-lite", "ds-v3", "kimi-k2", "qwen3moe-tiny", "mixtral-tiny"}) {
     EXPECT_NE(out.str().find(p), std::string::npos) << p;
+  }
+  // Every --quant mix is named, with the names QuantMixFromName takes back.
+  const std::string text = out.str();
+  const size_t mixes = text.find("--quant mixes: ");
+  ASSERT_NE(mixes, std::string::npos) << text;
+  for (const char* m : {"Q4_K_M", "Q8_0", "IQ4_XS", "Q3_K_M", "UD-Q2_K_XL", "UD-IQ2_XXS",
+                        "UD-IQ1_S", "UD-IQ1_M"}) {
+    EXPECT_NE(text.find(m, mixes), std::string::npos) << m;
+    EXPECT_TRUE(synth::QuantMixFromName(m).ok()) << m;
   }
 }
 
