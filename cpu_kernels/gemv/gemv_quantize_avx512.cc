@@ -12,6 +12,11 @@
 //         vcvtps2ph RNE (== Fp32ToFp16); q = roundf(x * id) (half away from zero) clamped to
 //         [-127, 127], NaN -> 0. roundf exactly: t = trunc(v), f = v - t (exact: f is v's own
 //         fraction bits), r = t + (|f| >= 0.5 ? copysign(1, v) : 0) (t +- 1 exact, |t| < 2^23).
+//
+// gemv_quantize_avx2.cc takes the same steps in the same order but shares no instruction with
+// this file (mask registers, vpmovdb narrowing and sad_epu8 bsums here; pack/permute and hadd
+// there), so the two stay separate files: the duplicates tool's ~20-line match is the shape of
+// the steps, and a template over both vector widths would hide what each step costs.
 #include <immintrin.h>
 
 #include <cstdint>
