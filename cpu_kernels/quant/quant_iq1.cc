@@ -95,27 +95,7 @@ int SnapToGrid(const IqLattice& lat, const float* x, const float* w, float scale
   int e = lat.Exact(key);
   if (e < 0) {
     *on_grid = false;
-    int count = 0;
-    const uint16_t* nb = lat.Neighbours(key, &count);
-    const uint8_t* lv = lat.NeighbourLevels(key);  // [8][count]
-    float d2[IqLattice::kMaxNeighbours];
-    for (int c = 0; c < count; ++c) d2[c] = 0;
-    for (int i = 0; i < 8; ++i) {
-      const uint8_t* li = lv + i * count;
-      for (int c = 0; c < count; ++c) {
-        const float q = xx[li[c]];
-        const float diff = scale * q - x[i];
-        d2[c] += w[i] * diff * diff;
-      }
-    }
-    float best = FLT_MAX;
-    for (int c = 0; c < count; ++c) {
-      if (d2[c] < best) {
-        best = d2[c];
-        e = nb[c];
-      }
-    }
-    MOESPLIT_CHECK(e >= 0, "no finite grid distance (non-finite input?)");
+    e = lat.NearestNeighbour(key, x, w, scale, xx);
     for (int i = 0; i < 8; ++i) L[i] = static_cast<int8_t>(lat.Level(e, i));
   }
   return e;

@@ -114,26 +114,8 @@ int SnapToGrid(const IqLattice& lat, const float* xval, const float* w, float sc
   for (int i = 0; i < 8; ++i) key |= static_cast<uint16_t>(L[i] << (2 * i));
   int e = lat.Exact(key);
   if (e < 0) {
-    int count = 0;
-    const uint16_t* nb = lat.Neighbours(key, &count);
-    const uint8_t* lv = lat.NeighbourLevels(key);  // [8][count]
-    float d2[IqLattice::kMaxNeighbours];
-    for (int c = 0; c < count; ++c) d2[c] = 0;
-    for (int i = 0; i < 8; ++i) {
-      const uint8_t* li = lv + i * count;
-      for (int c = 0; c < count; ++c) {
-        const float diff = scale * static_cast<float>(2 * li[c] + 1) - xval[i];
-        d2[c] += w[i] * diff * diff;
-      }
-    }
-    float best_d2 = FLT_MAX;
-    for (int c = 0; c < count; ++c) {
-      if (d2[c] < best_d2) {
-        best_d2 = d2[c];
-        e = nb[c];
-      }
-    }
-    MOESPLIT_CHECK(e >= 0, "no finite grid distance (non-finite input?)");
+    static constexpr float kLevelValues[3] = {1.0f, 3.0f, 5.0f};  // 2 l + 1
+    e = lat.NearestNeighbour(key, xval, w, scale, kLevelValues);
   }
   for (int i = 0; i < 8; ++i) L[i] = static_cast<int8_t>(lat.Level(e, i));
   return e;

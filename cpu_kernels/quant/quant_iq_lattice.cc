@@ -7,6 +7,8 @@
 // walking the entries in index order inside each bucket, without the sort.
 #include "cpu_kernels/quant/quant_iq_lattice.h"
 
+#include <cfloat>
+
 #include <array>
 
 #include "core/base/status.h"
@@ -125,6 +127,32 @@ const IqLattice& Iq1Lattice() {
   static constexpr uint8_t kBytes[3] = {0xFF, 0x00, 0x01};
   static const IqLattice lattice(kIq1SGrid, kIq1SGridSize, kBytes, 3);
   return lattice;
+}
+
+int IqLattice::NearestNeighbour(uint16_t key, const float* x, const float* w, float scale,
+                                const float* level_values) const {
+  int count = 0;
+  const uint16_t* nb = Neighbours(key, &count);
+  const uint8_t* lv = NeighbourLevels(key);  // [8][count]
+  float d2[kMaxNeighbours];                  // [count] weighted squared distances
+  for (int c = 0; c < count; ++c) d2[c] = 0;
+  for (int i = 0; i < 8; ++i) {
+    const uint8_t* li = lv + i * count;
+    for (int c = 0; c < count; ++c) {
+      const float diff = scale * level_values[li[c]] - x[i];
+      d2[c] += w[i] * diff * diff;
+    }
+  }
+  int e = -1;
+  float best = FLT_MAX;
+  for (int c = 0; c < count; ++c) {
+    if (d2[c] < best) {
+      best = d2[c];
+      e = nb[c];
+    }
+  }
+  MOESPLIT_CHECK(e >= 0, "no finite grid distance (non-finite input?)");
+  return e;
 }
 
 }  // namespace moesplit::quant::internal

@@ -34,6 +34,15 @@ class IqLattice {
   // candidate c is at [j * count + c] (count as returned by Neighbours; at most kMaxNeighbours).
   const uint8_t* NeighbourLevels(uint16_t key) const;
   static constexpr int kMaxNeighbours = 256;  // the grids here give at most 150 (IQ2) / 205 (IQ1)
+  // Among the neighbours of the off-grid `key`, the entry of least
+  // sum_j w[j] (scale * level_values[l_j] - x[j])^2, first on ties (ggml's neighbour search of
+  // IQ2 and IQ1). x, w: [8]; level_values: [3], the reconstruction point of each level (IQ2:
+  // 1, 3, 5; IQ1: its shifted points). The candidates are scored together, value by value (the
+  // loop over candidates vectorizes), but each candidate's sum adds its 8 terms in ggml's order
+  // from 0, so the sums and the choice are ggml's. CHECKs that some distance is finite (ggml
+  // falls back to a full-grid search there, reachable only with non-finite input).
+  int NearestNeighbour(uint16_t key, const float* x, const float* w, float scale,
+                       const float* level_values) const;
   // Level j (0..2) of entry e.
   int Level(int e, int j) const { return levels_[8 * e + j]; }
   int entries() const { return entries_; }
