@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/base/float16.h"
+#include "cpu_kernels/quant/blocks_iq.h"
 #include "core/base/status.h"
 #include "cpu_kernels/quant/quant.h"
 
@@ -135,16 +136,7 @@ void QuantizeRowsForBench(GgmlType type, const float* x, int64_t rows, int64_t c
   const uint16_t d = Fp32ToFp16(0.02f / 8);
   for (int64_t b = 0; b < n / block_bytes; ++b) {
     uint8_t* blk = dst + b * block_bytes;
-    if (type != GgmlType::kIQ1_M) {  // IQ2_XXS / IQ1_S: the f16 d opens the block
-      std::memcpy(blk, &d, 2);
-      continue;
-    }
-    uint16_t sc[4];  // IQ1_M: nibble k of d in the top nibble of scale word k (bytes 48..55)
-    std::memcpy(sc, blk + 48, 8);
-    for (int k = 0; k < 4; ++k) {
-      sc[k] = static_cast<uint16_t>((sc[k] & 0x0FFF) | ((d >> (4 * k)) & 0xF) << 12);
-    }
-    std::memcpy(blk + 48, sc, 8);
+    quant::SetLatticeBlockScale(type == GgmlType::kIQ1_M, blk, d);
   }
 }
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "cpu_kernels/quant/blocks.h"
 
@@ -112,5 +113,21 @@ static_assert(sizeof(BlockMXFP4) == 17);
 // Kernels read blocks in place: rows must start at a multiple of these (quant.cc CHECKs it).
 static_assert(alignof(BlockIQ2_XXS) == 2 && alignof(BlockIQ1_S) == 2);
 static_assert(alignof(BlockIQ1_M) == 1 && alignof(BlockMXFP4) == 1);
+
+// Writes the f16 scale d into one 256-value block of a lattice type: IQ2_XXS / IQ1_S open the
+// block with it; IQ1_M spreads its 4 nibbles over the top nibbles of the 4 scale words (bytes
+// 48..55). For tests and benchmarks that build blocks from random bytes with a chosen scale.
+inline void SetLatticeBlockScale(bool iq1_m, uint8_t* blk, uint16_t d) {
+  if (!iq1_m) {
+    std::memcpy(blk, &d, 2);
+    return;
+  }
+  uint16_t sc[4];
+  std::memcpy(sc, blk + 48, 8);
+  for (int k = 0; k < 4; ++k) {
+    sc[k] = static_cast<uint16_t>((sc[k] & 0x0FFF) | ((d >> (4 * k)) & 0xF) << 12);
+  }
+  std::memcpy(blk + 48, sc, 8);
+}
 
 }  // namespace moesplit::quant

@@ -15,6 +15,7 @@
 
 #include "core/base/dtype.h"
 #include "core/base/float16.h"
+#include "cpu_kernels/quant/blocks_iq.h"
 #include "cpu_kernels/cpu_features.h"
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/quant/quant.h"
@@ -122,16 +123,7 @@ inline void FillLatticeRow(GgmlType type, uint8_t* row, int64_t n, float d_scale
   for (int64_t b = 0; b < n / 256; ++b) {
     uint8_t* blk = row + b * bb;
     const uint16_t d = Fp32ToFp16((rng() & 1 ? 1.0f : -1.0f) * mag(rng));
-    if (type != GgmlType::kIQ1_M) {  // IQ2_XXS / IQ1_S: d opens the block
-      std::memcpy(blk, &d, 2);
-      continue;
-    }
-    uint16_t sc[4];  // IQ1_M: nibble k of d in the top nibble of scale word k (bytes 48..55)
-    std::memcpy(sc, blk + 48, 8);
-    for (int k = 0; k < 4; ++k) {
-      sc[k] = static_cast<uint16_t>((sc[k] & 0x0FFF) | ((d >> (4 * k)) & 0xF) << 12);
-    }
-    std::memcpy(blk + 48, sc, 8);
+    quant::SetLatticeBlockScale(type == GgmlType::kIQ1_M, blk, d);
   }
 }
 
