@@ -116,27 +116,39 @@ bool LooksLikePath(const std::string& spec) {
 // and "pack:999 core:999 pu:999" would not fit in memory.
 constexpr int64_t kMaxSyntheticPus = 4096;
 
-// The number of leaves `spec` describes: the product of the arities ("type:N", or a bare "N"
-// as in "2 4 8") outside parentheses (attributes such as "indexes=2*12:1*2" hold colons too). Saturates past the cap.
+// The number of leaves `spec` may describe, counted the way hwloc 2.9 reads it or more: hwloc
+// takes a level's count with strtoul(base 0) right after the ':' that ends the type token,
+// whatever the token holds ("numa:20l3#:21" is 20 NUMA nodes, then 21 L3s), or as a bare number
+// ("2 4 8"), and attributes in parentheses follow it. So every number outside parentheses and
+// brackets counts, read as strtoul would (hex "0x1000" is 4,096), except digits that end a type
+// name ("l3", "l1i", "group0"); a minus sign (strtoul wraps "-1" to 2^64-1) saturates. Saturates
+// past the cap, so the product cannot overflow.
 int64_t SyntheticLeaves(const std::string& spec) {
+  constexpr int64_t kSaturated = kMaxSyntheticPus + 1;
   int64_t leaves = 1;
-  int depth = 0;  // parenthesis nesting
-  for (size_t i = 0; i < spec.size(); ++i) {
+  int depth = 0;  // parenthesis and bracket nesting
+  for (size_t i = 0; i < spec.size();) {
     const char c = spec[i];
     if (c == '(' || c == '[') ++depth;
     if ((c == ')' || c == ']') && depth > 0) --depth;
-    // A level's count follows "type:" or stands alone at the start of a word ("2 4 8").
-    const bool typed =
-        c == ':' && i > 0 && std::isalnum(static_cast<unsigned char>(spec[i - 1]));
-    const bool bare = std::isdigit(static_cast<unsigned char>(c)) &&
-                      (i == 0 || std::isspace(static_cast<unsigned char>(spec[i - 1])));
-    if (depth > 0 || (!typed && !bare)) continue;
-    int64_t n = 0;
-    for (size_t k = typed ? i + 1 : i;
-         k < spec.size() && std::isdigit(static_cast<unsigned char>(spec[k])); ++k) {
-      n = std::min<int64_t>(n * 10 + (spec[k] - '0'), kMaxSyntheticPus + 1);
+    const bool after_letter = i > 0 && std::isalpha(static_cast<unsigned char>(spec[i - 1]));
+    if (depth > 0 || !std::isdigit(static_cast<unsigned char>(c)) || after_letter) {
+      ++i;
+      continue;
     }
-    leaves = std::min<int64_t>(leaves * std::max<int64_t>(n, 1), kMaxSyntheticPus + 1);
+    if (i > 0 && spec[i - 1] == '-') return kSaturated;
+    const bool hex = c == '0' && i + 2 < spec.size() && (spec[i + 1] | 0x20) == 'x' &&
+                     std::isxdigit(static_cast<unsigned char>(spec[i + 2]));
+    const int base = hex ? 16 : 10;
+    if (hex) i += 2;
+    int64_t n = 0;
+    for (; i < spec.size(); ++i) {
+      const unsigned char d = static_cast<unsigned char>(spec[i]);
+      if (hex ? !std::isxdigit(d) : !std::isdigit(d)) break;
+      const int v = std::isdigit(d) ? d - '0' : (d | 0x20) - 'a' + 10;
+      n = std::min<int64_t>(n * base + v, kSaturated);
+    }
+    leaves = std::min<int64_t>(leaves * std::max<int64_t>(n, 1), kSaturated);
   }
   return leaves;
 }
@@ -177,8 +189,8 @@ Status SetXmlText(hwloc_topology_t topo, const std::string& text, const std::str
   // hwloc 2.9 crashes on some damaged files instead of failing (numa/xml_check.h).
   MOESPLIT_RETURN_IF_ERROR(CheckHwlocXml(std::string_view(text).substr(0, len), name));
   if (hwloc_topology_set_xmlbuffer(topo, text.c_str(), static_cast<int>(len + 1)) != 0) {
-    return DataLossError("topology ", name, ": hwloc cannot read it as XML (",
-                         std::strerror(errno), ")");
+    return DataLossError("topology ", name, ": hwloc cannot read it as XML (", std::strerror(errno),
+                         ")");
   }
   return Status::Ok();
 }
@@ -202,8 +214,8 @@ Status LoadHwloc(hwloc_topology_t topo, const std::string& spec, std::string* so
   } else {
     *source = "synthetic:" + spec;
     if (SyntheticLeaves(spec) > kMaxSyntheticPus) {
-      return InvalidArgumentError("topology \"", spec, "\": describes more than ",
-                                  kMaxSyntheticPus, " hardware threads (the product of the ",
+      return InvalidArgumentError("topology \"", spec, "\": describes more than ", kMaxSyntheticPus,
+                                  " hardware threads (the product of the ",
                                   "level counts); describe one machine, e.g. ",
                                   "\"pack:2 numa:4 core:24 pu:2\"");
     }
@@ -246,16 +258,18 @@ std::vector<L3Group> GroupCores(hwloc_topology_t topo, hwloc_const_cpuset_t avai
   while ((pu = hwloc_get_next_obj_inside_cpuset_by_type(topo, avail, HWLOC_OBJ_PU, pu))) {
     hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu);
     if (core == nullptr) core = pu;  // no core level: every PU is its own core
-    hwloc_obj_t l3 = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_L3CACHE, pu);
-    auto [g, new_group] = group_of.emplace(l3, groups.size());
-    if (new_group) groups.emplace_back();
-    auto [c, new_core] = core_of.emplace(core, std::make_pair(g->second, size_t{0}));
-    std::vector<Core>& cores = groups[g->second].cores;
-    if (new_core) {
-      c->second.second = cores.size();
+    // A core joins the group of its first PU's L3 and stays there: in odd (synthetic) machines
+    // an L3 sits below the core, so its later PUs name another L3 (found by topology_fuzz).
+    auto c = core_of.find(core);
+    if (c == core_of.end()) {
+      hwloc_obj_t l3 = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_L3CACHE, pu);
+      auto [g, new_group] = group_of.emplace(l3, groups.size());
+      if (new_group) groups.emplace_back();
+      std::vector<Core>& cores = groups[g->second].cores;
+      c = core_of.emplace(core, std::make_pair(g->second, cores.size())).first;
       cores.push_back(Core{static_cast<int>(core->logical_index), {}});
     }
-    cores[c->second.second].pus.push_back(OsIndex(pu));
+    groups[c->second.first].cores[c->second.second].pus.push_back(OsIndex(pu));
   }
   for (auto& [l3, g] : group_of) {
     for (Core& c : groups[g].cores) std::sort(c.pus.begin(), c.pus.end());

@@ -24,7 +24,23 @@ std::string GiB(uint64_t bytes) {
   return b;
 }
 
+// libstdc++'s regex compiler reads a repetition count or back-reference number into a long
+// without an overflow check ("a{11111111111111111111}" is undefined behaviour; found by
+// yaml_fuzz), so a number longer than 6 digits is refused first. Tensor names hold block
+// numbers of 1-3 digits, and libstdc++ caps a compiled pattern at 100,000 states anyway.
+constexpr size_t kMaxRegexNumberDigits = 6;
+
 StatusOr<std::regex> Compile(const PlacementRule& rule) {
+  size_t run = 0;
+  for (char c : rule.pattern) {
+    run = std::isdigit(static_cast<unsigned char>(c)) ? run + 1 : 0;
+    if (run > kMaxRegexNumberDigits) {
+      return InvalidArgumentError(rule.origin, ": regex '", rule.pattern, "' holds a number of ",
+                                  "more than ", kMaxRegexNumberDigits, " digits; tensor names ",
+                                  "have block numbers such as blk.3, and a repetition count ",
+                                  "that large is not a placement rule");
+    }
+  }
   try {
     return std::regex(rule.pattern, std::regex::ECMAScript | std::regex::optimize);
   } catch (const std::regex_error& e) {

@@ -101,6 +101,16 @@ TEST(Topology, SyntheticWithoutCoresOrCaches) {
   EXPECT_EQ(t->NumCores(), 3);  // every PU is its own core
 }
 
+// An L3 below the core (found by topology_fuzz: "pack:1 numa:3 l3:2 core:3 l3:2 pu:2" indexed
+// one L3 group's cores with another's position): a core stays in the group of its first PU.
+TEST(Topology, CacheBelowTheCoreKeepsEachCoreInOneGroup) {
+  StatusOr<Topology> t = LoadTopology("pack:1 numa:3 l3:2 core:3 l3:2 pu:2");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  CheckInvariants(*t);
+  EXPECT_EQ(t->NumPus(), 72);
+  EXPECT_EQ(t->NumCores(), 18);
+}
+
 TEST(Topology, SyntheticIndexesAreOsIds) {
   // Two cores x 2 threads numbered like Linux on SMT x86: core c = {c, c + 2}.
   StatusOr<Topology> t = LoadTopology("pack:1 core:2 pu:2(indexes=2*2:1*2)");
@@ -219,8 +229,12 @@ TEST(Topology, BadSpecsAreClearErrors) {
 // hwloc builds any size it is asked for (seconds for 17,640 PUs; found by topology_fuzz): a
 // description past 4,096 hardware threads is refused before hwloc sees it.
 TEST(Topology, OversizedSyntheticDescriptionIsRefused) {
-  for (const char* spec : {"pack:3 numa:20l3:21core:7 pu:2", "pack:999 core:999 pu:999",
-                           "pack:2 numa:4(memory=1GiB) core:257 pu:2", "939388", "16 16 17"}) {
+  // hwloc reads a count after any type token ("l3#" is an L3), in hex, or wrapped from "-1".
+  for (const char* spec :
+       {"pack:3 numa:20l3:21core:7 pu:2", "pack:999 core:999 pu:999",
+        "pack:2 numa:4(memory=1GiB) core:257 pu:2", "939388", "16 16 17",
+        "pack:3 numa:20l3#:21core:7 pu:2", "pack:3 numa:20l3\x9b\x02n:21core:7 pu:2",
+        "pack:2 core:0x1000 pu:2", "pack:2 core:-1 pu:2"}) {
     StatusOr<Topology> t = LoadTopology(spec);
     ASSERT_FALSE(t.ok()) << spec;
     EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
@@ -238,6 +252,10 @@ TEST(Topology, OversizedSyntheticDescriptionIsRefused) {
   StatusOr<Topology> t = LoadTopology("pack:2 numa:4(memory=1GiB) core:256 pu:2(indexes=4096:1)");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->NumPus(), 4096);
+  // Digits in cache names are not counts: 2 x 4 x 2 x 8 x 2 = 256 PUs.
+  StatusOr<Topology> caches = LoadTopology("pack:2 numa:4 l3:2 l2:8 l1d:1 core:1 pu:2");
+  ASSERT_TRUE(caches.ok()) << caches.status().ToString();
+  EXPECT_EQ(caches->NumPus(), 256);
 }
 
 TEST(Topology, TruncatedXmlIsDataLoss) {

@@ -161,5 +161,19 @@ TEST(DeviceMap, BadOverridesNameThePiece) {
   EXPECT_TRUE(ParseOverrideTensor("blk\\.[0-9]+\\.ffn_.*=cuda").ok());
 }
 
+// libstdc++ overflows a long on repetition counts of 19+ digits (undefined behaviour, found by
+// yaml_fuzz): numbers past 6 digits are refused before the regex compiler sees them.
+TEST(DeviceMap, HugeRegexNumbersAreRefused) {
+  for (const char* bad :
+       {"a{11111111111111111111}=CPU", "exps{1234567}=CPU", "(a)\\12345678=CPU"}) {
+    StatusOr<std::vector<PlacementRule>> r = ParseOverrideTensor(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("more than 6 digits"), std::string::npos)
+        << r.status().message();
+  }
+  EXPECT_TRUE(ParseOverrideTensor("blk\\.[0-9]{1}\\.ffn_up_exps=CPU").ok());
+}
+
 }  // namespace
 }  // namespace moesplit
