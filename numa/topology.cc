@@ -118,25 +118,33 @@ constexpr int64_t kMaxSyntheticPus = 4096;
 
 // The number of leaves `spec` may describe, counted the way hwloc 2.9 reads it or more: hwloc
 // takes a level's count with strtoul(base 0) right after the ':' that ends the type token,
-// whatever the token holds ("numa:20l3#:21" is 20 NUMA nodes, then 21 L3s), or as a bare number
-// ("2 4 8"), and attributes in parentheses follow it. So every number outside parentheses and
-// brackets counts, read as strtoul would (hex "0x1000" is 4,096), except digits that end a type
-// name ("l3", "l1i", "group0"); a minus sign (strtoul wraps "-1" to 2^64-1) saturates. Saturates
-// past the cap, so the product cannot overflow.
+// whatever the token holds ("numa:20l3#:21" is 20 NUMA nodes, then 21 L3s; "co(x:2" is 2
+// cores), or as a bare number ("2 4 8"). So every number counts, read as strtoul would (hex
+// "0x1000" is 4,096), except digits that end a type name ("l3", "l1i", "group0") and those in
+// attributes: a closed "(...)" right after a count or inside an attached-memory "[...]"
+// ("core:8(indexes=...)", "[numa(memory=1GB)]"). A minus sign (strtoul wraps "-1" to 2^64-1)
+// saturates. Saturates past the cap, so the product cannot overflow.
 int64_t SyntheticLeaves(const std::string& spec) {
   constexpr int64_t kSaturated = kMaxSyntheticPus + 1;
   int64_t leaves = 1;
-  int depth = 0;  // parenthesis and bracket nesting
+  int brackets = 0;  // attached-memory nesting
   for (size_t i = 0; i < spec.size();) {
     const char c = spec[i];
-    if (c == '(' || c == '[') ++depth;
-    if ((c == ')' || c == ']') && depth > 0) --depth;
-    const bool after_letter = i > 0 && std::isalpha(static_cast<unsigned char>(spec[i - 1]));
-    if (depth > 0 || !std::isdigit(static_cast<unsigned char>(c)) || after_letter) {
+    const unsigned char prev = i > 0 ? static_cast<unsigned char>(spec[i - 1]) : ' ';
+    if (c == '[') ++brackets;
+    if (c == ']' && brackets > 0) --brackets;
+    if (c == '(' && (std::isxdigit(prev) || brackets > 0)) {
+      const size_t close = spec.find(')', i);
+      if (close != std::string::npos) {
+        i = close + 1;
+        continue;
+      }
+    }
+    if (!std::isdigit(static_cast<unsigned char>(c)) || std::isalpha(prev)) {
       ++i;
       continue;
     }
-    if (i > 0 && spec[i - 1] == '-') return kSaturated;
+    if (prev == '-') return kSaturated;
     const bool hex = c == '0' && i + 2 < spec.size() && (spec[i + 1] | 0x20) == 'x' &&
                      std::isxdigit(static_cast<unsigned char>(spec[i + 2]));
     const int base = hex ? 16 : 10;
