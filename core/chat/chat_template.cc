@@ -19,7 +19,7 @@ struct FormatInfo {
   std::string_view eos;
 };
 
-constexpr std::array<FormatInfo, 9> kFormats = {{
+constexpr std::array<FormatInfo, 10> kFormats = {{
     {ChatFormat::kDeepseek3, "deepseek3", kDsBos, kDsEos},
     {ChatFormat::kDeepseekR1, "deepseek-r1", kDsBos, kDsEos},
     {ChatFormat::kDeepseekV31, "deepseek-v3.1", kDsBos, kDsEos},
@@ -29,11 +29,14 @@ constexpr std::array<FormatInfo, 9> kFormats = {{
     {ChatFormat::kMistralV1, "mistral-v1", "<s>", "</s>"},
     {ChatFormat::kLlama2, "llama2", "<s>", "</s>"},
     {ChatFormat::kLlama3, "llama3", "<|begin_of_text|>", "<|eot_id|>"},
+    // Kimi-K2's template emits no BOS, and a turn ends in <|im_end|> (llama.cpp's stop token for
+    // this format), not in the vocabulary's "[EOS]".
+    {ChatFormat::kKimiK2, "kimi-k2", "", "<|im_end|>"},
 }};
 
-constexpr std::array<std::string_view, 10> kNames = {
-    "deepseek3", "deepseek-r1", "deepseek-v3.1", "deepseek2", "qwen3",
-    "chatml",    "mistral-v1",  "mixtral",       "llama2",    "llama3"};
+constexpr std::array<std::string_view, 11> kNames = {
+    "deepseek3",  "deepseek-r1", "deepseek-v3.1", "deepseek2", "qwen3",  "chatml",
+    "mistral-v1", "mixtral",     "llama2",        "llama3",    "kimi-k2"};
 
 const FormatInfo& InfoOf(ChatFormat f) {
   for (const FormatInfo& info : kFormats) {
@@ -142,6 +145,12 @@ StatusOr<ChatTemplate> DetectChatTemplate(std::string_view src) {
     }
     if (Contains(src, "</think>")) return MakeTemplate(ChatFormat::kDeepseekR1);
     return MakeTemplate(ChatFormat::kDeepseek3);
+  }
+  // llama.cpp's marker for Kimi-K2, tested after the formats above as it does: the string is the
+  // generation prompt of every Moonshot K2 template (the original, the tool-calling Instruct
+  // update and K2-Thinking), which llama.cpp's built-in renderer treats alike.
+  if (Contains(src, "<|im_assistant|>assistant<|im_middle|>")) {
+    return MakeTemplate(ChatFormat::kKimiK2);
   }
   return unsupported("");
 }

@@ -24,6 +24,11 @@
 //   llama2: Mixtral's original template.  BOS "[INST] " U " [/INST]" A EOS ... (no G)
 //   llama3: Llama-3.x.  BOS <|start_header_id|>role<|end_header_id|>\n\n content<|eot_id|> ...
 //     G = <|start_header_id|>assistant<|end_header_id|>\n\n
+//   kimi-k2: Kimi-K2-Instruct, as llama.cpp's built-in renderer writes it (no BOS; unlike
+//     Moonshot's Jinja, no default system message when the conversation has none).
+//     <|im_system|>system<|im_middle|>S<|im_end|> <|im_user|>user<|im_middle|>U<|im_end|>
+//     <|im_assistant|>assistant<|im_middle|>A<|im_end|> ...
+//     G = <|im_assistant|>assistant<|im_middle|>
 // (Spaces between the pieces above are for reading only, except inside quotes.)
 #pragma once
 
@@ -57,6 +62,7 @@ enum class ChatFormat {
   kMistralV1,
   kLlama2,
   kLlama3,
+  kKimiK2,
 };
 
 struct ChatTemplate {
@@ -115,7 +121,8 @@ bool IsThinkingModel(const ChatTemplate& tmpl);
 // deepseek-v3.1 with thinking): generated text is reasoning until "</think>" appears.
 bool PromptOpensReasoning(const ChatTemplate& tmpl);
 // The text that ends the assistant's turn ("<｜end▁of▁sentence｜>", "<|im_end|>", "<|eot_id|>",
-// "</s>"): a stop string when the vocabulary's EOG tokens are not enough.
+// "</s>"; Kimi-K2: "<|im_end|>", not its vocabulary's EOS "[EOS]"): a stop string when the
+// vocabulary's EOG tokens are not enough.
 std::string_view EndOfTurn(const ChatTemplate& tmpl);
 
 // A generated answer split into its reasoning and the final content.

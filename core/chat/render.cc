@@ -185,6 +185,31 @@ std::string RenderLlama3(const ChatTemplate& t, std::span<const ChatMessage> msg
   return out;
 }
 
+// kimi-k2, as llama.cpp's built-in renderer writes it: each message is role opener + content +
+// "<|im_end|>", with no separators. With a system message first this equals Moonshot's Jinja;
+// without one the Jinja inserts "You are Kimi, ..." and llama.cpp's built-in does not. We follow
+// the built-in (llama_chat_apply_template, llama-server --no-jinja) so our prompts are
+// byte-identical to a renderer that has no Jinja engine either, as the other formats here are.
+std::string RenderKimiK2(std::span<const ChatMessage> msgs, bool gen) {
+  std::string out;  // no BOS: the template does not emit bos_token
+  for (const ChatMessage& m : msgs) {
+    switch (m.role) {
+      case Role::kSystem:
+        out += "<|im_system|>system<|im_middle|>";
+        break;
+      case Role::kUser:
+        out += "<|im_user|>user<|im_middle|>";
+        break;
+      case Role::kAssistant:
+        out += "<|im_assistant|>assistant<|im_middle|>";
+        break;
+    }
+    out += m.content + "<|im_end|>";
+  }
+  if (gen) out += "<|im_assistant|>assistant<|im_middle|>";
+  return out;
+}
+
 }  // namespace
 
 std::string Render(const ChatTemplate& t, std::span<const ChatMessage> msgs, bool gen) {
@@ -204,6 +229,8 @@ std::string Render(const ChatTemplate& t, std::span<const ChatMessage> msgs, boo
       return RenderMistral(t, msgs);
     case ChatFormat::kLlama3:
       return RenderLlama3(t, msgs, gen);
+    case ChatFormat::kKimiK2:
+      return RenderKimiK2(msgs, gen);
   }
   MOESPLIT_CHECK(false, "unknown ChatFormat ", static_cast<int>(t.format));
   return {};

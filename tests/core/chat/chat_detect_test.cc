@@ -37,6 +37,7 @@ TEST(ChatDetectTest, RealModelTemplates) {
   EXPECT_EQ(Detected("mixtral-8x7b-instruct-original.jinja"), ChatFormat::kLlama2);
   EXPECT_EQ(Detected("llama-3-8b-instruct.jinja"), ChatFormat::kLlama3);
   EXPECT_EQ(Detected("llama-3.1-8b-instruct.jinja"), ChatFormat::kLlama3);
+  EXPECT_EQ(Detected("kimi-k2-instruct.jinja"), ChatFormat::kKimiK2);
 }
 
 TEST(ChatDetectTest, DetectedTemplatesCarryTheModelsSpecialTokens) {
@@ -129,9 +130,17 @@ TEST(ChatDetectTest, NamesRoundTrip) {
     ASSERT_TRUE(d.ok());
     EXPECT_EQ(d->format, t->format);
   }
+  // Named explicitly so that dropping it fails here. Last in the list: chat_template_fuzz picks a
+  // template by index, and appending keeps the committed seeds on the templates they were made for.
+  auto kimi = ChatTemplateFromName("kimi-k2");
+  ASSERT_TRUE(kimi.ok()) << kimi.status().ToString();
+  EXPECT_EQ(kimi->format, ChatFormat::kKimiK2);
+  EXPECT_STREQ(ChatFormatName(ChatFormat::kKimiK2), "kimi-k2");
+  EXPECT_EQ(ChatTemplateNames().back(), "kimi-k2");
   auto bad = ChatTemplateFromName("vicuna");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("llama3"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("kimi-k2"), std::string::npos);
 }
 
 TEST(ChatDetectTest, Roles) {

@@ -6,11 +6,15 @@
 // llama.cpp leaves the BOS text out of the rendering because its tokenizer adds BOS; moesplit
 // renders the BOS text and tokenizes without adding one (chat_template.h), so the expected
 // string here is BOS + llama.cpp's.
+//
+// Kimi-K2 (at the end): llama.cpp's built-in "kimi-k2" renderer, which llama.cpp also picks for
+// Moonshot's Jinja templates when run without --jinja (testdata/kimi_k2_oracle.c prints them).
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -138,6 +142,59 @@ TEST(ChatLlamaCppOracle, DetectedDefaultFollowsTheTemplateText) {
   ASSERT_TRUE(detected.ok());
   EXPECT_EQ(detected->format, ChatFormat::kDeepseekV31);
   EXPECT_FALSE(detected->enable_thinking);
+}
+
+// The expected bytes are llama_chat_apply_template's output (llama.cpp 0a50d9909, libllama built
+// from that commit) for the template name "kimi-k2" and, identically, for the Jinja source in
+// testdata/kimi-k2-instruct.jinja: testdata/kimi_k2_oracle.c prints them.
+constexpr char kKimiSystem[] =
+    "<|im_system|>system<|im_middle|>You are a helpful assistant.<|im_end|>";
+constexpr char kKimiHistory[] =
+    "<|im_user|>user<|im_middle|>Hello<|im_end|>"
+    "<|im_assistant|>assistant<|im_middle|>Hi there! How can I help?<|im_end|>"
+    "<|im_user|>user<|im_middle|>What is 2+2? <|im_end|>";
+constexpr char kKimiGen[] = "<|im_assistant|>assistant<|im_middle|>";
+
+TEST(ChatLlamaCppOracle, KimiK2AsLlamaCppBuiltInRendersIt) {
+  std::ifstream f(kTestData + "kimi-k2-instruct.jinja", std::ios::binary);
+  const std::string src((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(src.empty());
+  StatusOr<ChatTemplate> detected = DetectChatTemplate(src);
+  ASSERT_TRUE(detected.ok()) << detected.status().ToString();
+  ASSERT_EQ(detected->format, ChatFormat::kKimiK2);
+  StatusOr<ChatTemplate> named = ChatTemplateFromName("kimi-k2");
+  ASSERT_TRUE(named.ok()) << named.status().ToString();
+  for (ChatTemplate t : {*detected, *named}) {
+    t.bos_token = "[BOS]";  // Kimi's vocabulary has one; the template never emits it
+    const std::vector<ChatMessage> conv = Conversation("three_turns");
+    const std::string sys_hist = std::string(kKimiSystem) + kKimiHistory;
+    EXPECT_EQ(Render(t, conv, /*add_generation_prompt=*/true), sys_hist + kKimiGen);
+    EXPECT_EQ(Render(t, conv, /*add_generation_prompt=*/false), sys_hist);
+    std::vector<ChatMessage> answered = conv;
+    answered.push_back({Role::kAssistant, "4"});
+    EXPECT_EQ(Render(t, answered, false), sys_hist + kKimiGen + "4<|im_end|>");
+    // No system message: llama.cpp adds none (Moonshot's Jinja would add "You are Kimi, ...").
+    EXPECT_EQ(Render(t, std::span(conv).subspan(1), true), kKimiHistory + std::string(kKimiGen));
+    EXPECT_EQ(Render(t, {}, true), kKimiGen);
+    EXPECT_EQ(EndOfTurn(t), "<|im_end|>");  // llama.cpp's stop text for this format
+    EXPECT_FALSE(IsThinkingModel(t));
+  }
+}
+
+// llama.cpp's marker is the generation prompt's text; ChatML's <|im_start|> is tested first, as
+// in llama.cpp, so a template with both stays ChatML.
+TEST(ChatLlamaCppOracle, KimiK2DetectedByLlamaCppsMarker) {
+  const std::string snippet =
+      "{%- for message in messages -%}<|im_user|>user<|im_middle|>{{ message['content'] }}"
+      "<|im_end|>{%- endfor -%}{%- if add_generation_prompt -%}"
+      "<|im_assistant|>assistant<|im_middle|>{%- endif -%}";
+  StatusOr<ChatTemplate> t = DetectChatTemplate(snippet);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->format, ChatFormat::kKimiK2);
+  EXPECT_EQ(t->bos_token, "");
+  EXPECT_EQ(t->eos_token, "<|im_end|>");
+  EXPECT_FALSE(DetectChatTemplate("<|im_user|>user<|im_middle|>{{ content }}<|im_end|>").ok());
+  EXPECT_EQ(DetectChatTemplate("<|im_start|>" + snippet)->format, ChatFormat::kChatml);
 }
 
 }  // namespace
