@@ -1,8 +1,8 @@
 #include "apps/cmd_serve.h"
 
-#include <CLI/CLI.hpp>
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -53,13 +53,21 @@ const char* ThinkingNote(const chat::ChatTemplate& t) {
   return t.enable_thinking ? " (thinking on by default)" : " (thinking off by default)";
 }
 
-const char* FallbackTemplate(ModelArch arch) {
+}  // namespace
+
+const char* FallbackChatTemplate(ModelArch arch, const std::string& pre_tokenizer) {
+  if (pre_tokenizer == "kimi-k2") return "kimi-k2";
   switch (arch) {
-    case ModelArch::kDeepseek2: return "deepseek3";
-    case ModelArch::kQwen3Moe: return "qwen3";
-    default: return "chatml";
+    case ModelArch::kDeepseek2:
+      return "deepseek3";
+    case ModelArch::kQwen3Moe:
+      return "qwen3";
+    default:
+      return "chatml";
   }
 }
+
+namespace {
 
 // "planner: decode ~12.3 t/s (dram_bandwidth), prefill ~140 t/s (compute) per sequence"; the
 // planner's prediction for this machine with assumed bandwidths (moesplit topo --measure saves a
@@ -130,14 +138,15 @@ Status RunServe(const ServeArgs& args_in, std::ostream& err, const std::atomic<b
 
   const auto t0 = std::chrono::steady_clock::now();
   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Model> model, engine::Model::Load(args.model));
-  MOESPLIT_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::FromGguf(model->file()));
+  MOESPLIT_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok,
+                            tokenizer::Tokenizer::FromGguf(model->file()));
   StatusOr<chat::ChatTemplate> chosen =
       ChooseChatTemplate(args.chat_template, *model, args.model, tok);
   if (!chosen.ok() && args.chat_template.empty() &&
       !model->file().GetString("tokenizer.chat_template").ok()) {
     // No template in the file: the architecture's usual one, said aloud (llama-server takes
     // chatml); --chat-template overrides.
-    const char* name = FallbackTemplate(model->config().arch);
+    const char* name = FallbackChatTemplate(model->config().arch, tok.pre());
     err << "serve: " << args.model << " has no tokenizer.chat_template; using " << name
         << " (--chat-template NAME to choose)\n";
     chosen = ChooseChatTemplate(name, *model, args.model, tok);
@@ -146,9 +155,8 @@ Status RunServe(const ServeArgs& args_in, std::ostream& err, const std::atomic<b
   const chat::ChatTemplate tmpl = *chosen;
   // The device flags as run's: --device cuda runs the hybrid pass (its latent cache on the
   // device is the block pool), auto falls back to the CPU when no device or kernel fits.
-  MOESPLIT_ASSIGN_OR_RETURN(EngineSetup setup,
-                            SetUpEngine(*model, args.model, args.placement, args.threads,
-                                        args.ctx_size, tier, err));
+  MOESPLIT_ASSIGN_OR_RETURN(EngineSetup setup, SetUpEngine(*model, args.model, args.placement,
+                                                           args.threads, args.ctx_size, tier, err));
   MOESPLIT_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> eng,
                             engine::Engine::Create(*model, setup.options));
   for (const std::string& line : eng->placement_report()) err << "numa: " << line << "\n";
@@ -175,11 +183,10 @@ Status RunServe(const ServeArgs& args_in, std::ostream& err, const std::atomic<b
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   err << "serve: model " << serving.model_name << " (" << ModelArchName(model->config().arch)
       << ", " << HumanBytes(model->file().total_file_bytes()) << ") loaded in "
-      << static_cast<int>(load_s * 10) / 10.0 << " s; KV pool " << eng->kv_blocks()
-      << " blocks x " << eng->kv_block_size() << " positions ("
-      << HumanBytes(eng->kv_cache_bytes()) << (eng->hybrid() ? " on the device" : "")
-      << ") shared by -np "
-      << args.n_parallel << "; chat template " << chat::ChatFormatName(tmpl.format)
+      << static_cast<int>(load_s * 10) / 10.0 << " s; KV pool " << eng->kv_blocks() << " blocks x "
+      << eng->kv_block_size() << " positions (" << HumanBytes(eng->kv_cache_bytes())
+      << (eng->hybrid() ? " on the device" : "") << ") shared by -np " << args.n_parallel
+      << "; chat template " << chat::ChatFormatName(tmpl.format)
       << ThinkingNote(chat::WithKwargs(tmpl, kwargs)) << "; reasoning " << args.reasoning_format
       << "\n"
       << "serve: ready on http://" << args.http.host << ":" << http.port() << "\n"
@@ -205,8 +212,9 @@ void OnSignal(int) {
 void RegisterServe(CLI::App& app, std::function<int()>* action) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "serve", "OpenAI-compatible HTTP server (continuous batching, shared paged KV cache, "
-               "prefix reuse across requests)");
+      "serve",
+      "OpenAI-compatible HTTP server (continuous batching, shared paged KV cache, "
+      "prefix reuse across requests)");
   cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
   cmd->add_option("--host", args->http.host, "address to listen on (loopback by default)")
       ->capture_default_str();

@@ -9,6 +9,9 @@
 #   MOESPLIT_FUZZ_CAMPAIGN=1  the long campaign: go on after a finding, keep each target's grown
 #                             corpus in build-fuzz/campaign/, and print a table of executions and
 #                             findings per target at the end (docs/FUZZING.md records one).
+#   MOESPLIT_FUZZ_SEED=N      libFuzzer's seed (default: 1 in the short runs, so that CI repeats
+#                             the same mutations and a red run can be replayed; random in a
+#                             campaign, which is there to find new inputs)
 set -euo pipefail
 
 secs="${1:-30}"
@@ -32,6 +35,9 @@ mkdir -p "$artifacts"
 # libFuzzer exits non-zero on a crash, a leak, a timeout (>10 s for one input) or an input that
 # needs more than 2 GB; set -e turns that into our exit status (campaign: into the table).
 campaign="${MOESPLIT_FUZZ_CAMPAIGN:-0}"
+seed_default=1
+[ "$campaign" = 1 ] && seed_default=0  # 0: libFuzzer picks one
+seed="${MOESPLIT_FUZZ_SEED:-$seed_default}"
 summary="$build/fuzz-summary.md"
 echo "| target | seconds | executions | exec/s | corpus | findings |" > "$summary"
 echo "| --- | ---: | ---: | ---: | ---: | --- |" >> "$summary"
@@ -54,7 +60,7 @@ fuzz() {  # fuzz TARGET CORPUS MAX_LEN
   while :; do
     rc=0
     "$build/tests/fuzz/$1" "$work" \
-      -max_total_time="$left" -max_len="$3" -rss_limit_mb=2048 -timeout=10 \
+      -max_total_time="$left" -max_len="$3" -rss_limit_mb=2048 -timeout=10 -seed="$seed" \
       -artifact_prefix="$artifacts/$1-" -print_final_stats=1 >> "$log" 2>&1 || rc=$?
     left=$((secs - (SECONDS - start)))
     if [ "$rc" = 0 ] || [ "$campaign" != 1 ] || [ "$left" -le 5 ]; then break; fi

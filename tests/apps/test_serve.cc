@@ -3,6 +3,7 @@
 // tests are in tests/apps/server_js, run by scripts/test-server.sh.)
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -10,12 +11,9 @@
 #include <fstream>
 #include <functional>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <unistd.h>
-
-#include <nlohmann/json.hpp>
 
 #include "apps/cmd_serve.h"
 #include "apps/server/http_server.h"
@@ -62,8 +60,7 @@ TEST(ServeArgsTest, BadFlagsNameTheFlag) {
             std::string::npos);
   EXPECT_NE(refusal([](ServeArgs& a) { a.batch_tokens = 0; }).find("--batch-tokens"),
             std::string::npos);
-  EXPECT_NE(refusal([](ServeArgs& a) { a.max_queue = -1; }).find("--max-queue"),
-            std::string::npos);
+  EXPECT_NE(refusal([](ServeArgs& a) { a.max_queue = -1; }).find("--max-queue"), std::string::npos);
   EXPECT_NE(refusal([](ServeArgs& a) { a.whole_prompt_tokens = -1; }).find("--whole-prompt"),
             std::string::npos);
   EXPECT_NE(refusal([](ServeArgs& a) { a.reasoning_format = "r1"; }).find("\"r1\""),
@@ -99,6 +96,15 @@ TEST(ServeArgsTest, BadFlagsNameTheFlag) {
   EXPECT_FALSE(missing.ok());
   EXPECT_NE(missing.ToString().find("/nonexistent/model.gguf"), std::string::npos)
       << missing.ToString();
+}
+
+// A file without tokenizer.chat_template: Kimi-K2 (a deepseek2 architecture) is told apart by
+// its pre-tokenizer, and would otherwise get DeepSeek-V3's template.
+TEST(ServeFallbackTemplate, ByPreTokenizerThenArchitecture) {
+  EXPECT_STREQ(FallbackChatTemplate(ModelArch::kDeepseek2, "kimi-k2"), "kimi-k2");
+  EXPECT_STREQ(FallbackChatTemplate(ModelArch::kDeepseek2, "deepseek-v3"), "deepseek3");
+  EXPECT_STREQ(FallbackChatTemplate(ModelArch::kQwen3Moe, "qwen2"), "qwen3");
+  EXPECT_STREQ(FallbackChatTemplate(ModelArch::kLlama, "llama-bpe"), "chatml");
 }
 
 class ServeTest : public ::testing::Test {
@@ -221,7 +227,7 @@ TEST_F(ServeTest, EndpointsBesideCompletions) {
   ASSERT_EQ(r->status, 200) << r->body;
   const json c = json::parse(r->body);
   EXPECT_EQ(c["usage"]["completion_tokens"].get<int>() +
-                (c["choices"][0]["finish_reason"] == "stop" ? 1 : 0) >=
+                    (c["choices"][0]["finish_reason"] == "stop" ? 1 : 0) >=
                 1,
             true);
   EXPECT_EQ(c["choices"][0]["logprobs"]["content"].size(),
