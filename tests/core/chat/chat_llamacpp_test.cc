@@ -87,11 +87,16 @@ const std::vector<OracleCase> kCases = {
 };
 // clang-format on
 
-TEST(ChatLlamaCppOracle, DeepseekV31AsLlamaServerRendersIt) {
-  std::ifstream f(kTestData + "deepseek-v3.1.jinja", std::ios::binary);
+// The format DetectChatTemplate finds in a template file of testdata/.
+StatusOr<ChatTemplate> DetectTestFile(const std::string& name) {
+  std::ifstream f(kTestData + name, std::ios::binary);
   const std::string src((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  ASSERT_FALSE(src.empty());
-  StatusOr<ChatTemplate> detected = DetectChatTemplate(src);
+  if (src.empty()) return NotFoundError(kTestData, name, " is missing or empty");
+  return DetectChatTemplate(src);
+}
+
+TEST(ChatLlamaCppOracle, DeepseekV31AsLlamaServerRendersIt) {
+  StatusOr<ChatTemplate> detected = DetectTestFile("deepseek-v3.1.jinja");
   ASSERT_TRUE(detected.ok()) << detected.status().ToString();
   ASSERT_EQ(detected->format, ChatFormat::kDeepseekV31);
   ASSERT_EQ(kCases.size(), 35u);
@@ -156,10 +161,7 @@ constexpr char kKimiHistory[] =
 constexpr char kKimiGen[] = "<|im_assistant|>assistant<|im_middle|>";
 
 TEST(ChatLlamaCppOracle, KimiK2AsLlamaCppBuiltInRendersIt) {
-  std::ifstream f(kTestData + "kimi-k2-instruct.jinja", std::ios::binary);
-  const std::string src((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  ASSERT_FALSE(src.empty());
-  StatusOr<ChatTemplate> detected = DetectChatTemplate(src);
+  StatusOr<ChatTemplate> detected = DetectTestFile("kimi-k2-instruct.jinja");
   ASSERT_TRUE(detected.ok()) << detected.status().ToString();
   ASSERT_EQ(detected->format, ChatFormat::kKimiK2);
   StatusOr<ChatTemplate> named = ChatTemplateFromName("kimi-k2");
