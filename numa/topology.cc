@@ -133,7 +133,7 @@ int64_t SyntheticLeaves(const std::string& spec) {
     const unsigned char prev = i > 0 ? static_cast<unsigned char>(spec[i - 1]) : ' ';
     if (c == '[') ++brackets;
     if (c == ']' && brackets > 0) --brackets;
-    if (c == '(' && (std::isxdigit(prev) || brackets > 0)) {
+    if (c == '(' && brackets > 0) {  // "[numa(memory=1GB)]"
       const size_t close = spec.find(')', i);
       if (close != std::string::npos) {
         i = close + 1;
@@ -157,6 +157,12 @@ int64_t SyntheticLeaves(const std::string& spec) {
       n = std::min<int64_t>(n * base + v, kSaturated);
     }
     leaves = std::min<int64_t>(leaves * std::max<int64_t>(n, 1), kSaturated);
+    // The count's attributes, "core:8(indexes=...)": only right after the count, as hwloc
+    // reads them. A '(' after a type name ("numa(:999") is part of the type token.
+    if (i < spec.size() && spec[i] == '(') {
+      const size_t close = spec.find(')', i);
+      if (close != std::string::npos) i = close + 1;
+    }
   }
   return leaves;
 }

@@ -234,7 +234,8 @@ TEST(Topology, OversizedSyntheticDescriptionIsRefused) {
        {"pack:3 numa:20l3:21core:7 pu:2", "pack:999 core:999 pu:999",
         "pack:2 numa:4(memory=1GiB) core:257 pu:2", "939388", "16 16 17",
         "pack:3 numa:20l3#:21core:7 pu:2", "pack:3 numa:20l3\x9b\x02n:21core:7 pu:2",
-        "pack:2 core:0x1000 pu:2", "pack:2 core:-1 pu:2", "pack:42 co(1<--index:2 numa:24 pu:70"}) {
+        "pack:2 core:0x1000 pu:2", "pack:2 core:-1 pu:2", "pack:42 co(1<--index:2 numa:24 pu:70",
+        "pack:2 numa(:999 core:4 l1d:1(size=32KiB) pu:4"}) {
     StatusOr<Topology> t = LoadTopology(spec);
     ASSERT_FALSE(t.ok()) << spec;
     EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
