@@ -6,8 +6,9 @@
 #   scripts/compare-peers.sh MODEL.gguf [ROUNDS]
 #
 # Environment: MOESPLIT (default build/apps/moesplit), LLAMA_BENCH (llama.cpp's llama-bench),
-# IK_BENCH (ik_llama.cpp's llama-bench, run with -rtr 1); a peer whose variable is unset or not
-# executable is skipped. THREADS (default 2), TEST (default "-p 0 -n 64": tg64; "-p 512 -n 0":
+# IK_BENCH (ik_llama.cpp's llama-bench, run with IK_ARGS, default "-rtr 1": its run-time repack;
+# its defaults already fuse the MoE and use MLA attention with flash attention); a peer whose
+# variable is unset or not executable is skipped. THREADS (default 2), TEST (default "-p 0 -n 64": tg64; "-p 512 -n 0":
 # pp512), REPS (default 2: -r of each run).
 set -euo pipefail
 
@@ -19,6 +20,7 @@ ms=${MOESPLIT:-build/apps/moesplit}
 threads=${THREADS:-2}
 test_args=${TEST:--p 0 -n 64}
 reps=${REPS:-2}
+ik_args=${IK_ARGS:--rtr 1}
 
 peers=(ms)
 [[ -x ${LLAMA_BENCH:-} ]] && peers+=(ll)
@@ -35,13 +37,13 @@ run() {
   case $1 in
     ms) "$ms" bench -m "$model" $test_args -t "$threads" -r "$reps" 2>/dev/null | tps ;;
     ll) "$LLAMA_BENCH" -m "$model" $test_args -t "$threads" -r "$reps" 2>/dev/null | tps ;;
-    ik) "$IK_BENCH" -m "$model" $test_args -t "$threads" -r "$reps" -rtr 1 2>/dev/null | tps ;;
+    ik) "$IK_BENCH" -m "$model" $test_args -t "$threads" -r "$reps" $ik_args 2>/dev/null | tps ;;
   esac
 }
 
 median() { sort -n "$1" | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
-echo "model $model, $threads threads, '$test_args', -r $reps, $rounds rounds"
+echo "model $model, $threads threads, '$test_args', -r $reps, $rounds rounds, ik_llama.cpp: '$ik_args'"
 for ((i = 0; i < rounds; ++i)); do
   line="round $((i + 1)):"
   n=${#peers[@]}
