@@ -65,7 +65,7 @@ class Resolver {
       return TensorView{};
     }
     // Decode-only types (quant.h: no quantizer) are readable by `inspect`; those with CPU
-    // kernels (IQ2_XXS, IQ1_S, IQ1_M) run, the others are refused here.
+    // kernels (the seven lattice types: gemv_internal.h) run, the others (MXFP4) are refused.
     GgmlType act;
     const bool no_kernel = quant::IsDecodeOnly(t->type) && !gemv::ActivationTypeFor(t->type, &act);
     if (!quant::CanDequantize(t->type) || no_kernel) {

@@ -199,7 +199,7 @@ void GemmQ3KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, c
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #undef MOESPLIT_KQUANT_DECLARE
 #endif
-// ---- lattice family (IQ2_XXS / IQ1_S / IQ1_M weights x Q8_K activations) ------------------
+// ---- lattice family (IQ2_XXS / IQ1_S / IQ1_M / IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S x Q8_K) ------
 // Scalar reference dots and the tables below: gemv_iq_scalar.cc (generic flags). AVX2 dots
 // (also the AVX-512 tier's, and the VNNI tier's without VBMI): gemv_iq_avx2.cc. The VNNI tier
 // with VBMI: gemv_iq_avx512vbmi.cc (vpermi2b / vpmultishiftqb lookups, a tile of 1-4 tokens per
@@ -246,6 +246,22 @@ void GemmIQ1S_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, con
                              size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmIQ1M_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                              size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+#endif
+// IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: scalar reference dots in gemv_iq23_scalar.cc (generic
+// flags), AVX2 dots in gemv_iq23_avx2.cc (scalar grid loads, maddubs / madd), used by every
+// x86 tier (avx2, avx512, avx512vnni, amx); the gemm is GemmByDots at every tier. Per block:
+//   IQ3_XXS  sum_j (2 s_j + 1) sum_i grid_i sign_i q8_i  (32 values per s_j) times d d_a / 4
+//   IQ3_S    the same                                                         times d d_a
+//   IQ2_XS/S sum_h (2 s_h + 1) sum_i grid_i sign_i q8_i  (16 values per s_h) times d d_a / 8
+float DotIQ3XXS_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
+float DotIQ3S_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
+float DotIQ2XS_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
+float DotIQ2S_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n);
+#if defined(MOESPLIT_GEMV_X86)
+float DotIQ3XXS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotIQ3S_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotIQ2XS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotIQ2S_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 #endif
 // ---- end of the lattice family --------------------------------------------------------------
 // ---- end of the K-quant family ------------------------------------------------------------

@@ -1,5 +1,5 @@
 // Registration of the K-quant kernels (weights Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_XS, and the lattice
-// types IQ2_XXS/IQ1_S/IQ1_M; activations Q8_K) per tier.
+// types IQ2_XXS/IQ1_S/IQ1_M/IQ3_XXS/IQ3_S/IQ2_XS/IQ2_S; activations Q8_K) per tier.
 // The scalar tier keeps GemmByDots (it is the reference); the SIMD tiers have tiled gemms.
 #include "cpu_kernels/gemv/gemv_internal.h"
 
@@ -40,9 +40,17 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
   set_iq(DotIQ2XXS_Q8K_##Tier, DotIQ1S_Q8K_##Tier, DotIQ1M_Q8K_##Tier,     \
          GemmByDots<DotIQ2XXS_Q8K_##Tier>, GemmByDots<DotIQ1S_Q8K_##Tier>, \
          GemmByDots<DotIQ1M_Q8K_##Tier>)
+  // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: file layout only, one dot per (row, token) at every tier
+  // (the AVX2 dots at every x86 tier: gemv_iq23_avx2.cc).
+#define MOESPLIT_IQ23_BY_DOTS(Tier)                                                \
+  set(GgmlType::kIQ3_XXS, DotIQ3XXS_Q8K_##Tier, GemmByDots<DotIQ3XXS_Q8K_##Tier>); \
+  set(GgmlType::kIQ3_S, DotIQ3S_Q8K_##Tier, GemmByDots<DotIQ3S_Q8K_##Tier>);       \
+  set(GgmlType::kIQ2_XS, DotIQ2XS_Q8K_##Tier, GemmByDots<DotIQ2XS_Q8K_##Tier>);    \
+  set(GgmlType::kIQ2_S, DotIQ2S_Q8K_##Tier, GemmByDots<DotIQ2S_Q8K_##Tier>)
   switch (tier) {
     case cpu::IsaTier::kScalar:
       MOESPLIT_IQ_BY_DOTS(Scalar);
+      MOESPLIT_IQ23_BY_DOTS(Scalar);
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Scalar, GemmByDots<DotQ4K_Q8K_Scalar>);
       set(GgmlType::kQ5_K, DotQ5K_Q8K_Scalar, GemmByDots<DotQ5K_Q8K_Scalar>);
       set(GgmlType::kQ6_K, DotQ6K_Q8K_Scalar, GemmByDots<DotQ6K_Q8K_Scalar>);
@@ -65,6 +73,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(GemmR16ByUnpack<kXsR16, GemmByDots<DotIQ4XS_Q8K_Avx2>>, false, kXsR16);
       MOESPLIT_Q23_BY_DOTS(Avx2);
       MOESPLIT_IQ_BY_DOTS(Avx2);
+      MOESPLIT_IQ23_BY_DOTS(Avx2);
       return;
     case cpu::IsaTier::kAvx512:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512, GemmQ4K_Q8K_Avx512);
@@ -79,6 +88,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       MOESPLIT_Q23_BY_DOTS(Avx512);
       // IQ2_XXS / IQ1_S / IQ1_M: the AVX2 dots (their decode needs VBMI's byte permutes).
       MOESPLIT_IQ_BY_DOTS(Avx2);
+      MOESPLIT_IQ23_BY_DOTS(Avx2);
       return;
     case cpu::IsaTier::kAvx512Vnni:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512Vnni, GemmQ4K_Q8K_Avx512Vnni);
@@ -112,6 +122,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       } else {
         MOESPLIT_IQ_BY_DOTS(Avx2);
       }
+      MOESPLIT_IQ23_BY_DOTS(Avx2);
       return;
 #endif
     default:
@@ -119,6 +130,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
   }
 #undef MOESPLIT_Q23_BY_DOTS
 #undef MOESPLIT_IQ_BY_DOTS
+#undef MOESPLIT_IQ23_BY_DOTS
 }
 
 }  // namespace moesplit::gemv::internal

@@ -60,8 +60,8 @@ struct BlockIQ3_XXS {
 };
 
 // 3.4375 bpw. Value 4k .. 4k + 3 is kIq3SGrid index qs[k] | (bit k % 8 of qh[k / 8]) << 8;
-// signs[k / 2] bit 4 (k % 2) + i is the sign of value 4k + i; the scale of values 64m ..
-// 64m + 63 is 1 + 2 * (scales[m / 2] >> 4 (m % 2) & 15).
+// signs[k / 2] bit 4 (k % 2) + i is the sign of value 4k + i; the scale of sub-block j
+// (values 32j .. 32j + 31) is 1 + 2 * (scales[j / 2] >> 4 (j % 2) & 15).
 struct BlockIQ3_S {
   uint16_t d;                 // f16 super-scale
   uint8_t qs[kQkK / 4];       // [64] low 8 bits of the grid indices
@@ -114,9 +114,10 @@ static_assert(sizeof(BlockMXFP4) == 17);
 static_assert(alignof(BlockIQ2_XXS) == 2 && alignof(BlockIQ1_S) == 2);
 static_assert(alignof(BlockIQ1_M) == 1 && alignof(BlockMXFP4) == 1);
 
-// Writes the f16 scale d into one 256-value block of a lattice type: IQ2_XXS / IQ1_S open the
-// block with it; IQ1_M spreads its 4 nibbles over the top nibbles of the 4 scale words (bytes
-// 48..55). For tests and benchmarks that build blocks from random bytes with a chosen scale.
+// Writes the f16 scale d into one 256-value block of a lattice type: IQ2_XXS / IQ2_XS / IQ2_S /
+// IQ3_XXS / IQ3_S / IQ1_S open the block with it; IQ1_M spreads its 4 nibbles over the top
+// nibbles of the 4 scale words (bytes 48..55). For tests and benchmarks that build blocks from
+// random bytes with a chosen scale.
 inline void SetLatticeBlockScale(bool iq1_m, uint8_t* blk, uint16_t d) {
   if (!iq1_m) {
     std::memcpy(blk, &d, 2);

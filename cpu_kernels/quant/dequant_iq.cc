@@ -9,7 +9,8 @@
 // bit is set. No expression here has the a * b + c shape, and the library is built with
 // -ffp-contract=off anyway.
 //
-// Decode only: these types have no quantizer and no GEMV in moesplit (quant.h).
+// Decode only: IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S and MXFP4 have no quantizer in moesplit; the
+// lattice types have CPU kernels (gemv_internal.h), MXFP4 has none (quant.h).
 #include <cstdint>
 #include <cstring>
 

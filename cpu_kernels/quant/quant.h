@@ -15,10 +15,11 @@ namespace moesplit::quant {
 // MXFP4.
 bool CanDequantize(GgmlType type);
 // True for the 8 decode-only types above: their dequantizer serves `inspect --values` and the
-// oracle tests, but no CPU or GPU kernel computes with them, so a model must not be loaded
-// with them (the loader reports them as not supported yet): the reference dequantize-then-dot
-// matmul would decode every weight row at every step. Three of them (IQ2_XXS, IQ1_S, IQ1_M)
-// have a quantizer, so `make-model` can write files in those types.
+// oracle tests; no GPU kernel computes with them. The seven lattice types have CPU kernels
+// (gemv: a model with them loads); MXFP4 has none, so a model must not be loaded with it (the
+// loader reports it as not supported yet): the reference dequantize-then-dot matmul would
+// decode every weight row at every step. Three of them (IQ2_XXS, IQ1_S, IQ1_M) have a
+// quantizer, so `make-model` can write files in those types.
 bool IsDecodeOnly(GgmlType type);
 // True for the first 16 types and for IQ2_XXS, IQ1_S, IQ1_M. Each follows ggml's
 // quantize_row_*_ref (f16/bf16: RNE; IQ4_NL / IQ4_XS: llama.cpp's no-importance-matrix path,

@@ -1,4 +1,5 @@
-// The IQ2_XXS, IQ1_S and IQ1_M (x Q8_K) kernels of every ISA tier:
+// The lattice-type (IQ2_XXS, IQ1_S, IQ1_M, IQ3_XXS, IQ3_S, IQ2_XS, IQ2_S x Q8_K) kernels of
+// every ISA tier:
 //   - the scalar dots against dequantize(w) . dequantize(a) in float64 (2e-6 of sum |w a|: the
 //     scalar dot's integers are exact, its one float step per block and the dequantization's own
 //     f32 roundings stay below that);
@@ -41,7 +42,9 @@ using test_util::Matrix;
 using test_util::Random;
 using test_util::TierAvailable;
 
-constexpr GgmlType kTypes[] = {GgmlType::kIQ2_XXS, GgmlType::kIQ1_S, GgmlType::kIQ1_M};
+constexpr GgmlType kTypes[] = {GgmlType::kIQ2_XXS, GgmlType::kIQ1_S, GgmlType::kIQ1_M,
+                               GgmlType::kIQ3_XXS, GgmlType::kIQ3_S, GgmlType::kIQ2_XS,
+                               GgmlType::kIQ2_S};
 constexpr IsaTier kTiers[] = {IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
                               IsaTier::kAvx512Vnni, IsaTier::kAmx};
 // One block, odd block counts, the V3 widths (2048, 7168), and 33 blocks: past the VBMI

@@ -112,9 +112,10 @@ inline void ExpectGemmMatches(GemmFn gemm, DotFn ref, const Matrix& w, int64_t r
   }
 }
 
-// IQ2_XXS / IQ1_S / IQ1_M (no quantizer in this tree): n values of random bytes at row, with a
-// finite f16 super-scale per block of magnitude [0.5, 2] * d_scale and a random sign. Every
-// code pattern of these types decodes to grid values, so the bytes are valid weights.
+// The lattice types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M; the four middle ones
+// have no quantizer here): n values of random bytes at row, with a finite f16 super-scale per
+// block of magnitude [0.5, 2] * d_scale and a random sign. Every code pattern of these types
+// decodes to grid values, so the bytes are valid weights.
 inline void FillLatticeRow(GgmlType type, uint8_t* row, int64_t n, float d_scale,
                            std::mt19937& rng) {
   std::uniform_real_distribution<float> mag(0.5f * d_scale, 2.0f * d_scale);
