@@ -113,8 +113,20 @@ std::vector<char*> WithDefaultMinTime(int* argc, char** argv, double seconds,
 }
 
 bool CanBuildBenchWeights(GgmlType type) {
-  return quant::CanQuantize(type) || type == GgmlType::kIQ2_XXS || type == GgmlType::kIQ1_S ||
-         type == GgmlType::kIQ1_M;
+  // The lattice types: random bytes with a finite f16 scale are valid blocks (every code
+  // pattern decodes to grid values).
+  switch (type) {
+    case GgmlType::kIQ2_XXS:
+    case GgmlType::kIQ2_XS:
+    case GgmlType::kIQ2_S:
+    case GgmlType::kIQ3_XXS:
+    case GgmlType::kIQ3_S:
+    case GgmlType::kIQ1_S:
+    case GgmlType::kIQ1_M:
+      return true;
+    default:
+      return quant::CanQuantize(type);
+  }
 }
 
 void QuantizeRowsForBench(GgmlType type, const float* x, int64_t rows, int64_t cols, uint8_t* dst) {

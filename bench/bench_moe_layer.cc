@@ -7,7 +7,8 @@
 //                                        multiple of 256), q4_K-q8_0
 //   v3 / v2lite iq4_xs-iq4_xs / iq4_xs-iq4_nl (IQ4_XS files; repacked only)
 //   v3       q2_K-q2_K, q2_K-q3_K (UD-Q2_K_XL-like), q3_K-q3_K, q3_K-q4_K (Q3_K_M); repacked only
-//   v3       iq2_xxs-iq2_xxs, iq1_m-iq1_m, iq1_s-iq1_s, iq1_s-iq2_xxs (file layout only)
+//   v3       iq2_xxs-iq2_xxs, iq1_m-iq1_m, iq1_s-iq1_s, iq1_s-iq2_xxs, iq3_xxs-iq3_xxs,
+//            iq3_s-iq3_s, iq2_xs-iq2_xs, iq2_s-iq2_s (file layout only)
 // each in the file layout, and ".../repacked" (all four) as the engine stores
 // them by default: repacked at load into 16-row groups where the tier has the layouts
 // (gemv::LoadLayout: q4_K_r16, q6_K_r16, q5_0_r16, q8_0_r16 on AVX-512 VNNI).
@@ -15,7 +16,9 @@
 // Expert bytes (gate + up + down of one expert): v3 q4_K-q6_K = 2 x 2048 x 4032 + 7168 x 1680
 // = 28.56 MB (x 256 = 7.31 GB); v3 q4_K-q4_K = 3 x 8.26 MB = 24.77 MB (6.34 GB); v3 q2_K-q2_K
 // = 3 x 2048 x 28 x 84 = 14.45 MB (3.70 GB); iq2_xxs-iq2_xxs = 3 x 2048 x 28 x 66 = 11.35 MB;
-// iq1_m-iq1_m (56 B per 256) = 9.63 MB; iq1_s-iq1_s (50 B) = 8.60 MB; q3_K-q3_K repacked (114 B per 256) = 19.61 MB; v2lite
+// iq1_m-iq1_m (56 B per 256) = 9.63 MB; iq1_s-iq1_s (50 B) = 8.60 MB; iq3_xxs-iq3_xxs (98 B)
+// = 16.86 MB; iq3_s-iq3_s (110 B) = 18.92 MB; iq2_xs-iq2_xs (74 B) = 12.73 MB; iq2_s-iq2_s
+// (82 B) = 14.11 MB; q3_K-q3_K repacked (114 B per 256) = 19.61 MB; v2lite
 // q4_K-q5_0 = 2 x 1408 x 1152 + 2048 x 968 = 5.23 MB; q4_K-q8_0 = 6.31 MB.
 //
 // Workloads: decode = 1 token, k distinct experts drawn uniformly, a new route set every
@@ -91,6 +94,12 @@ constexpr Variant kVariants[] = {
     {"v3/iq1_m-iq1_m", 7168, 2048, 256, 8, GgmlType::kIQ1_M, GgmlType::kIQ1_M},
     {"v3/iq1_s-iq1_s", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ1_S},
     {"v3/iq1_s-iq2_xxs", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ2_XXS},
+    // The IQ3 / IQ2 lattice types of llama.cpp's IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S mixes (file
+    // layout only; random codes: no quantizer here).
+    {"v3/iq3_xxs-iq3_xxs", 7168, 2048, 256, 8, GgmlType::kIQ3_XXS, GgmlType::kIQ3_XXS},
+    {"v3/iq3_s-iq3_s", 7168, 2048, 256, 8, GgmlType::kIQ3_S, GgmlType::kIQ3_S},
+    {"v3/iq2_xs-iq2_xs", 7168, 2048, 256, 8, GgmlType::kIQ2_XS, GgmlType::kIQ2_XS},
+    {"v3/iq2_s-iq2_s", 7168, 2048, 256, 8, GgmlType::kIQ2_S, GgmlType::kIQ2_S},
 };
 constexpr int64_t kTokens[] = {1, 64, 512};  // decode, prefill 64, prefill 512
 constexpr int kThreads[] = {1, 2};

@@ -55,7 +55,7 @@ struct Stack {
       for (float& x : row) x = n(rng);
       if (quant::CanQuantize(t)) {
         quant::QuantizeRow(t, row.data(), raw.data() + i * rb, c);
-      } else {  // IQ2_XXS / IQ1_S / IQ1_M: random codes, |d| ~ scale / 64
+      } else {  // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S (no quantizer): random codes, |d| ~ scale / 64
         gemv::test_util::FillLatticeRow(t, raw.data() + i * rb, c, scale / 64, rng);
       }
       quant::DequantizeRow(t, raw.data() + i * rb, &deq[i * c], c);
@@ -175,8 +175,11 @@ std::vector<Types> TypeSets() {
           {GgmlType::kF32, GgmlType::kF32, GgmlType::kF32, 64, 48},
           // The AMX tier's self-blocking F16 / BF16 tiles (whole-job token chunks, no slabs).
           {GgmlType::kBF16, GgmlType::kBF16, GgmlType::kF16, 64, 48},
-          // Unsloth UD-IQ*-like experts (lattice types; no quantizer: random codes).
-          {GgmlType::kIQ2_XXS, GgmlType::kIQ1_S, GgmlType::kIQ1_M, 256, 256}};
+          // Unsloth UD-IQ*-like experts (lattice types).
+          {GgmlType::kIQ2_XXS, GgmlType::kIQ1_S, GgmlType::kIQ1_M, 256, 256},
+          // llama.cpp's IQ3 / IQ2 mixes (no quantizer here: random codes).
+          {GgmlType::kIQ3_XXS, GgmlType::kIQ3_S, GgmlType::kIQ2_XS, 256, 256},
+          {GgmlType::kIQ2_S, GgmlType::kIQ2_S, GgmlType::kIQ3_XXS, 256, 256}};
 }
 
 // The models of TypeSets(), 32 experts each plus a shared expert, built once per process
