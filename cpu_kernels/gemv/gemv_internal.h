@@ -229,7 +229,16 @@ struct IqTables {
   // k in bits 2k..2k+1. 2048 entries plus padding: a 32-bit gather at entry 2047 reads 2 bytes
   // past it.
   alignas(64) uint16_t iq1_codes[2048 + 32];
+  // IQ3_XXS / IQ3_S: entry e of kIq3XxsGrid / kIq3SGrid as 3-bit level codes, value k in bits
+  // 3k..3k+2 (IQ3_XXS levels 4, 12, .., 52, 62 -> 0..7; IQ3_S 1, 3, .., 15 -> 0..7): lo = the
+  // low 8 bits of the 12-bit code, hi = its top 4 bits. Filled by AddIq3Codes
+  // (gemv_iq23_scalar.cc).
+  alignas(64) uint8_t iq3xxs_lo[256];
+  alignas(64) uint8_t iq3xxs_hi[256];
+  alignas(64) uint8_t iq3s_lo[512];
+  alignas(64) uint8_t iq3s_hi[512];
 };
+void AddIq3Codes(IqTables* t);
 const IqTables& GetIqTables();
 
 #if defined(MOESPLIT_GEMV_X86)
@@ -248,8 +257,10 @@ void GemmIQ1M_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, con
                              size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #endif
 // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: scalar reference dots in gemv_iq23_scalar.cc (generic
-// flags), AVX2 dots in gemv_iq23_avx2.cc (scalar grid loads, maddubs / madd), used by every
-// x86 tier (avx2, avx512, avx512vnni, amx); the gemm is GemmByDots at every tier. Per block:
+// flags), AVX2 dots in gemv_iq23_avx2.cc (scalar grid loads, maddubs / madd: the avx2 and
+// avx512 tiers', and the VNNI tier's without VBMI), VNNI + VBMI dots in gemv_iq23_avx512vbmi.cc
+// (grid gathers, 64-bit sign masks, vpdpwssd scales: the avx512vnni / amx tiers' where the CPU
+// has VBMI); the gemm is GemmByDots at every tier. Per block:
 //   IQ3_XXS  sum_j (2 s_j + 1) sum_i grid_i sign_i q8_i  (32 values per s_j) times d d_a / 4
 //   IQ3_S    the same                                                         times d d_a
 //   IQ2_XS/S sum_h (2 s_h + 1) sum_i grid_i sign_i q8_i  (16 values per s_h) times d d_a / 8
@@ -262,6 +273,10 @@ float DotIQ3XXS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotIQ3S_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotIQ2XS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotIQ2S_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotIQ3XXS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
+float DotIQ3S_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
+float DotIQ2XS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
+float DotIQ2S_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
 #endif
 // ---- end of the lattice family --------------------------------------------------------------
 // ---- end of the K-quant family ------------------------------------------------------------

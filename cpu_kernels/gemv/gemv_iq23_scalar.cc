@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/base/status.h"
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/gemv/gemv_isa_common.h"
 #include "cpu_kernels/quant/blocks.h"
@@ -53,7 +54,36 @@ int32_t SignedGroup(uint64_t entry, unsigned signs, const int8_t* q8) {
   return s;
 }
 
+// entry -> 12-bit code of 3-bit levels (value k in bits 3k..3k+2); level(v) maps a grid byte.
+template <typename Level>
+void Iq3Codes(const uint32_t* grid, int size, Level level, uint8_t* lo, uint8_t* hi) {
+  for (int e = 0; e < size; ++e) {
+    uint32_t code = 0;
+    for (int k = 0; k < 4; ++k) {
+      const int v = static_cast<uint8_t>(grid[e] >> (8 * k));
+      const int l = level(v);
+      MOESPLIT_CHECK(l >= 0 && l < 8, "iq3 grid byte ", v);
+      code |= static_cast<uint32_t>(l) << (3 * k);
+    }
+    lo[e] = static_cast<uint8_t>(code);
+    hi[e] = static_cast<uint8_t>(code >> 8);
+  }
+}
+
 }  // namespace
+
+void AddIq3Codes(IqTables* t) {
+  // IQ3_XXS levels 4, 12, 20, 28, 36, 44, 52, 62; IQ3_S levels 1, 3, .., 15 (iq_grids.h).
+  Iq3Codes(
+      qi::kIq3XxsGrid, qi::kIq3XxsGridSize,
+      [](int v) { return v == 62                   ? 7
+                         : (v % 8 == 4 && v <= 52) ? (v - 4) / 8
+                                                   : -1; }, t->iq3xxs_lo,
+      t->iq3xxs_hi);
+  Iq3Codes(
+      qi::kIq3SGrid, qi::kIq3SGridSize, [](int v) { return v % 2 == 1 ? (v - 1) / 2 : -1; },
+      t->iq3s_lo, t->iq3s_hi);
+}
 
 float DotIQ3XXS_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n) {
   const auto* w = static_cast<const BlockIQ3_XXS*>(w_row);  // [n / 256]

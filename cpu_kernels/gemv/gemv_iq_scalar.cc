@@ -85,6 +85,7 @@ IqTables BuildIqTables() {
     }
     t.iq1_codes[e] = code;
   }
+  AddIq3Codes(&t);
   return t;
 }
 

@@ -41,7 +41,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
          GemmByDots<DotIQ2XXS_Q8K_##Tier>, GemmByDots<DotIQ1S_Q8K_##Tier>, \
          GemmByDots<DotIQ1M_Q8K_##Tier>)
   // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: file layout only, one dot per (row, token) at every tier
-  // (the AVX2 dots at every x86 tier: gemv_iq23_avx2.cc).
+  // (the AVX2 dots up to the VNNI tier, which has VBMI dots where the CPU has VBMI).
 #define MOESPLIT_IQ23_BY_DOTS(Tier)                                                \
   set(GgmlType::kIQ3_XXS, DotIQ3XXS_Q8K_##Tier, GemmByDots<DotIQ3XXS_Q8K_##Tier>); \
   set(GgmlType::kIQ3_S, DotIQ3S_Q8K_##Tier, GemmByDots<DotIQ3S_Q8K_##Tier>);       \
@@ -122,7 +122,11 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       } else {
         MOESPLIT_IQ_BY_DOTS(Avx2);
       }
-      MOESPLIT_IQ23_BY_DOTS(Avx2);
+      if (cpu::DetectCpuFeatures().avx512vbmi) {
+        MOESPLIT_IQ23_BY_DOTS(Avx512Vbmi);
+      } else {
+        MOESPLIT_IQ23_BY_DOTS(Avx2);
+      }
       return;
 #endif
     default:

@@ -8,7 +8,8 @@
 //     sum |w a|: the same integers per block, only the float order of the block terms differs;
 //     K = 8448 crosses the VBMI tiles' 32-block activation segments);
 //   - activations at +-127 (the negation's edge) on every tier against float64;
-//   - on the VNNI tier both variants (AVX2 dots; VBMI tiles where the CPU has VBMI) directly;
+//   - on the VNNI tier both variants (AVX2 dots; VBMI tiles / dots where the CPU has VBMI)
+//     directly;
 //   - every tier has a kernel for them (no reference-matmul fallback at start-up), with Q8_K
 //     activations, and no repacked layout.
 // Weights are random bytes with a finite f16 super-scale: every code pattern of these types
@@ -176,6 +177,14 @@ TEST(IqVariantTest, Avx2AndVbmiMatchScalar) {
        internal::GemmIQ1S_Q8K_Avx512Vbmi},
       {GgmlType::kIQ1_M, internal::DotIQ1M_Q8K_Avx2, internal::DotIQ1M_Q8K_Avx512Vbmi,
        internal::GemmIQ1M_Q8K_Avx512Vbmi},
+      {GgmlType::kIQ3_XXS, internal::DotIQ3XXS_Q8K_Avx2, internal::DotIQ3XXS_Q8K_Avx512Vbmi,
+       internal::GemmByDots<internal::DotIQ3XXS_Q8K_Avx512Vbmi>},
+      {GgmlType::kIQ3_S, internal::DotIQ3S_Q8K_Avx2, internal::DotIQ3S_Q8K_Avx512Vbmi,
+       internal::GemmByDots<internal::DotIQ3S_Q8K_Avx512Vbmi>},
+      {GgmlType::kIQ2_XS, internal::DotIQ2XS_Q8K_Avx2, internal::DotIQ2XS_Q8K_Avx512Vbmi,
+       internal::GemmByDots<internal::DotIQ2XS_Q8K_Avx512Vbmi>},
+      {GgmlType::kIQ2_S, internal::DotIQ2S_Q8K_Avx2, internal::DotIQ2S_Q8K_Avx512Vbmi,
+       internal::GemmByDots<internal::DotIQ2S_Q8K_Avx512Vbmi>},
   };
   const cpu::CpuFeatures f = cpu::DetectCpuFeatures();
   if (!TierAvailable(IsaTier::kAvx2)) GTEST_SKIP() << "no AVX2";
