@@ -231,14 +231,19 @@ struct IqTables {
   alignas(64) uint16_t iq1_codes[2048 + 32];
   // IQ3_XXS / IQ3_S: entry e of kIq3XxsGrid / kIq3SGrid as 3-bit level codes, value k in bits
   // 3k..3k+2 (IQ3_XXS levels 4, 12, .., 52, 62 -> 0..7; IQ3_S 1, 3, .., 15 -> 0..7): lo = the
-  // low 8 bits of the 12-bit code, hi = its top 4 bits. Filled by AddIq3Codes
+  // low 8 bits of the 12-bit code, hi = its top 4 bits. Filled by AddIq23Codes
   // (gemv_iq23_scalar.cc).
   alignas(64) uint8_t iq3xxs_lo[256];
   alignas(64) uint8_t iq3xxs_hi[256];
   alignas(64) uint8_t iq3s_lo[512];
   alignas(64) uint8_t iq3s_hi[512];
+  // IQ2_XS / IQ2_S: as iq2xxs_lo / hi for kIq2XsGrid / kIq2SGrid (2-bit codes of 8, 25, 43).
+  alignas(64) uint8_t iq2xs_lo[512];
+  alignas(64) uint8_t iq2xs_hi[512];
+  alignas(64) uint8_t iq2s_lo[1024];
+  alignas(64) uint8_t iq2s_hi[1024];
 };
-void AddIq3Codes(IqTables* t);
+void AddIq23Codes(IqTables* t);
 const IqTables& GetIqTables();
 
 #if defined(MOESPLIT_GEMV_X86)

@@ -5,11 +5,13 @@
 // (gemv_iq23_scalar.cc); the gemm is GemmByDots.
 //
 // A block is 4 chunks of 64 values (chunk c = values 64 c .. 64 c + 63). Per chunk:
-//   m     = [64] u8 grid magnitudes: IQ2 by one gather of 8 qword entries (the grids are 4-8 KB,
-//           L1-resident; a gather costs per lane here, so 8 lanes of 8 values pay); IQ3 (4
-//           values an entry: a 16-lane dword gather measured slower than scalar loads) from
-//           3-bit level codes looked up in registers (IqTables iq3*_lo / hi: vpermi2b over the
-//           256 or 512 entries, once per block for its 64 indices), see Iq3Block
+//   m     = [64] u8 grid magnitudes, from the grid entries' level codes (IqTables iq3*_lo /
+//           hi: 3 bits a value; iq2*_lo / hi: 2 bits a value) looked up by vpermi2b over the
+//           256, 512 or 1024 entries once per block for all its indices, then per chunk one
+//           vpermi2b + vpmultishiftqb + vpermb (Iq3Block, Iq2Block). Gathers measured slower
+//           here (they cost per lane; MoE decode, 2 threads: a 16-lane dword gather per 64
+//           IQ3_XXS values 3.9 GB/s against 11.1, 8-lane qword gathers 4.8 / 4.9 GB/s against
+//           8.5 / 5.7 for IQ2_XS / IQ2_S).
 //   neg   = __mmask64, bit i set where value 64 c + i is negative: the stored bits themselves
 //           (IQ3_S, IQ2_S), or the block's 32 sign bytes from its 7-bit sign indices by one
 //           vpermi2b of ksigns (IQ3_XXS: fields cut out by vpmultishiftqb; IQ2_XS: qs >> 9)
@@ -50,6 +52,8 @@ struct Index {
   uint8_t iq2s_high[64];    // qword lane l, word k: high byte <- bits 2 (4 l + k) of qh
   uint8_t iq3_pair[4][64];  // IQ3 chunk c, qword q: lo, hi of entry 16 c + 2 q, then + 1
   uint8_t iq3_field[64];    // byte k of each qword <- bits 16 (k / 4) + 3 (k % 4)
+  uint8_t iq2_pair[4][64];  // IQ2 chunk c, qword q: lo, hi of group 8 c + q
+  uint8_t iq2_field[64];    // byte k of each qword <- bits 2 k
 };
 
 constexpr Index MakeIndex() {
@@ -66,9 +70,11 @@ constexpr Index MakeIndex() {
     x.iq2s_high[b] = static_cast<uint8_t>(b % 2 ? 2 * group : 0);
     const int k = b % 8;
     x.iq3_field[b] = static_cast<uint8_t>(16 * (k / 4) + 3 * (k % 4));
+    x.iq2_field[b] = static_cast<uint8_t>(2 * k);
     for (int c = 0; c < 4; ++c) {
       const int entry = 16 * c + 2 * (b / 8) + (k / 2) % 2;  // k = 0, 1: entry; 2, 3: entry + 1
       x.iq3_pair[c][b] = static_cast<uint8_t>(k < 4 ? entry + (k % 2 ? 64 : 0) : 0);
+      x.iq2_pair[c][b] = static_cast<uint8_t>(k < 2 ? 8 * c + b / 8 + 64 * k : 0);
     }
   }
   return x;
@@ -213,24 +219,44 @@ float DotIQ3S_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n) {
 
 namespace {
 
-// IQ2_XS / IQ2_S: the 32 grid indices of a block as words (idx16) -> 4 chunks of 8 qword
-// gathers, with sign bits sg[c] and the 16 half scales.
-template <typename Grid>
-IQ_INLINE __m512i Iq2Block(__m512i idx16, const uint64_t* sg, uint64_t scale_nibbles,
-                           const Grid* grid, const int8_t* q8) {
+// IQ2_XS / IQ2_S: the block's 32 groups' 16-bit codes (lo / hi bytes in group order), then its
+// integer: per chunk c, one vpermi2b puts the code of group 8 c + q in bytes 0-1 of qword q,
+// vpmultishiftqb cuts byte k's 2 bits (bits 2 k), vpermb maps them to 8 / 25 / 43.
+IQ_INLINE __m512i Iq2Block(__m512i lo, __m512i hi, const uint64_t* sg, uint64_t scale_nibbles,
+                           const int8_t* q8) {
   const __m512i sc16 = _mm512_castsi256_si512(OddScales16(scale_nibbles));
-  const __m512i i32[2] = {_mm512_cvtepu16_epi32(_mm512_castsi512_si256(idx16)),
-                          _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(idx16, 1))};
+  const __m512i field = Load(kIdx.iq2_field);
+  const __m512i levels = _mm512_set1_epi32(0x002B1908);  // 8, 25, 43 at codes 0, 1, 2
   __m512i s = _mm512_setzero_si512();
 #pragma GCC unroll 4
   for (int c = 0; c < 4; ++c) {
-    const __m256i vi =
-        c % 2 ? _mm512_extracti64x4_epi64(i32[c / 2], 1) : _mm512_castsi512_si256(i32[c / 2]);
-    const __m512i m = _mm512_i32gather_epi64(vi, grid, 8);
+    const __m512i code = _mm512_permutex2var_epi8(lo, Load(kIdx.iq2_pair[c]), hi);
+    const __m512i m = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(field, code), levels);
     s = Chunk(s, m, _cvtu64_mask64(sg[c]), q8 + 64 * c,
               _mm512_permutexvar_epi16(Load(kIdx.sc16[c]), sc16));
   }
   return s;
+}
+
+// A 512-entry byte lookup (t = 8 x 64 entries) of the low bytes of the 32 words of idx16
+// (bits 0-8 the index): bytes 0-31 of the result.
+IQ_INLINE __m512i Lookup512(const __m512i* t, __m512i idx8, __mmask64 bit7, __mmask64 bit8) {
+  return _mm512_mask_blend_epi8(bit8, Lookup256(t, idx8, bit7), Lookup256(t + 4, idx8, bit7));
+}
+
+// The 32 low index bytes of idx16 in bytes 0-31, and the masks of index bits 7, 8 and 9.
+struct Iq2Index {
+  __m512i idx8;
+  __mmask64 bit7, bit8, bit9;
+};
+
+IQ_INLINE Iq2Index SplitIndex(__m512i idx16) {
+  Iq2Index r;
+  r.idx8 = _mm512_zextsi256_si512(_mm512_cvtepi16_epi8(idx16));
+  r.bit7 = _mm512_movepi8_mask(r.idx8);
+  r.bit8 = _mm512_test_epi16_mask(idx16, _mm512_set1_epi16(0x100));
+  r.bit9 = _mm512_test_epi16_mask(idx16, _mm512_set1_epi16(0x200));
+  return r;
 }
 
 }  // namespace
@@ -240,7 +266,11 @@ float DotIQ2XS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n) {
   const auto* a = static_cast<const BlockQ8_K*>(a_row);    // [n / 256]
   const IqTables& t = GetIqTables();
   const __m512i ks0 = Load(t.ksigns), ks1 = Load(t.ksigns + 64);
-  const auto* grid = reinterpret_cast<const long long*>(qi::kIq2XsGrid);
+  __m512i lo_t[8], hi_t[8];  // code tables, entries 64 i .. 64 i + 63
+  for (int i = 0; i < 8; ++i) {
+    lo_t[i] = Load(t.iq2xs_lo + 64 * i);
+    hi_t[i] = Load(t.iq2xs_hi + 64 * i);
+  }
   __m512 acc = _mm512_setzero_ps();
   for (int64_t b = 0; b < n / kQkK; ++b) {
     const __m512i q = Load(w[b].qs);  // [32] u16: 9-bit grid index | 7-bit sign index << 9
@@ -249,8 +279,10 @@ float DotIQ2XS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n) {
     alignas(32) uint64_t sg[4];
     StoreSigns(_mm512_cvtepi16_epi8(_mm512_permutex2var_epi8(ks0, _mm512_srli_epi16(q, 9), ks1)),
                sg);
-    const __m512i s = Iq2Block(_mm512_and_si512(q, _mm512_set1_epi16(511)), sg,
-                               LoadU64(w[b].scales), grid, a[b].qs);
+    const Iq2Index x = SplitIndex(q);
+    const __m512i s =
+        Iq2Block(Lookup512(lo_t, x.idx8, x.bit7, x.bit8), Lookup512(hi_t, x.idx8, x.bit7, x.bit8),
+                 sg, LoadU64(w[b].scales), a[b].qs);
     acc = _mm512_fmadd_ps(_mm512_set1_ps(0.125f * _cvtsh_ss(w[b].d) * a[b].d),
                           _mm512_cvtepi32_ps(s), acc);
   }
@@ -260,7 +292,9 @@ float DotIQ2XS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n) {
 float DotIQ2S_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n) {
   const auto* w = static_cast<const BlockIQ2_S*>(w_row);  // [n / 256]
   const auto* a = static_cast<const BlockQ8_K*>(a_row);   // [n / 256]
-  const auto* grid = reinterpret_cast<const long long*>(qi::kIq2SGrid);
+  const IqTables& t = GetIqTables();
+  const auto* lo_t = reinterpret_cast<const __m512i*>(t.iq2s_lo);  // [16] x 64 entries
+  const auto* hi_t = reinterpret_cast<const __m512i*>(t.iq2s_hi);  // [16] x 64 entries
   const __m512i ctrl = Load(kIdx.iq2s_high), two_bits = _mm512_set1_epi16(0x0300);
   __m512 acc = _mm512_setzero_ps();
   for (int64_t b = 0; b < n / kQkK; ++b) {
@@ -269,10 +303,14 @@ float DotIQ2S_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n) {
         _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs)));
     const __m512i hi = _mm512_multishift_epi64_epi8(
         ctrl, _mm512_set1_epi64(static_cast<long long>(LoadU64(w[b].qh))));
-    const __m512i idx = _mm512_ternarylogic_epi32(hi, two_bits, lo, 0xEA);  // (A & B) | C
+    const Iq2Index x = SplitIndex(_mm512_ternarylogic_epi32(hi, two_bits, lo, 0xEA));  // A&B | C
+    const __m512i code_lo = _mm512_mask_blend_epi8(x.bit9, Lookup512(lo_t, x.idx8, x.bit7, x.bit8),
+                                                   Lookup512(lo_t + 8, x.idx8, x.bit7, x.bit8));
+    const __m512i code_hi = _mm512_mask_blend_epi8(x.bit9, Lookup512(hi_t, x.idx8, x.bit7, x.bit8),
+                                                   Lookup512(hi_t + 8, x.idx8, x.bit7, x.bit8));
     uint64_t signs[4];  // the explicit sign bits of chunks 0-3 (qs bytes 32-63)
     std::memcpy(signs, w[b].qs + kQkK / 8, sizeof(signs));
-    const __m512i s = Iq2Block(idx, signs, LoadU64(w[b].scales), grid, a[b].qs);
+    const __m512i s = Iq2Block(code_lo, code_hi, signs, LoadU64(w[b].scales), a[b].qs);
     acc = _mm512_fmadd_ps(_mm512_set1_ps(0.125f * _cvtsh_ss(w[b].d) * a[b].d),
                           _mm512_cvtepi32_ps(s), acc);
   }

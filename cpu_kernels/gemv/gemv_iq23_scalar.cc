@@ -54,6 +54,14 @@ int32_t SignedGroup(uint64_t entry, unsigned signs, const int8_t* q8) {
   return s;
 }
 
+// The level (0..7) of an IQ3 grid byte, -1 if it is none: IQ3_XXS levels 4, 12, 20, 28, 36, 44,
+// 52, 62; IQ3_S levels 1, 3, .., 15 (iq_grids.h).
+int Iq3XxsLevel(int v) {
+  if (v == 62) return 7;
+  return v % 8 == 4 && v <= 52 ? (v - 4) / 8 : -1;
+}
+int Iq3SLevel(int v) { return v % 2 == 1 && v <= 15 ? (v - 1) / 2 : -1; }
+
 // entry -> 12-bit code of 3-bit levels (value k in bits 3k..3k+2); level(v) maps a grid byte.
 template <typename Level>
 void Iq3Codes(const uint32_t* grid, int size, Level level, uint8_t* lo, uint8_t* hi) {
@@ -70,19 +78,27 @@ void Iq3Codes(const uint32_t* grid, int size, Level level, uint8_t* lo, uint8_t*
   }
 }
 
+// entry -> 16-bit code of 2-bit levels 8, 25, 43 -> 0, 1, 2 (value k in bits 2k..2k+1).
+void Iq2Codes(const uint64_t* grid, int size, uint8_t* lo, uint8_t* hi) {
+  for (int e = 0; e < size; ++e) {
+    uint32_t code = 0;
+    for (int k = 0; k < 8; ++k) {
+      const int v = static_cast<uint8_t>(grid[e] >> (8 * k));
+      MOESPLIT_CHECK(v == 8 || v == 25 || v == 43, "iq2 grid byte ", v);
+      code |= static_cast<uint32_t>(v == 8 ? 0 : v == 25 ? 1 : 2) << (2 * k);
+    }
+    lo[e] = static_cast<uint8_t>(code);
+    hi[e] = static_cast<uint8_t>(code >> 8);
+  }
+}
+
 }  // namespace
 
-void AddIq3Codes(IqTables* t) {
-  // IQ3_XXS levels 4, 12, 20, 28, 36, 44, 52, 62; IQ3_S levels 1, 3, .., 15 (iq_grids.h).
-  Iq3Codes(
-      qi::kIq3XxsGrid, qi::kIq3XxsGridSize,
-      [](int v) { return v == 62                   ? 7
-                         : (v % 8 == 4 && v <= 52) ? (v - 4) / 8
-                                                   : -1; }, t->iq3xxs_lo,
-      t->iq3xxs_hi);
-  Iq3Codes(
-      qi::kIq3SGrid, qi::kIq3SGridSize, [](int v) { return v % 2 == 1 ? (v - 1) / 2 : -1; },
-      t->iq3s_lo, t->iq3s_hi);
+void AddIq23Codes(IqTables* t) {
+  Iq2Codes(qi::kIq2XsGrid, qi::kIq2XsGridSize, t->iq2xs_lo, t->iq2xs_hi);
+  Iq2Codes(qi::kIq2SGrid, qi::kIq2SGridSize, t->iq2s_lo, t->iq2s_hi);
+  Iq3Codes(qi::kIq3XxsGrid, qi::kIq3XxsGridSize, Iq3XxsLevel, t->iq3xxs_lo, t->iq3xxs_hi);
+  Iq3Codes(qi::kIq3SGrid, qi::kIq3SGridSize, Iq3SLevel, t->iq3s_lo, t->iq3s_hi);
 }
 
 float DotIQ3XXS_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n) {

@@ -85,7 +85,7 @@ IqTables BuildIqTables() {
     }
     t.iq1_codes[e] = code;
   }
-  AddIq3Codes(&t);
+  AddIq23Codes(&t);
   return t;
 }
 
