@@ -264,8 +264,9 @@ void GemmIQ1M_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, con
 // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: scalar reference dots in gemv_iq23_scalar.cc (generic
 // flags), AVX2 dots in gemv_iq23_avx2.cc (scalar grid loads, maddubs / madd: the avx2 and
 // avx512 tiers', and the VNNI tier's without VBMI), VNNI + VBMI dots in gemv_iq23_avx512vbmi.cc
-// (grid gathers, 64-bit sign masks, vpdpwssd scales: the avx512vnni / amx tiers' where the CPU
-// has VBMI); the gemm is GemmByDots at every tier. Per block:
+// (grid level codes by vpermi2b, 64-bit sign masks, vpdpwssd scales, and a gemm decoding each
+// block once per 1-4 tokens: the avx512vnni / amx tiers' where the CPU has VBMI); elsewhere
+// the gemm is GemmByDots. Per block:
 //   IQ3_XXS  sum_j (2 s_j + 1) sum_i grid_i sign_i q8_i  (32 values per s_j) times d d_a / 4
 //   IQ3_S    the same                                                         times d d_a
 //   IQ2_XS/S sum_h (2 s_h + 1) sum_i grid_i sign_i q8_i  (16 values per s_h) times d d_a / 8
@@ -282,6 +283,14 @@ float DotIQ3XXS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
 float DotIQ3S_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
 float DotIQ2XS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
 float DotIQ2S_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
+void GemmIQ3XXS_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmIQ3S_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmIQ2XS_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                              size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmIQ2S_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #endif
 // ---- end of the lattice family --------------------------------------------------------------
 // ---- end of the K-quant family ------------------------------------------------------------

@@ -40,8 +40,8 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
   set_iq(DotIQ2XXS_Q8K_##Tier, DotIQ1S_Q8K_##Tier, DotIQ1M_Q8K_##Tier,     \
          GemmByDots<DotIQ2XXS_Q8K_##Tier>, GemmByDots<DotIQ1S_Q8K_##Tier>, \
          GemmByDots<DotIQ1M_Q8K_##Tier>)
-  // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: file layout only, one dot per (row, token) at every tier
-  // (the AVX2 dots up to the VNNI tier, which has VBMI dots where the CPU has VBMI).
+  // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: file layout only; one dot per (row, token) (the scalar or
+  // AVX2 dots), except on the VNNI tier with VBMI: 1-4 tokens per decoded block.
 #define MOESPLIT_IQ23_BY_DOTS(Tier)                                                \
   set(GgmlType::kIQ3_XXS, DotIQ3XXS_Q8K_##Tier, GemmByDots<DotIQ3XXS_Q8K_##Tier>); \
   set(GgmlType::kIQ3_S, DotIQ3S_Q8K_##Tier, GemmByDots<DotIQ3S_Q8K_##Tier>);       \
@@ -123,7 +123,10 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
         MOESPLIT_IQ_BY_DOTS(Avx2);
       }
       if (cpu::DetectCpuFeatures().avx512vbmi) {
-        MOESPLIT_IQ23_BY_DOTS(Avx512Vbmi);
+        set(GgmlType::kIQ3_XXS, DotIQ3XXS_Q8K_Avx512Vbmi, GemmIQ3XXS_Q8K_Avx512Vbmi);
+        set(GgmlType::kIQ3_S, DotIQ3S_Q8K_Avx512Vbmi, GemmIQ3S_Q8K_Avx512Vbmi);
+        set(GgmlType::kIQ2_XS, DotIQ2XS_Q8K_Avx512Vbmi, GemmIQ2XS_Q8K_Avx512Vbmi);
+        set(GgmlType::kIQ2_S, DotIQ2S_Q8K_Avx512Vbmi, GemmIQ2S_Q8K_Avx512Vbmi);
       } else {
         MOESPLIT_IQ23_BY_DOTS(Avx2);
       }

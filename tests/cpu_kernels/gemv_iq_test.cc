@@ -178,13 +178,13 @@ TEST(IqVariantTest, Avx2AndVbmiMatchScalar) {
       {GgmlType::kIQ1_M, internal::DotIQ1M_Q8K_Avx2, internal::DotIQ1M_Q8K_Avx512Vbmi,
        internal::GemmIQ1M_Q8K_Avx512Vbmi},
       {GgmlType::kIQ3_XXS, internal::DotIQ3XXS_Q8K_Avx2, internal::DotIQ3XXS_Q8K_Avx512Vbmi,
-       internal::GemmByDots<internal::DotIQ3XXS_Q8K_Avx512Vbmi>},
+       internal::GemmIQ3XXS_Q8K_Avx512Vbmi},
       {GgmlType::kIQ3_S, internal::DotIQ3S_Q8K_Avx2, internal::DotIQ3S_Q8K_Avx512Vbmi,
-       internal::GemmByDots<internal::DotIQ3S_Q8K_Avx512Vbmi>},
+       internal::GemmIQ3S_Q8K_Avx512Vbmi},
       {GgmlType::kIQ2_XS, internal::DotIQ2XS_Q8K_Avx2, internal::DotIQ2XS_Q8K_Avx512Vbmi,
-       internal::GemmByDots<internal::DotIQ2XS_Q8K_Avx512Vbmi>},
+       internal::GemmIQ2XS_Q8K_Avx512Vbmi},
       {GgmlType::kIQ2_S, internal::DotIQ2S_Q8K_Avx2, internal::DotIQ2S_Q8K_Avx512Vbmi,
-       internal::GemmByDots<internal::DotIQ2S_Q8K_Avx512Vbmi>},
+       internal::GemmIQ2S_Q8K_Avx512Vbmi},
   };
   const cpu::CpuFeatures f = cpu::DetectCpuFeatures();
   if (!TierAvailable(IsaTier::kAvx2)) GTEST_SKIP() << "no AVX2";
