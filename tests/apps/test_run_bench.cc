@@ -244,11 +244,11 @@ TEST(KernelTier, Descriptions) {
   EXPECT_EQ(TierDescription(cpu::IsaTier::kAvx512Vnni), "avx512vnni (AVX-512 VNNI)");
   EXPECT_EQ(TierDescription(cpu::IsaTier::kScalar), "scalar (portable C++)");
   std::ostringstream err;
-  const GgmlType fallback[] = {GgmlType::kIQ3_XXS};
+  const GgmlType fallback[] = {GgmlType::kQ4_1};
   LogKernels(err, cpu::IsaTier::kAvx2, "1,2", fallback, cpu::CpuFeatures{.avx2 = true});
   EXPECT_EQ(err.str(),
             "cpu kernels: avx2 (AVX2 + FMA), 1,2 threads\n"
-            "cpu kernels: no fast kernel for iq3_xxs weights at avx2: reference matmul (slow)\n");
+            "cpu kernels: no fast kernel for q4_1 weights at avx2: reference matmul (slow)\n");
   // A CPU with AMX hears when it goes unused (MOESPLIT_MAX_ISA below amx).
   std::ostringstream amx;
   LogKernels(amx, cpu::IsaTier::kAvx512Vnni, "2", {},

@@ -186,7 +186,7 @@ TEST(GemvTest, ActivationTypes) {
   EXPECT_EQ(t, GgmlType::kQ8_K);
   ASSERT_TRUE(ActivationTypeFor(GgmlType::kQ8_0, &t));
   EXPECT_EQ(t, GgmlType::kQ8_0);
-  EXPECT_FALSE(ActivationTypeFor(GgmlType::kIQ3_XXS, &t));
+  EXPECT_FALSE(ActivationTypeFor(GgmlType::kMXFP4, &t));  // decode-only, no kernel
 }
 
 TEST(GemvTest, KernelsForReturnsTheRequestedTier) {
@@ -204,7 +204,7 @@ TEST(GemvDeathTest, UnsupportedWeightTypeIsABrokenInvariant) {
   std::vector<uint32_t> w(64), a(64);
   float y = 0;
   EXPECT_DEATH(
-      Gemv(KernelsFor(IsaTier::kScalar), GgmlType::kIQ3_XXS, w.data(), 98, 1, 256, a.data(), &y),
+      Gemv(KernelsFor(IsaTier::kScalar), GgmlType::kMXFP4, w.data(), 136, 1, 256, a.data(), &y),
       "no kernel");
 }
 
