@@ -79,12 +79,16 @@ float DotQ8_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
 // (avx2: gemv_legacy_avx2_gemm.cc; avx512: gemv_legacy_avx512_gemm.inc).
 float DotQ4_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 float DotQ5_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
+// Q5_1 (value d * u + m; Q5_K's fallback in llama-quantize's mixes): the scalar dot and one
+// AVX2 dot that every x86 tier uses (GemmByDots: one dot per (row, token)).
+float DotQ5_1_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 // IQ4_NL: Q4_0's block with the nibbles indexing kIq4Values (same Q8_0 activations).
 float DotIQ4NL_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 
 #if defined(MOESPLIT_GEMV_X86)
 float DotQ4_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotQ5_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotQ5_1_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotQ4_0_Q8_0_Avx512(const void* w_row, const void* a_row, int64_t n);
 float DotQ5_0_Q8_0_Avx512(const void* w_row, const void* a_row, int64_t n);
 float DotQ4_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);

@@ -1,7 +1,6 @@
-// Registration of the legacy-block kernels (weights Q8_0/Q4_0/Q5_0/IQ4_NL, activations Q8_0) per
-// tier.
-// Scalar gemms are one dot per (row, token); the SIMD tiers have tiled gemms that unpack each
-// weight block once for several tokens (gemv_legacy_avx2.cc, gemv_legacy_avx512_impl.inc).
+// Registration of the legacy-block kernels (weights Q8_0/Q4_0/Q5_0/Q5_1/IQ4_NL, activations Q8_0)
+// per tier. Scalar gemms are one dot per (row, token); the SIMD tiers have tiled gemms that unpack
+// each weight block once for several tokens (gemv_legacy_avx2.cc, gemv_legacy_avx512_impl.inc).
 #include "cpu_kernels/gemv/gemv_internal.h"
 
 namespace moesplit::gemv::internal {
@@ -21,18 +20,20 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Scalar, GemmByDots<DotQ8_0_Q8_0_Scalar>);
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Scalar, GemmByDots<DotQ4_0_Q8_0_Scalar>);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Scalar, GemmByDots<DotQ5_0_Q8_0_Scalar>);
+      set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Scalar, GemmByDots<DotQ5_1_Q8_0_Scalar>);
       set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmByDots<DotQ8_0_Q8_0_Scalar>>, false);
       set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmByDots<DotQ5_0_Q8_0_Scalar>>, false);
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmByDots<DotQ4_0_Q8_0_Scalar>>, false);
       set(T::kIQ4_NL, DotIQ4NL_Q8_0_Scalar, GemmByDots<DotIQ4NL_Q8_0_Scalar>);
-      set_r16(T::kIQ4_NL_R16,
-              GemmR16ByUnpack<T::kIQ4_NL_R16, GemmByDots<DotIQ4NL_Q8_0_Scalar>>, false);
+      set_r16(T::kIQ4_NL_R16, GemmR16ByUnpack<T::kIQ4_NL_R16, GemmByDots<DotIQ4NL_Q8_0_Scalar>>,
+              false);
       return;
 #if defined(MOESPLIT_GEMV_X86)
     case cpu::IsaTier::kAvx2:
       set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx2, GemmQ8_0_Q8_0_Avx2);
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx2, GemmQ4_0_Q8_0_Avx2);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx2, GemmQ5_0_Q8_0_Avx2);
+      set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmByDots<DotQ5_1_Q8_0_Avx2>);
       set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmQ8_0_Q8_0_Avx2>, false);
       set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmQ5_0_Q8_0_Avx2>, false);
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmQ4_0_Q8_0_Avx2>, false);
@@ -43,6 +44,7 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx512, GemmQ8_0_Q8_0_Avx512);
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx512, GemmQ4_0_Q8_0_Avx512);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx512, GemmQ5_0_Q8_0_Avx512);
+      set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmByDots<DotQ5_1_Q8_0_Avx2>);
       set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmQ8_0_Q8_0_Avx512>, false);
       set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmQ5_0_Q8_0_Avx512>, false);
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmQ4_0_Q8_0_Avx512>, false);
@@ -53,6 +55,7 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx512Vnni, GemmQ8_0_Q8_0_Avx512Vnni);
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx512Vnni, GemmQ4_0_Q8_0_Avx512Vnni);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx512Vnni, GemmQ5_0_Q8_0_Avx512Vnni);
+      set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmByDots<DotQ5_1_Q8_0_Avx2>);
       set_r16(T::kQ8_0_R16, GemmQ8_0R16_Q8_0_Avx512Vnni, true);
       set_r16(T::kQ5_0_R16, GemmQ5_0R16_Q8_0_Avx512Vnni, true);
       set_r16(T::kQ4_0_R16, GemmQ4_0R16_Q8_0_Avx512Vnni, true);

@@ -1,5 +1,5 @@
-// AVX2 + FMA tier of the legacy-block kernels: Q4_0 / Q5_0 / IQ4_NL dots and the Q8_0 / Q4_0 /
-// Q5_0 / IQ4_NL gemm tiles, all against Q8_0 activations. Compiled with MOESPLIT_FLAGS_AVX2
+// AVX2 + FMA tier of the legacy-block kernels: Q4_0 / Q5_0 / Q5_1 / IQ4_NL dots and the Q8_0 / Q4_0
+// / Q5_0 / IQ4_NL gemm tiles, all against Q8_0 activations. Compiled with MOESPLIT_FLAGS_AVX2
 // (gemv/legacy.cmake); reached only through KernelsFor(IsaTier::kAvx2).
 //
 // Integer scheme (maddubs needs one unsigned operand, pairs must fit i16):
@@ -249,6 +249,28 @@ void GemmIQ4NL_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const v
 
 float DotQ4_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
   return DotImpl<KindQ4_0>(w_row, a_row, n);
+}
+
+// Q5_1 (d * u + m, u in [0, 31]): per block the two integers of the scalar dot, sum u a
+// (maddubs pairs <= 2 * 31 * 127, then madd) and sum a (maddubs of ones), each times its own
+// scale (d d_a, m d_a) into one accumulator. Decode-only weight type (Q5_K's fallback for rows
+// whose width is not a multiple of 256): one dot per (row, token), no tile.
+float DotQ5_1_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const uint8_t*>(w_row);  // [n / 32] BlockQ5_1 (24 B)
+  const auto* a = static_cast<const uint8_t*>(a_row);  // [n / 32] BlockQ8_0 (34 B)
+  const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQk; ++b, w += sizeof(quant::BlockQ5_1), a += kActBytes) {
+    const __m256i u = _mm256_or_si256(UnpackNibbles(w + offsetof(quant::BlockQ5_1, qs)),
+                                      HighBitsQ5(w + offsetof(quant::BlockQ5_1, qh)));
+    const __m256i q = Load256(a + 2);
+    const __m256i ua = _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), ones16);      // [8] i32
+    const __m256i sa = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);  // [8] i32
+    const float da = LoadHalf(a);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ua), _mm256_set1_ps(LoadHalf(w) * da), acc);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sa), _mm256_set1_ps(LoadHalf(w + 2) * da), acc);
+  }
+  return HorizontalSum(acc);
 }
 
 float DotQ5_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {

@@ -1,4 +1,4 @@
-// Scalar reference dots of the legacy-block weights Q4_0 / Q5_0 / IQ4_NL against Q8_0
+// Scalar reference dots of the legacy-block weights Q4_0 / Q5_0 / Q5_1 / IQ4_NL against Q8_0
 // activations: the twins every SIMD tier is tested against (the Q8_0 x Q8_0 one is
 // DotQ8_0_Q8_0_Scalar in gemv_scalar.cc). Per block the integer sum is exact; the float terms d_w *
 // d_a * isum are accumulated in block order.
@@ -51,6 +51,32 @@ float DotQ5_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
       isum += (lo - 16) * a[b].qs[l] + (hi - 16) * a[b].qs[l + kQk / 2];
     }
     sum += HalfToFloat(w[b].d) * HalfToFloat(a[b].d) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+// Q5_1 value j = d * u_j + m, u_j = q_j | h_j << 4 in [0, 31] as in Q5_0 (no -16: m is the
+// block's offset). With d_a the Q8_0 scale:
+//   sum_j w_j a_j = d d_a sum_j u_j a_j + m d_a sum_j a_j,
+//   |sum u a| <= 32 * 31 * 127, |sum a| <= 32 * 127: two integers and two multiply-adds a block.
+float DotQ5_1_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const quant::BlockQ5_1*>(w_row);  // [n / 32]
+  const auto* a = static_cast<const BlockQ8_0*>(a_row);         // [n / 32]
+  const int64_t nb = n / kQk;
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    uint32_t qh;
+    std::memcpy(&qh, w[b].qh, 4);
+    int32_t isum = 0, asum = 0;
+    for (int l = 0; l < kQk / 2; ++l) {
+      const int lo = (w[b].qs[l] & 0xF) | static_cast<int>((qh >> l) & 1) << 4;
+      const int hi = (w[b].qs[l] >> 4) | static_cast<int>((qh >> (l + 16)) & 1) << 4;
+      isum += lo * a[b].qs[l] + hi * a[b].qs[l + kQk / 2];
+      asum += a[b].qs[l] + a[b].qs[l + kQk / 2];
+    }
+    const float da = HalfToFloat(a[b].d);
+    sum += HalfToFloat(w[b].d) * da * static_cast<float>(isum);
+    sum += HalfToFloat(w[b].m) * da * static_cast<float>(asum);
   }
   return sum;
 }

@@ -1,5 +1,5 @@
 // cpu_kernels/qmatmul at every ISA tier the machine has, for every weight type the kernel table
-// may hold (and two without a kernel, which take the reference fallback): products against a
+// may hold (and Q4_1, without a kernel, which takes the reference fallback): products against a
 // float64 reference built from the dequantized weights and the activations as the kernel sees
 // them (quantized then dequantized), odd row counts, n_tok 1 / 3 / 17, padded strides, outputs
 // poisoned with NaN before every run.
@@ -162,7 +162,7 @@ std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
 }
 
 // Every type the kernel families fill (F32/F16/BF16, Q8_0/Q4_0/Q5_0, Q2_K/Q3_K/Q4_K/Q5_K/Q6_K)
-// and two that have no kernel (Q4_1, Q5_1: the reference fallback).
+// and Q5_1 (one dot per (row, token)); Q4_1 has no kernel (the reference fallback).
 INSTANTIATE_TEST_SUITE_P(
     AllTiers, QMatMulTest,
     ::testing::Combine(testing::AllIsaTiers(),
@@ -197,14 +197,15 @@ TEST(QMatMulQuantizeTest, ParallelQuantizationEqualsSerial) {
 TEST(QMatMulQuantizeTest, MissingKernelTypesAreListedOnce) {
   const gemv::GemvKernels& k = gemv::KernelsFor(IsaTier::kScalar);
   const GgmlType types[] = {GgmlType::kQ4_K,  GgmlType::kMXFP4, GgmlType::kQ8_0,
-                            GgmlType::kMXFP4, GgmlType::kQ5_1,  GgmlType::kQ2_K};
+                            GgmlType::kMXFP4, GgmlType::kQ4_1,  GgmlType::kQ2_K};
   const std::vector<GgmlType> missing = MissingKernelTypes(k, types);
   ASSERT_EQ(missing.size(), 2u);
   EXPECT_EQ(missing[0], GgmlType::kMXFP4);
-  EXPECT_EQ(missing[1], GgmlType::kQ5_1);
+  EXPECT_EQ(missing[1], GgmlType::kQ4_1);
   EXPECT_EQ(ActTypeFor(k, GgmlType::kQ4_K), GgmlType::kQ8_K);
   EXPECT_EQ(ActTypeFor(k, GgmlType::kQ2_K), GgmlType::kQ8_K);
-  EXPECT_EQ(ActTypeFor(k, GgmlType::kQ5_1), GgmlType::kF32);
+  EXPECT_EQ(ActTypeFor(k, GgmlType::kQ4_1), GgmlType::kF32);
+  EXPECT_EQ(ActTypeFor(k, GgmlType::kQ5_1), GgmlType::kQ8_0);
 }
 
 }  // namespace
