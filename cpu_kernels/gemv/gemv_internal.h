@@ -248,6 +248,10 @@ struct IqTables {
   alignas(64) uint8_t iq2s_hi[1024];
 };
 void AddIq23Codes(IqTables* t);
+// An IQ2 grid (8 bytes of levels 8, 25, 43 per entry) as 16-bit codes of 2-bit levels 0, 1, 2
+// (value k in bits 2k..2k+1): lo[e] = the low byte, hi[e] = the high byte (gemv_iq23_scalar.cc;
+// CHECKs that every byte is a level).
+void Iq2LevelCodes(const uint64_t* grid, int size, uint8_t* lo, uint8_t* hi);
 const IqTables& GetIqTables();
 
 #if defined(MOESPLIT_GEMV_X86)

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
+#include "cpu_kernels/gemv/gemv_isa_common.h"
 #include "cpu_kernels/quant/blocks.h"
 #include "cpu_kernels/quant/blocks_iq.h"
 #include "cpu_kernels/quant/iq_grids.h"
@@ -39,12 +40,6 @@ IQ_INLINE float HorizontalSum(__m256 v) {  // v: [8] f32
   const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-}
-
-IQ_INLINE uint32_t LoadU32(const void* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
 }
 
 IQ_INLINE __m256i Grid4(const uint64_t* grid, int i0, int i1, int i2, int i3) {

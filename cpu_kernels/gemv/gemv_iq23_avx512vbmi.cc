@@ -29,6 +29,7 @@
 #include <cstring>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
+#include "cpu_kernels/gemv/gemv_isa_common.h"
 #include "cpu_kernels/quant/blocks.h"
 #include "cpu_kernels/quant/blocks_iq.h"
 #include "cpu_kernels/quant/iq_grids.h"
@@ -85,12 +86,6 @@ constexpr Index MakeIndex() {
 alignas(64) constexpr Index kIdx = MakeIndex();
 
 IQ_INLINE __m512i Load(const void* p) { return _mm512_loadu_si512(p); }
-
-IQ_INLINE uint32_t LoadU32(const void* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
 
 IQ_INLINE uint64_t LoadU64(const void* p) {
   uint64_t v;

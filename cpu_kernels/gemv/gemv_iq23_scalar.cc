@@ -36,24 +36,6 @@ namespace qi = quant::internal;
 
 namespace {
 
-uint32_t LoadU32(const void* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-// sum_k grid_k sign_k q8_k over the n values of one grid entry (magnitude k = byte k of
-// entry; bit k of signs set: value k negative).
-template <int n>
-int32_t SignedGroup(uint64_t entry, unsigned signs, const int8_t* q8) {
-  int32_t s = 0;
-  for (int k = 0; k < n; ++k) {
-    const int m = static_cast<uint8_t>(entry >> (8 * k));
-    s += ((signs >> k) & 1 ? -m : m) * q8[k];
-  }
-  return s;
-}
-
 // The level (0..7) of an IQ3 grid byte, -1 if it is none: IQ3_XXS levels 4, 12, 20, 28, 36, 44,
 // 52, 62; IQ3_S levels 1, 3, .., 15 (iq_grids.h).
 int Iq3XxsLevel(int v) {
@@ -78,8 +60,9 @@ void Iq3Codes(const uint32_t* grid, int size, Level level, uint8_t* lo, uint8_t*
   }
 }
 
-// entry -> 16-bit code of 2-bit levels 8, 25, 43 -> 0, 1, 2 (value k in bits 2k..2k+1).
-void Iq2Codes(const uint64_t* grid, int size, uint8_t* lo, uint8_t* hi) {
+}  // namespace
+
+void Iq2LevelCodes(const uint64_t* grid, int size, uint8_t* lo, uint8_t* hi) {
   for (int e = 0; e < size; ++e) {
     uint32_t code = 0;
     for (int k = 0; k < 8; ++k) {
@@ -92,11 +75,9 @@ void Iq2Codes(const uint64_t* grid, int size, uint8_t* lo, uint8_t* hi) {
   }
 }
 
-}  // namespace
-
 void AddIq23Codes(IqTables* t) {
-  Iq2Codes(qi::kIq2XsGrid, qi::kIq2XsGridSize, t->iq2xs_lo, t->iq2xs_hi);
-  Iq2Codes(qi::kIq2SGrid, qi::kIq2SGridSize, t->iq2s_lo, t->iq2s_hi);
+  Iq2LevelCodes(qi::kIq2XsGrid, qi::kIq2XsGridSize, t->iq2xs_lo, t->iq2xs_hi);
+  Iq2LevelCodes(qi::kIq2SGrid, qi::kIq2SGridSize, t->iq2s_lo, t->iq2s_hi);
   Iq3Codes(qi::kIq3XxsGrid, qi::kIq3XxsGridSize, Iq3XxsLevel, t->iq3xxs_lo, t->iq3xxs_hi);
   Iq3Codes(qi::kIq3SGrid, qi::kIq3SGridSize, Iq3SLevel, t->iq3s_lo, t->iq3s_hi);
 }

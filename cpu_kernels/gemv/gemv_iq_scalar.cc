@@ -32,12 +32,6 @@ namespace qi = quant::internal;
 
 namespace {
 
-uint32_t LoadU32(const void* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
 // sum_k (8 grid_k + delta8) q8_k over one group of 8 (grid_k = int8 byte k of the IQ1 entry,
 // delta8 = +-1).
 int32_t Iq1Group(uint64_t entry, int delta8, const int8_t* q8) {
@@ -57,17 +51,7 @@ uint16_t Iq1mD(const uint16_t* sc) {
 
 IqTables BuildIqTables() {
   IqTables t{};
-  for (int e = 0; e < qi::kIq2XxsGridSize; ++e) {
-    const uint64_t g = qi::kIq2XxsGrid[e];
-    uint16_t code = 0;
-    for (int k = 0; k < 8; ++k) {
-      const uint8_t v = static_cast<uint8_t>(g >> (8 * k));
-      MOESPLIT_CHECK(v == 8 || v == 25 || v == 43, "iq2xxs grid byte ", int{v});
-      code |= static_cast<uint16_t>((v == 8 ? 0 : v == 25 ? 1 : 2) << (2 * k));
-    }
-    t.iq2xxs_lo[e] = static_cast<uint8_t>(code);
-    t.iq2xxs_hi[e] = static_cast<uint8_t>(code >> 8);
-  }
+  Iq2LevelCodes(qi::kIq2XxsGrid, qi::kIq2XxsGridSize, t.iq2xxs_lo, t.iq2xxs_hi);
   for (int s = 0; s < 128; ++s) {
     t.ksigns[s] = qi::Iq2SignByte(s);
     uint64_t m = 0;
@@ -107,13 +91,8 @@ float DotIQ2XXS_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n) {
       const uint32_t aux = LoadU32(&w[b].qs[4 * j + 2]);  // 4 x 7 sign bits, scale << 28
       int32_t sub = 0;
       for (int g = 0; g < 4; ++g) {
-        const uint64_t entry = qi::kIq2XxsGrid[(idx >> (8 * g)) & 0xFF];
-        const uint8_t signs = qi::Iq2SignByte((aux >> (7 * g)) & 127);
-        const int8_t* q8 = a[b].qs + 32 * j + 8 * g;
-        for (int k = 0; k < 8; ++k) {
-          const int m = static_cast<uint8_t>(entry >> (8 * k));
-          sub += ((signs >> k) & 1 ? -m : m) * q8[k];
-        }
+        sub += SignedGroup<8>(qi::kIq2XxsGrid[(idx >> (8 * g)) & 0xFF],
+                              qi::Iq2SignByte((aux >> (7 * g)) & 127), a[b].qs + 32 * j + 8 * g);
       }
       isum += static_cast<int32_t>(2 * (aux >> 28) + 1) * sub;
     }

@@ -10,6 +10,25 @@
 
 namespace moesplit::gemv::internal {
 
+// The little-endian u32 at p (any alignment): the lattice blocks' packed index / sign words.
+static inline uint32_t LoadU32(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// sum_k grid_k sign_k q8_k over the n values of one lattice grid entry (magnitude k = byte k of
+// entry; bit k of signs set: value k negative): the scalar reference dots' inner step.
+template <int n>
+static inline int32_t SignedGroup(uint64_t entry, unsigned signs, const int8_t* q8) {
+  int32_t s = 0;
+  for (int k = 0; k < n; ++k) {
+    const int m = static_cast<uint8_t>(entry >> (8 * k));
+    s += ((signs >> k) & 1 ? -m : m) * q8[k];
+  }
+  return s;
+}
+
 // The end (as an address) of a decode call's weights, n_rows rows w_stride bytes apart: the
 // decode kernels' software prefetches, running a fixed distance ahead of the loads, stop there.
 // Why: an expert layer's decode is ~80 GEMV calls of 0.25-4 MB each (V2-Lite: 18 gate/up slices

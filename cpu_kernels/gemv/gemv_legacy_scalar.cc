@@ -16,6 +16,17 @@ using quant::BlockQ5_0;
 using quant::BlockQ8_0;
 using quant::kQk;
 
+namespace {
+
+// The unsigned 5-bit quant u in [0, 31] of value j (Q5_0 / Q5_1): the nibble of qs (low for
+// j < 16, high for j >= 16) with bit j of the little-endian qh word as its 5th bit.
+int Q5Quant(const uint8_t* qs, uint32_t qh, int j) {
+  const int nibble = j < kQk / 2 ? qs[j] & 0xF : qs[j - kQk / 2] >> 4;
+  return nibble | static_cast<int>((qh >> j) & 1) << 4;
+}
+
+}  // namespace
+
 // Q4_0 value j = d * (q_j - 8), q_j = qs[j] & 15 (j < 16), qs[j - 16] >> 4 (j >= 16).
 //   sum_j w_j a_j = d_w * d_a * sum_j (q_j - 8) * a_j,  |isum| <= 32 * 8 * 127
 float DotQ4_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
@@ -45,11 +56,7 @@ float DotQ5_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
     uint32_t qh;
     std::memcpy(&qh, w[b].qh, 4);
     int32_t isum = 0;
-    for (int l = 0; l < kQk / 2; ++l) {
-      const int lo = (w[b].qs[l] & 0xF) | static_cast<int>((qh >> l) & 1) << 4;
-      const int hi = (w[b].qs[l] >> 4) | static_cast<int>((qh >> (l + 16)) & 1) << 4;
-      isum += (lo - 16) * a[b].qs[l] + (hi - 16) * a[b].qs[l + kQk / 2];
-    }
+    for (int j = 0; j < kQk; ++j) isum += (Q5Quant(w[b].qs, qh, j) - 16) * a[b].qs[j];
     sum += HalfToFloat(w[b].d) * HalfToFloat(a[b].d) * static_cast<float>(isum);
   }
   return sum;
@@ -68,11 +75,9 @@ float DotQ5_1_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
     uint32_t qh;
     std::memcpy(&qh, w[b].qh, 4);
     int32_t isum = 0, asum = 0;
-    for (int l = 0; l < kQk / 2; ++l) {
-      const int lo = (w[b].qs[l] & 0xF) | static_cast<int>((qh >> l) & 1) << 4;
-      const int hi = (w[b].qs[l] >> 4) | static_cast<int>((qh >> (l + 16)) & 1) << 4;
-      isum += lo * a[b].qs[l] + hi * a[b].qs[l + kQk / 2];
-      asum += a[b].qs[l] + a[b].qs[l + kQk / 2];
+    for (int j = 0; j < kQk; ++j) {
+      isum += Q5Quant(w[b].qs, qh, j) * a[b].qs[j];
+      asum += a[b].qs[j];
     }
     const float da = HalfToFloat(a[b].d);
     sum += HalfToFloat(w[b].d) * da * static_cast<float>(isum);
