@@ -81,6 +81,7 @@ CpuFeatures DetectCpuFeatures() {
   f.avx512vl = f.avx512f && Bit(l7.ebx, 31);
   f.avx512vnni = f.avx512f && Bit(l7.ecx, 11);
   f.avx512vbmi = f.avx512f && Bit(l7.ecx, 1);
+  f.gfni = f.avx512f && Bit(l7.ecx, 8);
   f.avx512bf16 = f.avx512f && Bit(l7s1.eax, 5);
   const bool amx_tile = os_amx && Bit(l7.edx, 24);
   f.amx_bf16 = amx_tile && Bit(l7.edx, 22);

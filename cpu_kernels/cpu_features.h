@@ -24,6 +24,9 @@ struct CpuFeatures {
   bool avx512vnni = false;  // AVX-512 VNNI (vpdpbusd)
   // AVX-512 VBMI (vpermb): not a tier of its own; kernels of the VNNI tier pick a variant by it.
   bool avx512vbmi = false;
+  // GFNI with AVX-512 state (the EVEX vgf2p8affineqb): likewise a variant within the VNNI tier
+  // (Ice Lake / Zen 4 and later have it; Cascade Lake has VNNI without it).
+  bool gfni = false;
   bool avx512bf16 = false;  // AVX-512 BF16 (detection only)
   // AMX-TILE + AMX-INT8 + OS tile state + the process's permission to use it (Linux grants it on
   // request: arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA), made by DetectCpuFeatures).

@@ -189,7 +189,7 @@ float DotIQ4XS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
 void GemmIQ4XSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 // Q2_K / Q3_K: the AVX2 dots (gemv_q23k_avx2.cc), the AVX-512 and VNNI dots and the VNNI
-// kQ2_K_R16 / kQ3_K_R16 kernels (gemv_q23k_avx512{,vnni}.cc, bodies in gemv_q23k_avx512.inc);
+// kQ2_K_R16 / kQ3_K_R16 kernels (gemv_q23k_avx512{,vnni,gfni}.cc, bodies in gemv_q23k_avx512.inc);
 // the file layout's gemm is GemmByDots.
 float DotQ2K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotQ3K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
@@ -200,6 +200,12 @@ float DotQ3K_Q8K_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
 void GemmQ2KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmQ3KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// The same R16 kernels with GFNI bit picks (gemv_q23k_avx512gfni.cc): the VNNI tier's choice
+// where DetectCpuFeatures().gfni.
+void GemmQ2KR16_Q8K_Avx512Gfni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ3KR16_Q8K_Avx512Gfni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #undef MOESPLIT_KQUANT_DECLARE
 #endif

@@ -111,9 +111,17 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       }
       // Q2_K / Q3_K: the 16-row layouts' tiles (decode and several tokens); the file layout,
       // left to tensors whose rows are not a multiple of 16, one dot per (row, token).
-      set_q23(DotQ2K_Q8K_Avx512Vnni, DotQ3K_Q8K_Avx512Vnni, GemmByDots<DotQ2K_Q8K_Avx512Vnni>,
-              GemmByDots<DotQ3K_Q8K_Avx512Vnni>, GemmQ2KR16_Q8K_Avx512Vnni,
-              GemmQ3KR16_Q8K_Avx512Vnni, true);
+      // With GFNI the R16 kernels pick bits with vgf2p8affineqb (one op where shift + AND are
+      // two; Q3_K's E = 1, 3, 5 extractions likewise).
+      if (cpu::DetectCpuFeatures().gfni) {
+        set_q23(DotQ2K_Q8K_Avx512Vnni, DotQ3K_Q8K_Avx512Vnni, GemmByDots<DotQ2K_Q8K_Avx512Vnni>,
+                GemmByDots<DotQ3K_Q8K_Avx512Vnni>, GemmQ2KR16_Q8K_Avx512Gfni,
+                GemmQ3KR16_Q8K_Avx512Gfni, true);
+      } else {
+        set_q23(DotQ2K_Q8K_Avx512Vnni, DotQ3K_Q8K_Avx512Vnni, GemmByDots<DotQ2K_Q8K_Avx512Vnni>,
+                GemmByDots<DotQ3K_Q8K_Avx512Vnni>, GemmQ2KR16_Q8K_Avx512Vnni,
+                GemmQ3KR16_Q8K_Avx512Vnni, true);
+      }
       // IQ2_XXS / IQ1_S / IQ1_M: with VBMI the block-decode tiles (1-4 tokens per decode);
       // without it the AVX2 dots.
       if (cpu::DetectCpuFeatures().avx512vbmi) {

@@ -28,6 +28,11 @@ set_source_files_properties(gemv/gemv_q23k_avx512.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512}")
 set_source_files_properties(gemv/gemv_q23k_avx512vnni.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI}")
+# ... and the R16 kernels again with GFNI bit picks (picked within the VNNI tier where the CPU
+# has GFNI).
+target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_q23k_avx512gfni.cc)
+set_source_files_properties(gemv/gemv_q23k_avx512gfni.cc PROPERTIES
+  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI};-mgfni")
 # IQ2_XXS / IQ1_S / IQ1_M (lattice grids): AVX2 (also the AVX-512 tier's and the VNNI tier's
 # without VBMI) and VNNI + VBMI (vpermi2b / vpmultishiftqb decode, picked where the CPU has VBMI).
 target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_iq_avx2.cc gemv/gemv_iq_avx512vbmi.cc)

@@ -69,12 +69,18 @@
 // vpdpwssd applies both without unpacking.
 //
 // kQ3_K_R16: Q3_K with 16 rows interleaved. A group of nb = n / 256 blocks is the group's
-// [nb][16] f16 d's, then nb BlockQ3_K_R16 payloads of 1792 bytes (28 cache lines): the low two
-// bits as kQ2_K_R16's q; the third bit (hmask) as 64 AVX-512 byte masks, hk[4j + t] bit 4r + b
-// = row r's bit of value 16j + 4t + b (a masked vpaddb adds 4 where it is set: q3 = low + 4h in
-// [0, 7], value q3 - 4; the kernels take the 4 off with the block sums); the 6-bit scales as
-// signed bytes s_j - 32 in (2P, 2P + 1) pairs per row, so one vpmovsxbw gives vpdpwssd's
-// (s_2P, s_2P+1) i16 pairs. 16 x 114 bytes per 256 values (Q3_K: 110).
+// [nb][16] f16 d's, then nb BlockQ3_K_R16 payloads of 1792 bytes (28 cache lines). The 3-bit
+// level q3 = low + 4 h in [0, 7] of every value (value q3 - 4; the kernels take the 4 off with
+// the block sums) is stored whole, so that no kernel merges the file's two bit planes: per
+// sub-block pair P, three planes X, Y, Z of 64 bytes (lane r = row r, byte b of the lane's
+// dword = values 16 j + 4 t + b of the pair's 8 extractions e = 4 (j - 2P) + t) hold
+//   e = 0, 1: X bits 0-2, 3-5    e = 2, 3: Y bits 0-2, 3-5    e = 4, 5: Z bits 0-2, 3-5
+//   e = 6: X bits 6-7, Y bit 6   e = 7: Y bit 7, Z bits 6-7   (kQ3R16Bits, low bit first)
+// so each extraction is one AND or one vgf2p8affineqb bit pick (e = 6, 7: two and an OR) into
+// the u8 dword of one vpdpbusd. (Until 2026-11-29 the high bits were 64 byte masks for masked
+// vpaddb: 64 mask loads per block doubled the in-cache decode time of the low bits alone.)
+// The 6-bit scales as signed bytes s_j - 32 in (2P, 2P + 1) pairs per row, so one vpmovsxbw
+// gives vpdpwssd's (s_2P, s_2P+1) i16 pairs. 16 x 114 bytes per 256 values (Q3_K: 110).
 //
 // A matrix of R rows (R a multiple of 16) and n columns is R / 16 groups back to back, each
 // n / 256 (Q4_K) or n / 32 (legacy) blocks: rows [16 g, 16 g + 16) start at byte
@@ -135,10 +141,14 @@ struct BlockQ2_K_R16 {
 static_assert(sizeof(BlockQ2_K_R16) == kR16Rows * 84, "16 rows x 84 bytes, 21 cache lines");
 
 struct BlockQ3_K_R16 {
-  uint32_t q[16][kR16Rows];   // [sub-block j][row r] low 2 bits, as BlockQ2_K_R16
-  uint64_t hk[64];            // [4j + t] bit 4r + b = bit 2 of row r's value 16j + 4t + b
-  int8_t sc[8][kR16Rows][2];  // [pair P][row r][e] s_{2P+e} - 32 in [-32, 31]
+  uint32_t v[8][3][kR16Rows];  // [pair P][plane X/Y/Z][row r] q3 bits as kQ3R16Bits places them
+  int8_t sc[8][kR16Rows][2];   // [pair P][row r][e] s_{2P+e} - 32 in [-32, 31]
 };
+// kQ3R16Bits[e][i] = {plane, bit} of bit i of extraction e's level (see kQ3_K_R16 above).
+inline constexpr int8_t kQ3R16Bits[8][3][2] = {
+    {{0, 0}, {0, 1}, {0, 2}}, {{0, 3}, {0, 4}, {0, 5}}, {{1, 0}, {1, 1}, {1, 2}},
+    {{1, 3}, {1, 4}, {1, 5}}, {{2, 0}, {2, 1}, {2, 2}}, {{2, 3}, {2, 4}, {2, 5}},
+    {{0, 6}, {0, 7}, {1, 6}}, {{1, 7}, {2, 6}, {2, 7}}};
 static_assert(sizeof(BlockQ3_K_R16) == 28 * 64, "28 cache lines");
 // With its [16] f16 d's at the group head: 16 x 114 bytes per block.
 static_assert(sizeof(BlockQ3_K_R16) + kR16Rows * 2 == kR16Rows * 114);

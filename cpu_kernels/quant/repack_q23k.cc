@@ -35,6 +35,13 @@ void UnpackSubBlocks(const uint32_t (*q)[kR16Rows], int r, uint8_t* L) {
   }
 }
 
+// Where value v = 16 j + 4 t + b of a Q3_K block sits in BlockQ3_K_R16: pair j / 2, extraction
+// 4 (j % 2) + t, byte b of the plane dwords.
+struct Q3Place {
+  int pair, e, byte;
+};
+Q3Place PlaceOf(int v) { return {v / 32, (v % 32) / 4, v % 4}; }
+
 // Scale byte k (0..3) of dword p holds the file's scales[4p + kScaleOrder[k]].
 constexpr int kScaleOrder[4] = {0, 2, 1, 3};
 
@@ -94,18 +101,19 @@ void RepackQ3KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
   auto* out = reinterpret_cast<BlockQ3_K_R16*>(static_cast<uint8_t*>(dst) + nb * kR16Rows * 2);
   for (int64_t b = 0; b < nb; ++b) {
     BlockQ3_K_R16& o = out[b];
-    std::memset(o.hk, 0, sizeof(o.hk));
+    std::memset(o.v, 0, sizeof(o.v));
     for (int r = 0; r < kR16Rows; ++r) {
       BlockQ3_K in;
       std::memcpy(&in, s + r * src_stride + b * sizeof(BlockQ3_K), sizeof(in));
-      uint8_t L[kQkK];  // [256] low 2 bits
       for (int v = 0; v < kQkK; ++v) {
-        L[v] = static_cast<uint8_t>(Low2(in.qs, v));
-        // value v = 16j + 4t + b: mask 4j + t = v / 4, bit 4r + v % 4
-        const uint64_t h = (in.hmask[v % 32] >> (v / 32)) & 1;
-        o.hk[v / 4] |= h << (4 * r + v % 4);
+        const int h = (in.hmask[v % 32] >> (v / 32)) & 1;
+        const int q3 = Low2(in.qs, v) + 4 * h;
+        const Q3Place p = PlaceOf(v);
+        for (int i = 0; i < 3; ++i) {
+          const int plane = kQ3R16Bits[p.e][i][0], bit = kQ3R16Bits[p.e][i][1];
+          o.v[p.pair][plane][r] |= static_cast<uint32_t>((q3 >> i) & 1) << (8 * p.byte + bit);
+        }
       }
-      PackSubBlocks(L, o.q, r);
       for (int j = 0; j < 16; ++j) {
         o.sc[j / 2][r][j % 2] = static_cast<int8_t>(internal::UnpackScaleQ3K(j, in.scales) - 32);
       }
@@ -124,15 +132,20 @@ void UnpackQ3KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ3_K_R16& g = in[b];
     for (int r = 0; r < kR16Rows; ++r) {
-      uint8_t L[kQkK];
-      UnpackSubBlocks(g.q, r, L);
+      uint8_t L[kQkK];  // [256] low 2 bits
       BlockQ3_K blk;
-      internal::Pack2Bit(L, blk.qs);
       std::memset(blk.hmask, 0, sizeof(blk.hmask));
       for (int v = 0; v < kQkK; ++v) {
-        const int h = (g.hk[v / 4] >> (4 * r + v % 4)) & 1;
-        blk.hmask[v % 32] |= static_cast<uint8_t>(h << (v / 32));
+        const Q3Place p = PlaceOf(v);
+        int q3 = 0;
+        for (int i = 0; i < 3; ++i) {
+          const int plane = kQ3R16Bits[p.e][i][0], bit = kQ3R16Bits[p.e][i][1];
+          q3 |= static_cast<int>((g.v[p.pair][plane][r] >> (8 * p.byte + bit)) & 1) << i;
+        }
+        L[v] = static_cast<uint8_t>(q3 & 3);
+        blk.hmask[v % 32] |= static_cast<uint8_t>((q3 >> 2) << (v / 32));
       }
+      internal::Pack2Bit(L, blk.qs);
       std::memset(blk.scales, 0, sizeof(blk.scales));
       for (int j = 0; j < 16; ++j) {  // the inverse of UnpackScaleQ3K
         const int ls = g.sc[j / 2][r][j % 2] + 32;

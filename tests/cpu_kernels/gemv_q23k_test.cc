@@ -132,14 +132,11 @@ Matrix RandomBytes(GgmlType wt, int64_t rows, int64_t n, uint32_t seed) {
   return m;
 }
 
-TEST_P(Q23KernelTest, RepackedGemmMatchesScalar) {
-  const auto [tier, wt] = GetParam();
-  if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks " << cpu::IsaTierName(tier);
+// `gemm` on the R16 layout of random rows of wt (decode and several tokens, 1-4 groups, three
+// widths) against the scalar dot of the original rows; NaN-poisoned outputs with guard rows.
+void CheckRepackedGemm(GgmlType wt, GemmFn gemm) {
   const GgmlType r16 = quant::RepackedType(wt, 16);
   ASSERT_NE(r16, wt);
-  const TypeKernels* tk = KernelsFor(tier).For(r16);
-  ASSERT_NE(tk, nullptr);
-  EXPECT_EQ(tk->dot, nullptr);
   const DotFn ref = KernelsFor(IsaTier::kScalar).For(wt)->dot;
   for (int64_t n : {Widths(wt)[0], Widths(wt)[2], Widths(wt)[4]}) {
     for (int64_t rows : {16, 48, 64}) {
@@ -152,7 +149,7 @@ TEST_P(Q23KernelTest, RepackedGemmMatchesScalar) {
       for (int64_t n_tok : {1, 2, 3, 4, 5, 7, 9}) {
         const int64_t ldy = rows + 2;
         std::vector<float> y(n_tok * ldy, kNaN);
-        tk->gemm(packed.data(), row_bytes, rows, a.Row(0), a.stride, n_tok, n, y.data(), ldy);
+        gemm(packed.data(), row_bytes, rows, a.Row(0), a.stride, n_tok, n, y.data(), ldy);
         for (int64_t t = 0; t < n_tok; ++t) {
           for (int64_t r = 0; r < ldy; ++r) {
             const float got = y[t * ldy + r];
@@ -168,6 +165,35 @@ TEST_P(Q23KernelTest, RepackedGemmMatchesScalar) {
     }
   }
 }
+
+TEST_P(Q23KernelTest, RepackedGemmMatchesScalar) {
+  const auto [tier, wt] = GetParam();
+  if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks " << cpu::IsaTierName(tier);
+  const TypeKernels* tk = KernelsFor(tier).For(quant::RepackedType(wt, 16));
+  ASSERT_NE(tk, nullptr);
+  EXPECT_EQ(tk->dot, nullptr);
+  CheckRepackedGemm(wt, tk->gemm);
+}
+
+#if defined(MOESPLIT_GEMV_X86)
+// The VNNI tier's two R16 variants, each called directly: the dispatch picks one per CPU, so
+// on a CPU with GFNI the plain one (shift + AND extractions) would otherwise go untested.
+TEST(Q23VariantTest, PlainAndGfniR16KernelsMatchScalar) {
+  if (!TierAvailable(IsaTier::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks avx512vnni";
+  CheckRepackedGemm(GgmlType::kQ2_K, internal::GemmQ2KR16_Q8K_Avx512Vnni);
+  CheckRepackedGemm(GgmlType::kQ3_K, internal::GemmQ3KR16_Q8K_Avx512Vnni);
+  if (!cpu::DetectCpuFeatures().gfni) GTEST_SKIP() << "this CPU lacks GFNI";
+  CheckRepackedGemm(GgmlType::kQ2_K, internal::GemmQ2KR16_Q8K_Avx512Gfni);
+  CheckRepackedGemm(GgmlType::kQ3_K, internal::GemmQ3KR16_Q8K_Avx512Gfni);
+}
+
+TEST(Q23VariantTest, VnniTierPicksGfniWhereTheCpuHasIt) {
+  if (!TierAvailable(IsaTier::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks avx512vnni";
+  const GemmFn want = cpu::DetectCpuFeatures().gfni ? internal::GemmQ3KR16_Q8K_Avx512Gfni
+                                                    : internal::GemmQ3KR16_Q8K_Avx512Vnni;
+  EXPECT_EQ(KernelsFor(IsaTier::kAvx512Vnni).For(GgmlType::kQ3_K_R16)->gemm, want);
+}
+#endif  // MOESPLIT_GEMV_X86
 
 INSTANTIATE_TEST_SUITE_P(Q23, Q23KernelTest,
                          ::testing::Combine(::testing::ValuesIn(kTiers),
