@@ -1,6 +1,8 @@
 // IQ2_XXS / IQ1_S / IQ1_M weights x Q8_K activations, AVX-512 VNNI tier on CPUs with AVX-512
-// VBMI. Compiled with MOESPLIT_FLAGS_AVX512VNNI + -mavx512vbmi (gemv/kquants.cmake); reached
-// only through KernelsFor(IsaTier::kAvx512Vnni / kAmx) where DetectCpuFeatures().avx512vbmi.
+// VBMI and GFNI (every CPU with VNNI and VBMI has GFNI: Ice Lake, Sapphire Rapids, Zen 4 on).
+// Compiled with MOESPLIT_FLAGS_AVX512VNNI + -mavx512vbmi -mgfni (gemv/kquants.cmake); reached
+// only through KernelsFor(IsaTier::kAvx512Vnni / kAmx) where DetectCpuFeatures().avx512vbmi
+// and .gfni.
 // The integers per block are the scalar dot's (gemv_iq_scalar.cc).
 //
 // Why this shape: at ~2 bits/weight a core must turn each weight byte into ~4 products at
@@ -22,7 +24,7 @@
 //   ks = vpermi2b(ksigns, vpmultishiftqb(x) -> the 7-bit sign fields)      sign bytes (j, g)
 //   C  = vpermi2b lookups of (idx, idx) byte pairs in the low / high code tables, blended
 //        qword j: group g's 16-bit code at bits 16 g
-//   chunk m: u = vpshufb({8, 25, 43}, vpmultishiftqb(C, 16 m + 2 k) & 3)
+//   chunk m: u = gf2p8affineqb(vpmultishiftqb(C, 16 m + 2 k)): code c -> {8, 25, 43}[c]
 //            neg = vptestmb(vpmultishiftqb(ks, 8 m), 1 << k)
 //   token:   P += vpdpbusd(u, a negated under neg)   (|a| <= 127: the negation is exact)
 //   block:   isum = P * (2 s_j + 1) per dword lane
@@ -166,12 +168,18 @@ IQ_INLINE void DecodeIQ2XXS(const uint8_t* blk, const Tables& t, Decoded* dec) {
   const __m512i sc =
       _mm512_or_si512(_mm512_slli_epi64(_mm512_srli_epi64(x, 60), 1), _mm512_set1_epi64(1));
   dec->s[0] = dec->s[1] = _mm512_or_si512(sc, _mm512_slli_epi64(sc, 32));
-  const __m512i levels =
-      _mm512_broadcast_i32x4(_mm_setr_epi8(8, 25, 43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
-  const __m512i bits = Load(kIdx.bit_sel), three = _mm512_set1_epi8(3);
+  // Code c (bits 0-1 of a byte, c < 3) -> level {8, 25, 43}[c] as one GF(2) affine map of the
+  // byte: 8 ^ 17 c0 ^ 35 c1 (25 = 8 ^ 17, 43 = 8 ^ 35; c0 and c1 are never both set), which
+  // ignores bits 2-7: one op on port 0 where AND + vpshufb were two, one of them on port 5.
+  // Matrix byte 7 - i = the code bits feeding level bit i: bit 0 <- c0 ^ c1, 1 <- c1, 4 <- c0,
+  // 5 <- c1.
+  constexpr uint64_t kLevelMatrix = uint64_t{0x03} << 56 | uint64_t{0x02} << 48 |
+                                    uint64_t{0x01} << 24 | uint64_t{0x02} << 16;
+  const __m512i level_matrix = _mm512_set1_epi64(static_cast<int64_t>(kLevelMatrix));
+  const __m512i bits = Load(kIdx.bit_sel);
 #pragma GCC unroll 4
   for (int m = 0; m < 4; ++m) {
-    dec->u[m] = _mm512_shuffle_epi8(levels, _mm512_and_si512(Ms(kIdx.code_ctrl[m], code), three));
+    dec->u[m] = _mm512_gf2p8affine_epi64_epi8(Ms(kIdx.code_ctrl[m], code), level_matrix, 8);
     dec->neg[m] = _mm512_test_epi8_mask(Ms(kIdx.sign_ctrl[m], ks), bits);
   }
 }
