@@ -62,6 +62,20 @@ StatusOr<chat::TemplateKwargs> TemplateKwargsFromFlags(const std::string& reason
   return kw;
 }
 
+void AddTemplateKwargsFlags(CLI::App* cmd, std::string* reasoning, std::string* kwargs_json,
+                            bool for_server) {
+  cmd->add_option("--reasoning", *reasoning,
+                  std::string("on|off: let thinking models (DeepSeek-R1/V3.1, Qwen3) reason first "
+                              "or not") +
+                      (for_server ? ", unless a request's chat_template_kwargs says otherwise" : "") +
+                      "; auto: the template's default")
+      ->capture_default_str();
+  cmd->add_option("--chat-template-kwargs", *kwargs_json,
+                  std::string("JSON object of ") + (for_server ? "default " : "") +
+                      "template variables, e.g. '{\"thinking\": true}' (DeepSeek-V3.1) or "
+                      "'{\"enable_thinking\": false}'");
+}
+
 namespace {
 
 // Keeps what the session has evaluated so that each turn only evaluates the new suffix of the
@@ -177,13 +191,7 @@ void RegisterChat(CLI::App& app, std::function<int()>* action) {
   cmd->add_option("--chat-template", a->chat_template,
                   "template name, overriding the file's tokenizer.chat_template");
   cmd->add_option("--system", a->system, "system message (llama.cpp: -sys)");
-  cmd->add_option("--reasoning", a->reasoning,
-                  "on|off: let thinking models (DeepSeek-R1/V3.1, Qwen3) reason first or not; "
-                  "auto: the template's default")
-      ->capture_default_str();
-  cmd->add_option("--chat-template-kwargs", a->chat_template_kwargs,
-                  "JSON object of template variables, e.g. '{\"thinking\": true}' (DeepSeek-V3.1) "
-                  "or '{\"enable_thinking\": false}'");
+  AddTemplateKwargsFlags(cmd, &a->reasoning, &a->chat_template_kwargs, /*for_server=*/false);
   cmd->add_option("-n,--n-predict", a->n_predict, "max tokens per answer (-1 = no limit)")
       ->capture_default_str();
   cmd->add_option("-c,--ctx-size", a->ctx_size, "context size")->capture_default_str();

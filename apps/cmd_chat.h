@@ -62,5 +62,9 @@ StatusOr<chat::ChatTemplate> ChooseChatTemplate(const std::string& name,
 // naming the flag otherwise.
 StatusOr<chat::TemplateKwargs> TemplateKwargsFromFlags(const std::string& reasoning,
                                                        const std::string& kwargs_json);
+// Registers those two flags on `cmd` (chat and serve). `for_server`: the help says that a
+// request's chat_template_kwargs override them.
+void AddTemplateKwargsFlags(CLI::App* cmd, std::string* reasoning, std::string* kwargs_json,
+                            bool for_server);
 
 }  // namespace moesplit::app

@@ -246,12 +246,8 @@ void RegisterServe(CLI::App& app, std::function<int()>* action) {
   cmd->add_option("--reasoning-format", args->reasoning_format,
                   "deepseek: <think> text goes to reasoning_content; none: left in content")
       ->capture_default_str();
-  cmd->add_option("--reasoning", args->reasoning,
-                  "on|off: thinking models reason first or not, unless a request's "
-                  "chat_template_kwargs says otherwise; auto: the template's default")
-      ->capture_default_str();
-  cmd->add_option("--chat-template-kwargs", args->chat_template_kwargs,
-                  "JSON object of default template variables, e.g. '{\"thinking\": true}'");
+  AddTemplateKwargsFlags(cmd, &args->reasoning, &args->chat_template_kwargs,
+                         /*for_server=*/true);
   cmd->add_option("--chat-template", args->chat_template,
                   "chat template name (default: detected from tokenizer.chat_template)");
   cmd->add_option("--alias", args->alias, "model id in /v1/models and responses");

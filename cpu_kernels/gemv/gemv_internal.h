@@ -235,10 +235,9 @@ struct IqTables {
   alignas(64) uint8_t ksigns[128];
   // The same as byte masks: byte k of sign_mask[s] is 0xFF where value k is negative.
   alignas(64) uint64_t sign_mask[128];
-  // IQ1_S / IQ1_M: entry e of kIq1SGrid (int8 -1 / 0 / +1) as codes grid + 1 in [0, 2], value
-  // k in bits 2k..2k+1. 2048 entries plus padding: a 32-bit gather at entry 2047 reads 2 bytes
-  // past it.
-  alignas(64) uint16_t iq1_codes[2048 + 32];
+  // IQ1_S / IQ1_M: entry e of kIq1SGrid (int8 -1 / 0 / +1) as level bytes 8 grid + 16 in
+  // {8, 16, 24}, value k in byte k (the VBMI IQ1 decode loads a whole group's bytes at once).
+  alignas(64) uint64_t iq1_levels[2048];
   // IQ3_XXS / IQ3_S: entry e of kIq3XxsGrid / kIq3SGrid as 3-bit level codes, value k in bits
   // 3k..3k+2 (IQ3_XXS levels 4, 12, .., 52, 62 -> 0..7; IQ3_S 1, 3, .., 15 -> 0..7): lo = the
   // low 8 bits of the 12-bit code, hi = its top 4 bits. Filled by AddIq23Codes

@@ -15,9 +15,9 @@
 //    pair), so the scale is one vpmulld per block instead of a word permute per chunk.
 //  - The activations are permuted to that order once per call and token (8 x 4 qwords per
 //    block: 3 ops per chunk), not once per row.
-//  - Grid entries are 2-bit level codes, 16 bits per group (IqTables): IQ2_XXS's 256 entries
-//    are looked up in registers (vpermi2b on the low / high code bytes), IQ1's 2048 by two
-//    16-lane gathers per block.
+//  - IQ2_XXS's grid entries are 2-bit level codes, 16 bits per group (IqTables), looked up in
+//    registers (vpermi2b on the low / high code bytes); IQ1's 2048 entries are whole level
+//    bytes, 8 per group, fetched by scalar loads into the chunk order.
 //
 // IQ2_XXS block (66 B): x = the 64 index bytes, qword j = sub-block j (4 grid indices, then
 //   aux = 4 x 7 sign bits | scale << 28).
@@ -28,10 +28,10 @@
 //            neg = vptestmb(vpmultishiftqb(ks, 8 m), 1 << k)
 //   token:   P += vpdpbusd(u, a negated under neg)   (|a| <= 127: the negation is exact)
 //   block:   isum = P * (2 s_j + 1) per dword lane
-// IQ1_S (50 B) / IQ1_M (56 B): 32 11-bit indices as words (qs | high bits << 8), two gathers of
-//   their 16-bit codes (grid + 1 per value), merged into C as above.
-//   chunk m: u = vpshufb({8, 16, 24, _, 10, 18, 26, _}, code | 4 [delta > 0]) = 8 grid + 16 +
-//            2 [delta > 0], so u - 17 = 8 (grid + delta)
+// IQ1_S (50 B) / IQ1_M (56 B): 32 11-bit indices (qs | high bits << 8, pdep per sub-block); 32
+//   masked broadcast loads of their level qwords (8 grid + 16 per value) into the 4 chunks.
+//   chunk m: u = levels + 2 [delta > 0] = 8 grid + 16 + 2 [delta > 0], so u - 17 = 8 (grid +
+//            delta)
 //   token:   P += vpdpbusd(u, a); block: isum = P * (2 s + 1) - 17 sum_h (2 s_h + 1) bsum_h
 // Once per block and token: acc += cvt(isum) * (d / 8) * d_a.
 #include <immintrin.h>
@@ -65,12 +65,12 @@ struct Index {
   uint8_t code_ctrl[4][64];   // chunk m: byte k of each qword <- bits 16 m + 2 k (k < 8)
   uint8_t sign_ctrl[4][64];   // IQ2: every byte of each qword <- sign byte m (bits 8 m)
   uint8_t delta_ctrl[4][64];  // IQ1_M: every byte <- bits 4 m (group m's nibble; bit 3 sign)
-  uint8_t bit_sel[64];        // 1 << (b % 8)
   uint16_t half_q[32];        // IQ1_M: half h -> scale word h / 4
   uint16_t half_shift[32];    // IQ1_M: 3 (h % 4)
   uint16_t lane_sub[32];      // IQ1_S: word 2 i (dword lane i) <- sub-block i / 2
   uint16_t lane_half_lo[32];  // IQ1_M: word 2 i <- half 2 (i / 2)
   uint16_t lane_half_hi[32];  // IQ1_M: word 2 i <- half 2 (i / 2) + 1
+  uint8_t bit_sel[64];        // 1 << (b % 8)
   uint16_t half_sub[32];      // IQ1_S: half h -> sub-block h / 2
 };
 
@@ -104,7 +104,7 @@ IQ_INLINE __m512i Load(const void* p) { return _mm512_loadu_si512(p); }
 struct Tables {
   __m512i lo[4], hi[4];  // IQ2_XXS code tables, entries 64 i .. 64 i + 63
   __m512i ks[2];         // ksigns, entries 0-63 / 64-127
-  const uint16_t* iq1_codes;
+  const uint64_t* iq1_levels;
 };
 
 Tables LoadTables() {
@@ -116,7 +116,7 @@ Tables LoadTables() {
   }
   r.ks[0] = Load(t.ksigns);
   r.ks[1] = Load(t.ksigns + 64);
-  r.iq1_codes = t.iq1_codes;
+  r.iq1_levels = t.iq1_levels;
   return r;
 }
 
@@ -180,54 +180,53 @@ IQ_INLINE void DecodeIQ2XXS(const uint8_t* blk, const Tables& t, Decoded* dec) {
 #pragma GCC unroll 4
   for (int m = 0; m < 4; ++m) {
     dec->u[m] = _mm512_gf2p8affine_epi64_epi8(Ms(kIdx.code_ctrl[m], code), level_matrix, 8);
+    // (vpshufbitqmb of bits 8 m + k, one op for these two, measured no faster: 58.7 us
+    // against 57-59 in bench_gemv iq2_xxs/avx512vnni/1408x2048/hot)
     dec->neg[m] = _mm512_test_epi8_mask(Ms(kIdx.sign_ctrl[m], ks), bits);
   }
 }
 
-// The 16-bit codes of the 32 groups as qword j = groups 4 j .. 4 j + 3 at bits 16 g, from
-// scalar loads: gathers measured ~25 cycles per 16 lanes here (two per block: more than the
-// rest of the block's work), while the integer ports are otherwise idle. Per sub-block, the
-// four 11-bit indices come as the words of one u64 (pdep of the 4 qs bytes | pdep of the 12
-// high bits, `high12` = the 3-bit fields of groups 0-3 in bits 3 g): 4 loads of the table.
-IQ_INLINE uint64_t Iq1SubCodes(const uint8_t* qs4, uint64_t high12, const uint16_t* codes) {
-  uint32_t q4;
-  std::memcpy(&q4, qs4, 4);
-  const uint64_t idx =
-      _pdep_u64(q4, 0x00FF00FF00FF00FFull) | _pdep_u64(high12, 0x0700070007000700ull);
-  return codes[idx & 0xFFFF] | static_cast<uint64_t>(codes[(idx >> 16) & 0xFFFF]) << 16 |
-         static_cast<uint64_t>(codes[(idx >> 32) & 0xFFFF]) << 32 |
-         static_cast<uint64_t>(codes[idx >> 48]) << 48;
-}
-
-// IQ1_S: qh[j] bits 0-11 are the high bits; IQ1_M: qh bytes 2 j, 2 j + 1 hold them in the
-// low 3 bits of each nibble (pext packs them).
+// The level bytes (8 grid + 16) of the 32 groups in chunk order, u[m] qword j = group m of
+// sub-block j. Per sub-block, the four 11-bit indices come as the words of one u64 (pdep of
+// the 4 qs bytes | pdep of the 12 high bits: IQ1_S qh[j] bits 3 g, IQ1_M the low 3 bits of
+// qh bytes 2 j, 2 j + 1's nibbles, packed by pext); each indexes IqTables::iq1_levels (16 KB,
+// L1-resident) with a masked vpbroadcastq from memory into lane j of chunk g's register (a
+// load and a blend: no shuffle port). Why loads: the 2048-entry grid has no structure a
+// register lookup could use. Measured in cache (bench_gemv iq1_s/avx512vnni/1408x2048/hot,
+// Zen 5, us): this 108; the same loads with the indices from a vector store (store-to-load
+// forwarding of a zmm store to word loads) 153, with vmovq / vmovhpd + inserts 158, four
+// 8-lane vpgatherdq 197-201, qwords through a stack buffer read back by vector loads 210; 241
+// before 2026-11-29 (16-bit codes assembled in GPRs, _mm512_set_epi64, 3 ops per chunk to turn
+// codes into levels).
 template <bool kM>
-IQ_INLINE __m512i Iq1Codes(const uint8_t* qs, const uint8_t* qh, const uint16_t* codes) {
-  uint64_t c[8];
+IQ_INLINE void Iq1LevelBytes(const uint8_t* qs, const uint8_t* qh, const uint64_t* levels,
+                             __m512i* u) {
+#pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) {
+    uint32_t q4;
+    std::memcpy(&q4, qs + 4 * j, 4);
     uint16_t h;
     std::memcpy(&h, qh + 2 * j, 2);
-    c[j] = Iq1SubCodes(qs + 4 * j, kM ? _pext_u32(h, 0x7777u) : h, codes);
+    const uint64_t high12 = kM ? _pext_u32(h, 0x7777u) : h;
+    const uint64_t idx =
+        _pdep_u64(q4, 0x00FF00FF00FF00FFull) | _pdep_u64(high12, 0x0700070007000700ull);
+    for (int g = 0; g < 4; ++g) {
+      const auto v = static_cast<int64_t>(levels[(idx >> (16 * g)) & 0xFFFF]);
+      u[g] = j == 0 ? _mm512_set1_epi64(v)
+                    : _mm512_mask_set1_epi64(u[g], static_cast<__mmask8>(1u << j), v);
+    }
   }
-  return _mm512_set_epi64(static_cast<int64_t>(c[7]), static_cast<int64_t>(c[6]),
-                          static_cast<int64_t>(c[5]), static_cast<int64_t>(c[4]),
-                          static_cast<int64_t>(c[3]), static_cast<int64_t>(c[2]),
-                          static_cast<int64_t>(c[1]), static_cast<int64_t>(c[0]));
-}
-
-IQ_INLINE __m512i Iq1Levels() {
-  return _mm512_broadcast_i32x4(_mm_setr_epi8(8, 16, 24, 0, 10, 18, 26, 0, 0, 0, 0, 0, 0, 0, 0, 0));
 }
 
 IQ_INLINE void DecodeIQ1S(const uint8_t* blk, const Tables& t, Decoded* dec) {
   uint16_t d;
   std::memcpy(&d, blk, 2);
   dec->d8 = 0.125f * _cvtsh_ss(d);
-  const __m512i code = Iq1Codes<false>(blk + 2, blk + 34, t.iq1_codes);
+  Iq1LevelBytes<false>(blk + 2, blk + 34, t.iq1_levels, dec->u);
   const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 34));  // [8] u16
-  // 4 in every byte of qword j where sub-block j's delta is positive (qh bit 15 clear)
+  // 2 in every byte of qword j where sub-block j's delta is positive (qh bit 15 clear)
   const __mmask8 neg = _mm_movepi16_mask(qh);
-  const __m512i dpos = _mm512_maskz_mov_epi64(static_cast<__mmask8>(~neg), _mm512_set1_epi8(4));
+  const __m512i dpos = _mm512_maskz_mov_epi64(static_cast<__mmask8>(~neg), _mm512_set1_epi8(2));
   // 2 s_j + 1 = (qh >> 11 & 14) | 1
   const __m128i sc =
       _mm_or_si128(_mm_and_si128(_mm_srli_epi16(qh, 11), _mm_set1_epi16(14)), _mm_set1_epi16(1));
@@ -236,13 +235,7 @@ IQ_INLINE void DecodeIQ1S(const uint8_t* blk, const Tables& t, Decoded* dec) {
   dec->sw17 = _mm256_mullo_epi16(
       _mm512_castsi512_si256(_mm512_permutexvar_epi16(Load(kIdx.half_sub), sc512)),
       _mm256_set1_epi16(17));
-  const __m512i levels = Iq1Levels(), three = _mm512_set1_epi8(3);
-#pragma GCC unroll 4
-  for (int m = 0; m < 4; ++m) {
-    // (c & 3) | dpos
-    const __m512i c = _mm512_ternarylogic_epi32(Ms(kIdx.code_ctrl[m], code), three, dpos, 0xEA);
-    dec->u[m] = _mm512_shuffle_epi8(levels, c);
-  }
+  for (int m = 0; m < 4; ++m) dec->u[m] = _mm512_add_epi8(dec->u[m], dpos);
 }
 
 IQ_INLINE void DecodeIQ1M(const uint8_t* blk, const Tables& t, Decoded* dec) {
@@ -251,7 +244,7 @@ IQ_INLINE void DecodeIQ1M(const uint8_t* blk, const Tables& t, Decoded* dec) {
   const uint16_t d_bits = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) |
                                                 ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
   dec->d8 = 0.125f * _cvtsh_ss(d_bits);
-  const __m512i code = Iq1Codes<true>(blk, blk + 32, t.iq1_codes);
+  Iq1LevelBytes<true>(blk, blk + 32, t.iq1_levels, dec->u);
   const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32));  // [16] u8
   // qword j = qh bytes 2 j, 2 j + 1: group g's nibble at bits 4 g, its delta sign at 4 g + 3
   const __m512i nib = _mm512_cvtepu16_epi64(qh);
@@ -265,14 +258,11 @@ IQ_INLINE void DecodeIQ1M(const uint8_t* blk, const Tables& t, Decoded* dec) {
   dec->s[0] = _mm512_maskz_permutexvar_epi16(0x55555555u, Load(kIdx.lane_half_lo), s16);
   dec->s[1] = _mm512_maskz_permutexvar_epi16(0x55555555u, Load(kIdx.lane_half_hi), s16);
   dec->sw17 = _mm256_mullo_epi16(_mm512_castsi512_si256(s16), _mm256_set1_epi16(17));
-  const __m512i levels = Iq1Levels(), three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
-  const __m512i eight = _mm512_set1_epi8(8);
+  const __m512i two = _mm512_set1_epi8(2), eight = _mm512_set1_epi8(8);
 #pragma GCC unroll 4
-  for (int m = 0; m < 4; ++m) {
+  for (int m = 0; m < 4; ++m) {  // + 2 where the group's delta is positive (nibble bit 3 clear)
     const __mmask64 pos = _mm512_testn_epi8_mask(Ms(kIdx.delta_ctrl[m], nib), eight);
-    __m512i c = _mm512_and_si512(Ms(kIdx.code_ctrl[m], code), three);
-    c = _mm512_mask_add_epi8(c, pos, c, four);
-    dec->u[m] = _mm512_shuffle_epi8(levels, c);
+    dec->u[m] = _mm512_mask_add_epi8(dec->u[m], pos, dec->u[m], two);
   }
 }
 

@@ -61,13 +61,11 @@ IqTables BuildIqTables() {
     t.sign_mask[s] = m;
   }
   for (int e = 0; e < qi::kIq1SGridSize; ++e) {
-    uint16_t code = 0;
     for (int k = 0; k < 8; ++k) {
       const int g = static_cast<int8_t>(qi::kIq1SGrid[e] >> (8 * k));
       MOESPLIT_CHECK(g >= -1 && g <= 1, "iq1s grid value ", g);
-      code |= static_cast<uint16_t>((g + 1) << (2 * k));
+      t.iq1_levels[e] |= static_cast<uint64_t>(8 * g + 16) << (8 * k);
     }
-    t.iq1_codes[e] = code;
   }
   AddIq23Codes(&t);
   return t;
