@@ -212,7 +212,7 @@ void GemmQ3KR16_Q8K_Avx512Gfni(const void* w, size_t w_stride, int64_t n_rows, c
 // ---- lattice family (IQ2_XXS / IQ1_S / IQ1_M / IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S x Q8_K) ------
 // Scalar reference dots and the tables below: gemv_iq_scalar.cc (generic flags). AVX2 dots
 // (also the AVX-512 tier's, and the VNNI tier's without VBMI): gemv_iq_avx2.cc. The VNNI tier
-// with VBMI: gemv_iq_avx512vbmi.cc (vpermi2b / vpmultishiftqb lookups, a tile of 1-4 tokens per
+// with VBMI: gemv_iq_avx512vbmi.cc (vpermi2b / vpmultishiftqb lookups, a tile of 1-8 tokens per
 // decoded block). All compute, per block, the same integer as the scalar dot:
 //   IQ2_XXS  sum_j (2 s_j + 1) sum_i grid_i sign_i q8_i                     times d d_a / 8
 //   IQ1_S/M  sum_h (2 s_h + 1) sum_i (8 (grid_i + delta_i)) q8_i            times d d_a / 8

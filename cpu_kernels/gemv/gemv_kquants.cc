@@ -122,7 +122,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
                 GemmByDots<DotQ3K_Q8K_Avx512Vnni>, GemmQ2KR16_Q8K_Avx512Vnni,
                 GemmQ3KR16_Q8K_Avx512Vnni, true);
       }
-      // IQ2_XXS / IQ1_S / IQ1_M: with VBMI and GFNI the block-decode tiles (1-4 tokens per
+      // IQ2_XXS / IQ1_S / IQ1_M: with VBMI and GFNI the block-decode tiles (1-8 tokens per
       // decode); without them the AVX2 dots.
       if (cpu::DetectCpuFeatures().avx512vbmi && cpu::DetectCpuFeatures().gfni) {
         set_iq(DotIQ2XXS_Q8K_Avx512Vbmi, DotIQ1S_Q8K_Avx512Vbmi, DotIQ1M_Q8K_Avx512Vbmi,
