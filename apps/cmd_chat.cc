@@ -64,11 +64,12 @@ StatusOr<chat::TemplateKwargs> TemplateKwargsFromFlags(const std::string& reason
 
 void AddTemplateKwargsFlags(CLI::App* cmd, std::string* reasoning, std::string* kwargs_json,
                             bool for_server) {
+  const char* override_note =
+      for_server ? ", unless a request's chat_template_kwargs says otherwise" : "";
   cmd->add_option("--reasoning", *reasoning,
                   std::string("on|off: let thinking models (DeepSeek-R1/V3.1, Qwen3) reason first "
                               "or not") +
-                      (for_server ? ", unless a request's chat_template_kwargs says otherwise" : "") +
-                      "; auto: the template's default")
+                      override_note + "; auto: the template's default")
       ->capture_default_str();
   cmd->add_option("--chat-template-kwargs", *kwargs_json,
                   std::string("JSON object of ") + (for_server ? "default " : "") +

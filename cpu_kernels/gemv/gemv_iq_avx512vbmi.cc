@@ -17,7 +17,7 @@
 //    block: 3 ops per chunk), not once per row.
 //  - IQ2_XXS's grid entries are 2-bit level codes, 16 bits per group (IqTables), looked up in
 //    registers (vpermi2b on the low / high code bytes); IQ1's 2048 entries are whole level
-//    bytes, 8 per group, fetched by scalar loads into the chunk order.
+//    bytes, 8 per group, fetched by masked broadcast loads into the chunk order.
 //
 // IQ2_XXS block (66 B): x = the 64 index bytes, qword j = sub-block j (4 grid indices, then
 //   aux = 4 x 7 sign bits | scale << 28).
@@ -65,12 +65,12 @@ struct Index {
   uint8_t code_ctrl[4][64];   // chunk m: byte k of each qword <- bits 16 m + 2 k (k < 8)
   uint8_t sign_ctrl[4][64];   // IQ2: every byte of each qword <- sign byte m (bits 8 m)
   uint8_t delta_ctrl[4][64];  // IQ1_M: every byte <- bits 4 m (group m's nibble; bit 3 sign)
+  uint8_t bit_sel[64];        // 1 << (b % 8)
   uint16_t half_q[32];        // IQ1_M: half h -> scale word h / 4
   uint16_t half_shift[32];    // IQ1_M: 3 (h % 4)
   uint16_t lane_sub[32];      // IQ1_S: word 2 i (dword lane i) <- sub-block i / 2
   uint16_t lane_half_lo[32];  // IQ1_M: word 2 i <- half 2 (i / 2)
   uint16_t lane_half_hi[32];  // IQ1_M: word 2 i <- half 2 (i / 2) + 1
-  uint8_t bit_sel[64];        // 1 << (b % 8)
   uint16_t half_sub[32];      // IQ1_S: half h -> sub-block h / 2
 };
 
@@ -173,8 +173,8 @@ IQ_INLINE void DecodeIQ2XXS(const uint8_t* blk, const Tables& t, Decoded* dec) {
   // ignores bits 2-7: one op on port 0 where AND + vpshufb were two, one of them on port 5.
   // Matrix byte 7 - i = the code bits feeding level bit i: bit 0 <- c0 ^ c1, 1 <- c1, 4 <- c0,
   // 5 <- c1.
-  constexpr uint64_t kLevelMatrix = uint64_t{0x03} << 56 | uint64_t{0x02} << 48 |
-                                    uint64_t{0x01} << 24 | uint64_t{0x02} << 16;
+  constexpr uint64_t kLevelMatrix =
+      uint64_t{0x03} << 56 | uint64_t{0x02} << 48 | uint64_t{0x01} << 24 | uint64_t{0x02} << 16;
   const __m512i level_matrix = _mm512_set1_epi64(static_cast<int64_t>(kLevelMatrix));
   const __m512i bits = Load(kIdx.bit_sel);
 #pragma GCC unroll 4
@@ -349,12 +349,13 @@ void RowsTile(int n_tok, const uint8_t* w, size_t w_stride, int64_t n_rows, cons
   const uint8_t* wb = w + b0 * kBlockBytes<K>;
   const bool add = b0 > 0;
   using TileFn = void (*)(const uint8_t*, const uint8_t*, size_t, int64_t, int64_t,
-                         const PermutedActs&, const Tables&, bool, float*, int64_t);
-  static constexpr TileFn kTiles[kTileTokens + 1] = {
-      nullptr,       RowTile<K, 1>, RowTile<K, 2>, RowTile<K, 3>, RowTile<K, 4>,
-      RowTile<K, 5>, RowTile<K, 6>, RowTile<K, 7>, RowTile<K, 8>};
+                          const PermutedActs&, const Tables&, bool, float*, int64_t);
+  static constexpr TileFn kTiles[kTileTokens + 1] = {nullptr,       RowTile<K, 1>, RowTile<K, 2>,
+                                                     RowTile<K, 3>, RowTile<K, 4>, RowTile<K, 5>,
+                                                     RowTile<K, 6>, RowTile<K, 7>, RowTile<K, 8>};
   const TileFn tile = kTiles[n_tok];
-  for (int64_t r = 0; r < n_rows; ++r) tile(wb + r * w_stride, a, a_stride, b0, nb, p, tab, add, y + r, ldy);
+  for (int64_t r = 0; r < n_rows; ++r)
+    tile(wb + r * w_stride, a, a_stride, b0, nb, p, tab, add, y + r, ldy);
 }
 
 // Per segment of kSegBlocks blocks and kTileTokens tokens: permute their activations (32 KB of

@@ -113,14 +113,12 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       // left to tensors whose rows are not a multiple of 16, one dot per (row, token).
       // With GFNI the R16 kernels pick bits with vgf2p8affineqb (one op where shift + AND are
       // two; Q3_K's E = 1, 3, 5 extractions likewise).
-      if (cpu::DetectCpuFeatures().gfni) {
+      {
+        const bool gfni = cpu::DetectCpuFeatures().gfni;
         set_q23(DotQ2K_Q8K_Avx512Vnni, DotQ3K_Q8K_Avx512Vnni, GemmByDots<DotQ2K_Q8K_Avx512Vnni>,
-                GemmByDots<DotQ3K_Q8K_Avx512Vnni>, GemmQ2KR16_Q8K_Avx512Gfni,
-                GemmQ3KR16_Q8K_Avx512Gfni, true);
-      } else {
-        set_q23(DotQ2K_Q8K_Avx512Vnni, DotQ3K_Q8K_Avx512Vnni, GemmByDots<DotQ2K_Q8K_Avx512Vnni>,
-                GemmByDots<DotQ3K_Q8K_Avx512Vnni>, GemmQ2KR16_Q8K_Avx512Vnni,
-                GemmQ3KR16_Q8K_Avx512Vnni, true);
+                GemmByDots<DotQ3K_Q8K_Avx512Vnni>,
+                gfni ? GemmQ2KR16_Q8K_Avx512Gfni : GemmQ2KR16_Q8K_Avx512Vnni,
+                gfni ? GemmQ3KR16_Q8K_Avx512Gfni : GemmQ3KR16_Q8K_Avx512Vnni, true);
       }
       // IQ2_XXS / IQ1_S / IQ1_M: with VBMI and GFNI the block-decode tiles (1-8 tokens per
       // decode); without them the AVX2 dots.

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/gemv/gemv_isa_common.h"
