@@ -45,15 +45,12 @@ Engine::Engine(const Model& model, const EngineOptions& options, Tag)
       kernels_(ResolveKernels(options.isa_tier)),
       ws_(std::make_unique<Workspace>()),
       ctx_(ResolveCtx(model.config(), options.ctx_size)) {
-  // A hybrid engine keeps its latent cache on the device (HybridForward).
-  if (options.backend == nullptr) {
-    kv_ = std::make_unique<KvCache>(model.config(), ctx_, options.kv_type);
-  }
 }
 
 Engine::Engine(const Model& model, const EngineOptions& options) : Engine(model, options, Tag{}) {
   MOESPLIT_CHECK(options.placement.groups.empty() && options.backend == nullptr,
                  "an engine with a CPU placement or a device is made with Engine::Create");
+  kv_ = std::make_unique<KvCache>(model.config(), ctx_, options.kv_type);
   const Status s = Place(options);  // the default placement only maps: it cannot fail
   MOESPLIT_CHECK(s.ok(), s.ToString());
 }
@@ -61,6 +58,10 @@ Engine::Engine(const Model& model, const EngineOptions& options) : Engine(model,
 StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model,
                                                  const EngineOptions& options) {
   std::unique_ptr<Engine> e(new Engine(model, options, Tag{}));
+  // A hybrid engine keeps its latent cache on the device (HybridForward).
+  if (options.backend == nullptr) {
+    MOESPLIT_ASSIGN_OR_RETURN(e->kv_, KvCache::Create(model.config(), e->ctx_, options.kv_type));
+  }
   MOESPLIT_RETURN_IF_ERROR(e->Place(options));
   return e;
 }

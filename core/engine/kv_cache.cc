@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "core/base/float16.h"
 #include "core/base/int_math.h"
@@ -9,7 +10,8 @@
 
 namespace moesplit::engine {
 
-KvCache::KvCache(const ModelConfig& c, int64_t positions, KvCacheType type, int64_t block_size)
+KvCache::KvCache(const ModelConfig& c, int64_t positions, KvCacheType type, int64_t block_size,
+                 Unallocated)
     : block_(block_size),
       n_blocks_(CeilDiv(std::max<int64_t>(positions, 1), block_size)),
       slots_(n_blocks_ * block_size),
@@ -24,25 +26,57 @@ KvCache::KvCache(const ModelConfig& c, int64_t positions, KvCacheType type, int6
     width_[kK] = c.n_head_kv * c.head_dim_k;
     width_[kV] = c.n_head_kv * c.head_dim_v;
   }
+}
+
+KvCache::KvCache(const ModelConfig& c, int64_t positions, KvCacheType type, int64_t block_size)
+    : KvCache(c, positions, type, block_size, Unallocated{}) {
+  const Status s = Allocate();
+  MOESPLIT_CHECK(s.ok(), s.ToString());
+}
+
+StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const ModelConfig& c, int64_t positions,
+                                                   KvCacheType type, int64_t block_size) {
+  std::unique_ptr<KvCache> kv(new KvCache(c, positions, type, block_size, Unallocated{}));
+  MOESPLIT_RETURN_IF_ERROR(kv->Allocate());
+  return kv;
+}
+
+Status KvCache::Allocate() {
+  const uint64_t row_bytes =
+      static_cast<uint64_t>(width_[kK] + width_[kV] + latent_t_) * element_bytes();
+  const std::string what = "KV cache of " + std::to_string(slots_) + " positions (" +
+                           std::to_string(n_layer_) + " layers x " + std::to_string(row_bytes) +
+                           " B per position)";
+  const char* hint = "lower -c / --ctx-size";
+  // The pages fill as positions are written: a pool larger than RAM could never be filled.
+  const uint64_t total = row_bytes * static_cast<uint64_t>(n_layer_ * slots_);
+  const uint64_t ram = PhysicalMemoryBytes();
+  if (ram > 0 && total > ram) return CannotReserveError(total, what, hint);
   for (int p = 0; p < 2; ++p) {
-    const size_t n = static_cast<size_t>(c.n_layer * slots_ * width_[p]);
+    const size_t n = static_cast<size_t>(n_layer_ * slots_ * width_[p]);
     if (type_ == KvCacheType::kF32) {
-      f32_[p].assign(n, 0.0f);
+      MOESPLIT_ASSIGN_OR_RETURN(f32_[p], ZeroedArray<float>::Map(n, what, hint));
     } else {
-      f16_[p].assign(n, 0);
+      MOESPLIT_ASSIGN_OR_RETURN(f16_[p], ZeroedArray<uint16_t>::Map(n, what, hint));
     }
   }
-  const size_t nt = static_cast<size_t>(c.n_layer * latent_t_ * slots_);
+  const size_t nt = static_cast<size_t>(n_layer_ * latent_t_ * slots_);
   if (type_ == KvCacheType::kF32) {
-    t_f32_.assign(nt, 0.0f);
+    MOESPLIT_ASSIGN_OR_RETURN(t_f32_, ZeroedArray<float>::Map(nt, what, hint));
   } else {
-    t_f16_.assign(nt, 0);
+    MOESPLIT_ASSIGN_OR_RETURN(t_f16_, ZeroedArray<uint16_t>::Map(nt, what, hint));
   }
+  return Status::Ok();
 }
 
 uint64_t KvCache::bytes() const {
   return (f32_[0].size() + f32_[1].size() + t_f32_.size()) * sizeof(float) +
          (f16_[0].size() + f16_[1].size() + t_f16_.size()) * sizeof(uint16_t);
+}
+
+uint64_t KvCache::resident_bytes() const {
+  return f32_[0].ResidentBytes() + f32_[1].ResidentBytes() + t_f32_.ResidentBytes() +
+         f16_[0].ResidentBytes() + f16_[1].ResidentBytes() + t_f16_.ResidentBytes();
 }
 
 uint64_t KvCache::bytes_per_block() const { return bytes() / static_cast<uint64_t>(n_blocks_); }
@@ -52,7 +86,7 @@ void KvCache::Write(Part part, int64_t il, int64_t slot, const float* row) {
   const int64_t nt = part == kK ? latent_t_ : 0;  // the transposed latent copy (MLA)
   const size_t t0 = static_cast<size_t>(il * latent_t_ * slots_ + slot);
   if (type_ == KvCacheType::kF32) {
-    std::copy(row, row + width_[part], f32_[part].begin() + static_cast<std::ptrdiff_t>(at));
+    std::copy(row, row + width_[part], f32_[part].data() + at);
     for (int64_t i = 0; i < nt; ++i) t_f32_[t0 + i * slots_] = row[i];
     return;
   }
@@ -123,8 +157,8 @@ void KvCache::CopyBlock(int32_t src, int32_t dst) {
     for (int64_t il = 0; il < n_layer_; ++il) {
       for (int64_t r = 0; r < rows_per_layer; ++r) {
         const int64_t base = (il * rows_per_layer + r) * row_stride;
-        std::copy_n(v.begin() + base + src * block_ * width, block_ * width,
-                    v.begin() + base + dst * block_ * width);
+        std::copy_n(v.data() + base + src * block_ * width, block_ * width,
+                    v.data() + base + dst * block_ * width);
       }
     }
   };

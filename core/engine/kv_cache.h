@@ -12,7 +12,10 @@
 //    That costs another kv_lora values per token per layer (1.9x the memory).
 //  - GQA archs (qwen3moe, llama): K rows [n_head_kv x head_dim_k] and V rows [n_head_kv x
 //    head_dim_v] per token.
-// Stored as f32 or f16 (llama.cpp's default); attention reads rows back as f32. A sequence whose
+// Stored as f32 or f16 (llama.cpp's default); attention reads rows back as f32. The pool is
+// zero pages (ZeroedPages): its memory becomes resident as positions are written, so a large
+// -c costs RAM only as far as it is used (the transposed copy's rows are slots x 4 B apart: a
+// position touches one page per latent row, shared by the next 1024 positions in f32). A sequence whose
 // blocks are consecutive (the usual case for a lone sequence: blocks are handed out lowest
 // first) is read in place, exactly as an unpaged cache; a fragmented one (a shared prefix, a
 // pool with holes) is gathered into a scratch buffer per layer: (kv_lora + W) floats per
@@ -20,9 +23,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "core/base/status.h"
+#include "core/base/zeroed_pages.h"
 #include "core/model/model_config.h"
 
 namespace moesplit::engine {
@@ -37,9 +43,15 @@ class KvCache {
  public:
   enum Part { kK = 0, kV = 1 };  // MLA uses kK for the latent row
 
-  // A pool of ceil(positions / block_size) blocks.
+  // A pool of ceil(positions / block_size) blocks. CHECK-fails when the memory cannot be
+  // reserved (tests); Create says so as a Status.
   KvCache(const ModelConfig& config, int64_t positions, KvCacheType type = KvCacheType::kF32,
           int64_t block_size = kKvBlockSize);
+  // ResourceExhausted naming the positions, the bytes and the RAM when the pool cannot be
+  // reserved (-c larger than the machine can ever back).
+  static StatusOr<std::unique_ptr<KvCache>> Create(const ModelConfig& config, int64_t positions,
+                                                   KvCacheType type = KvCacheType::kF32,
+                                                   int64_t block_size = kKvBlockSize);
 
   int64_t block_size() const { return block_; }
   int64_t n_blocks() const { return n_blocks_; }
@@ -47,6 +59,7 @@ class KvCache {
   KvCacheType type() const { return type_; }
   uint64_t element_bytes() const { return type_ == KvCacheType::kF16 ? 2 : 4; }
   uint64_t bytes() const;
+  uint64_t resident_bytes() const;  // of bytes(), what has been touched (written) so far
   uint64_t bytes_per_block() const;
   int64_t width(Part part) const { return width_[part]; }  // values per row
 
@@ -71,6 +84,10 @@ class KvCache {
   void CopyBlock(int32_t src, int32_t dst);
 
  private:
+  struct Unallocated {};
+  KvCache(const ModelConfig& config, int64_t positions, KvCacheType type, int64_t block_size,
+          Unallocated);
+  Status Allocate();
   // Whether the first ceil(n / B) blocks of the table are consecutive.
   bool Contiguous(std::span<const int32_t> blocks, int64_t n) const;
   size_t Index(Part part, int64_t il, int64_t slot) const {
@@ -82,11 +99,11 @@ class KvCache {
   int64_t n_layer_;
   KvCacheType type_;
   int64_t width_[2];              // values per row: [K or latent, V (0 for MLA)]
-  std::vector<float> f32_[2];     // [n_layer][slots][width] when type_ == kF32
-  std::vector<uint16_t> f16_[2];  // the same in IEEE half when type_ == kF16
+  ZeroedArray<float> f32_[2];     // [n_layer][slots][width] when type_ == kF32
+  ZeroedArray<uint16_t> f16_[2];  // the same in IEEE half when type_ == kF16
   int64_t latent_t_ = 0;          // MLA: kv_lora (rows of the transposed copy); else 0
-  std::vector<float> t_f32_;      // [n_layer][latent_t_][slots] when type_ == kF32
-  std::vector<uint16_t> t_f16_;   // the same in IEEE half when type_ == kF16
+  ZeroedArray<float> t_f32_;      // [n_layer][latent_t_][slots] when type_ == kF32
+  ZeroedArray<uint16_t> t_f16_;   // the same in IEEE half when type_ == kF16
 };
 
 }  // namespace moesplit::engine

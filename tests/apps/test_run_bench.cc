@@ -69,6 +69,12 @@ TEST(RunCommand, UserErrors) {
   a.ctx_size = 8;  // the prompt alone has 16 tokens
   EXPECT_NE(RunRun(a, out, err).message().find("--ctx-size"), std::string::npos);
   a = TinyRun();
+  a.ctx_size = int64_t{1} << 40;  // a KV cache no machine holds: refused before any work
+  const Status huge = RunRun(a, out, err);
+  EXPECT_EQ(huge.code(), StatusCode::kResourceExhausted) << huge.ToString();
+  EXPECT_NE(huge.message().find("GB of RAM: lower -c / --ctx-size"), std::string::npos)
+      << huge.ToString();
+  a = TinyRun();
   a.sampling.top_p = 1.5f;
   EXPECT_NE(RunRun(a, out, err).message().find("--top-p"), std::string::npos);
   a = TinyRun();

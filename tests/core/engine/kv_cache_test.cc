@@ -84,5 +84,43 @@ TEST(KvCacheTest, CopyBlockCopiesEveryLayerAndTheTransposedRows) {
   }
 }
 
+// The pool is reserved, not written: DeepSeek-V2-Lite's latent rows (27 layers, 512 + 64, f32,
+// plus the transposed 512) at 4096 positions are 481 MB, of which one written position per layer
+// touches 27 x (1 row page + 512 transposed pages) = ~54 MB at most.
+TEST(KvCacheTest, MemoryBecomesResidentAsPositionsAreWritten) {
+  ModelConfig c = Mla();
+  c.n_layer = 27;
+  c.kv_lora_rank = 512;
+  c.qk_rope = 64;
+  auto kv = KvCache::Create(c, 4096);
+  ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+  EXPECT_EQ((*kv)->bytes(), 27u * 4096u * (576u + 512u) * 4u);
+  EXPECT_LE((*kv)->resident_bytes(), 8u << 20);
+  std::vector<float> row(576, 1.0f);
+  const std::vector<int32_t> blocks = {0};
+  for (int64_t il = 0; il < 27; ++il) (*kv)->Write(KvCache::kK, il, (*kv)->Slot(blocks, 0), row.data());
+  const uint64_t one = (*kv)->resident_bytes();
+  EXPECT_GE(one, 27u * 512u * 4096u);      // every layer's transposed rows got a page each
+  EXPECT_LE(one, (*kv)->bytes() / 4);      // and the rest of the pool stays unwritten
+  std::vector<float> out;
+  EXPECT_EQ((*kv)->Rows(KvCache::kK, 26, blocks, 1, &out)[575], 1.0f);
+}
+
+TEST(KvCacheTest, APoolLargerThanRamIsAClearError) {
+  ModelConfig c = Mla();
+  c.n_layer = 61;
+  c.kv_lora_rank = 512;
+  c.qk_rope = 64;
+  // 61 layers x 4352 B x 2^30 positions = 285 TB.
+  auto kv = KvCache::Create(c, int64_t{1} << 30);
+  ASSERT_FALSE(kv.ok());
+  const std::string m = kv.status().ToString();
+  EXPECT_NE(m.find("RESOURCE_EXHAUSTED"), std::string::npos) << m;
+  EXPECT_NE(m.find("KV cache of 1073741824 positions (61 layers x 4352 B per position)"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("lower -c / --ctx-size"), std::string::npos) << m;
+}
+
 }  // namespace
 }  // namespace moesplit::engine
