@@ -60,7 +60,7 @@ std::string PresetListText() {
   }
   os << "(tensor bytes at the default layer count; --layers N scales the per-layer part)\n";
   os << "--quant mixes:";
-  for (int m = 0; m <= static_cast<int>(synth::QuantMix::kUdIQ1_M); ++m) {
+  for (int m = 0; m <= static_cast<int>(synth::QuantMix::kMXFP4_MOE); ++m) {
     os << (m == 0 ? " " : ", ") << synth::QuantMixName(static_cast<synth::QuantMix>(m));
   }
   os << " (docs/REFERENCE.md says what each puts where)\n";
@@ -106,7 +106,7 @@ void RegisterMakeModel(CLI::App& app, std::function<int()>* action) {
   cmd->add_option("--layers", args->layers, "number of blocks (default: the preset's)");
   cmd->add_option("--quant", args->quant,
                   "Q4_K_M | Q8_0 | IQ4_XS | Q3_K_M | UD-Q2_K_XL | UD-IQ2_XXS | UD-IQ1_M | UD-IQ1_S "
-                  "| F16 | BF16")
+                  "| MXFP4_MOE | F16 | BF16")
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "PRNG seed (same seed -> same file)")
       ->capture_default_str();

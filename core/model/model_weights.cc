@@ -64,8 +64,8 @@ class Resolver {
       Problem(StrCat(name, " is ", TypeName(t->type), "; 1-D tensors must be f32"));
       return TensorView{};
     }
-    // Decode-only types (quant.h: no quantizer) are readable by `inspect`; those with CPU
-    // kernels (the seven lattice types: gemv_internal.h) run, the others (MXFP4) are refused.
+    // Decode-only types (quant.h: no GPU kernel) are readable by `inspect`; those with CPU
+    // kernels (the seven lattice types and MXFP4: gemv_internal.h) run, any other is refused.
     GgmlType act;
     const bool no_kernel = quant::IsDecodeOnly(t->type) && !gemv::ActivationTypeFor(t->type, &act);
     if (!quant::CanDequantize(t->type) || no_kernel) {

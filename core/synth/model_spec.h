@@ -40,7 +40,8 @@ enum class QuantMix {
   kUdQ2_K_XL,
   kUdIQ2_XXS,
   kUdIQ1_S,
-  kUdIQ1_M
+  kUdIQ1_M,
+  kMXFP4_MOE  // the last (cmd_make_model lists kQ4_K_M..kMXFP4_MOE)
 };
 
 StatusOr<QuantMix> QuantMixFromName(std::string_view name);  // "Q4_K_M", "q8_0", "IQ4_XS", ...

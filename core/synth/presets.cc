@@ -180,9 +180,10 @@ StatusOr<QuantMix> QuantMixFromName(std::string_view name) {
   if (u == "UD-IQ2_XXS") return QuantMix::kUdIQ2_XXS;
   if (u == "UD-IQ1_S") return QuantMix::kUdIQ1_S;
   if (u == "UD-IQ1_M") return QuantMix::kUdIQ1_M;
+  if (u == "MXFP4_MOE") return QuantMix::kMXFP4_MOE;
   return InvalidArgumentError("unsupported --quant '", name,
                               "' (choose Q4_K_M, Q8_0, IQ4_XS, Q3_K_M, UD-Q2_K_XL, UD-IQ2_XXS, "
-                              "UD-IQ1_M, UD-IQ1_S, F16, BF16)");
+                              "UD-IQ1_M, UD-IQ1_S, MXFP4_MOE, F16, BF16)");
 }
 
 const char* QuantMixName(QuantMix mix) {
@@ -207,6 +208,8 @@ const char* QuantMixName(QuantMix mix) {
       return "UD-IQ1_S";
     case QuantMix::kUdIQ1_M:
       return "UD-IQ1_M";
+    case QuantMix::kMXFP4_MOE:
+      return "MXFP4_MOE";
   }
   return "?";
 }
@@ -233,6 +236,8 @@ uint32_t QuantMixFileType(QuantMix mix) {
       return 24;  // LLAMA_FTYPE_MOSTLY_IQ1_S
     case QuantMix::kUdIQ1_M:
       return 31;  // LLAMA_FTYPE_MOSTLY_IQ1_M
+    case QuantMix::kMXFP4_MOE:
+      return 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
   }
   return 0;
 }

@@ -294,6 +294,10 @@ void AssignTypes(QuantMix mix, int64_t n_layer, int64_t n_expert, int64_t n_gqa,
       case QuantMix::kUdQ2_K_XL:
         t.type = Fallback(UdQ2KXLType(t, n_layer), t.ne[0]);
         break;
+      case QuantMix::kMXFP4_MOE:
+        t.type = Fallback(Contains(t.name, "_exps.weight") ? GgmlType::kMXFP4 : GgmlType::kQ8_0,
+                          t.ne[0]);
+        break;
       case QuantMix::kUdIQ2_XXS:
       case QuantMix::kUdIQ1_S:
       case QuantMix::kUdIQ1_M:

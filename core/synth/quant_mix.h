@@ -22,6 +22,8 @@
 //    experts Q6_K; dense FFN Q4_K gate / up, Q6_K down; attention Q4_K (attn_v-like Q6_K);
 //    token_embd Q4_K; output Q6_K (file types 19 / 31 / 24); recipe and sources in
 //    quant_mix.cc;
+//  - MXFP4_MOE (llama-quantize's MXFP4_MOE, file type 38, made for gpt-oss): every routed
+//    expert tensor (3-D, ffn_*_exps) MXFP4, every other quantized tensor Q8_0;
 //  - a K-quant whose ne[0] is not a multiple of 256 falls back: Q4_K->Q5_0, Q5_K->Q5_1,
 //    Q6_K->Q8_0, Q2_K / Q3_K->Q4_0, IQ4_XS / IQ2_XXS / IQ1_S / IQ1_M->IQ4_NL (e.g. DeepSeek's
 //    attn_k_b with ne[0] = qk_nope = 128), and to

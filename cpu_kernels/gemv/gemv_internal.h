@@ -84,6 +84,8 @@ float DotQ5_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 float DotQ5_1_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 // IQ4_NL: Q4_0's block with the nibbles indexing kIq4Values (same Q8_0 activations).
 float DotIQ4NL_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
+// MXFP4: Q4_0's nibbles (after a 1-byte E8M0 exponent) indexing the doubled E2M1 levels.
+float DotMXFP4_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 
 #if defined(MOESPLIT_GEMV_X86)
 float DotQ4_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
@@ -126,6 +128,17 @@ void GemmIQ4NL_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, c
 void GemmIQ4NLR16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                   size_t a_stride, int64_t n_tok, int64_t n, float* y,
                                   int64_t ldy);
+// MXFP4: IQ4_NL's tiles with kMxfp4Values and the E8M0 scale (file layout at every tier: no
+// 16-row repack).
+float DotMXFP4_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
+float DotMXFP4_Q8_0_Avx512(const void* w_row, const void* a_row, int64_t n);
+float DotMXFP4_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
+void GemmMXFP4_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmMXFP4_Q8_0_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                           size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmMXFP4_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 // The legacy blocks repacked in 16-row groups (kQ8_0_R16 / kQ5_0_R16 / kQ4_0_R16): the AVX-512
 // VNNI tiles (gemv_legacy_r16_avx512vnni.inc); other tiers take GemmR16ByUnpack.
 void GemmQ8_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,

@@ -1,4 +1,5 @@
-// Registration of the legacy-block kernels (weights Q8_0/Q4_0/Q5_0/Q5_1/IQ4_NL, activations Q8_0)
+// Registration of the legacy-block kernels (weights Q8_0/Q4_0/Q5_0/Q5_1/IQ4_NL/MXFP4, activations
+// Q8_0)
 // per tier. Scalar gemms are one dot per (row, token); the SIMD tiers have tiled gemms that unpack
 // each weight block once for several tokens (gemv_legacy_avx2.cc, gemv_legacy_avx512_impl.inc).
 #include "cpu_kernels/gemv/gemv_internal.h"
@@ -25,6 +26,7 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmByDots<DotQ5_0_Q8_0_Scalar>>, false);
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmByDots<DotQ4_0_Q8_0_Scalar>>, false);
       set(T::kIQ4_NL, DotIQ4NL_Q8_0_Scalar, GemmByDots<DotIQ4NL_Q8_0_Scalar>);
+      set(T::kMXFP4, DotMXFP4_Q8_0_Scalar, GemmByDots<DotMXFP4_Q8_0_Scalar>);
       set_r16(T::kIQ4_NL_R16, GemmR16ByUnpack<T::kIQ4_NL_R16, GemmByDots<DotIQ4NL_Q8_0_Scalar>>,
               false);
       return;
@@ -38,6 +40,7 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmQ5_0_Q8_0_Avx2>, false);
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmQ4_0_Q8_0_Avx2>, false);
       set(T::kIQ4_NL, DotIQ4NL_Q8_0_Avx2, GemmIQ4NL_Q8_0_Avx2);
+      set(T::kMXFP4, DotMXFP4_Q8_0_Avx2, GemmMXFP4_Q8_0_Avx2);
       set_r16(T::kIQ4_NL_R16, GemmR16ByUnpack<T::kIQ4_NL_R16, GemmIQ4NL_Q8_0_Avx2>, false);
       return;
     case cpu::IsaTier::kAvx512:
@@ -49,6 +52,7 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmQ5_0_Q8_0_Avx512>, false);
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmQ4_0_Q8_0_Avx512>, false);
       set(T::kIQ4_NL, DotIQ4NL_Q8_0_Avx512, GemmIQ4NL_Q8_0_Avx512);
+      set(T::kMXFP4, DotMXFP4_Q8_0_Avx512, GemmMXFP4_Q8_0_Avx512);
       set_r16(T::kIQ4_NL_R16, GemmR16ByUnpack<T::kIQ4_NL_R16, GemmIQ4NL_Q8_0_Avx512>, false);
       return;
     case cpu::IsaTier::kAvx512Vnni:
@@ -60,6 +64,7 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(T::kQ5_0_R16, GemmQ5_0R16_Q8_0_Avx512Vnni, true);
       set_r16(T::kQ4_0_R16, GemmQ4_0R16_Q8_0_Avx512Vnni, true);
       set(T::kIQ4_NL, DotIQ4NL_Q8_0_Avx512Vnni, GemmIQ4NL_Q8_0_Avx512Vnni);
+      set(T::kMXFP4, DotMXFP4_Q8_0_Avx512Vnni, GemmMXFP4_Q8_0_Avx512Vnni);
       set_r16(T::kIQ4_NL_R16, GemmIQ4NLR16_Q8_0_Avx512Vnni, true);
       return;
 #endif

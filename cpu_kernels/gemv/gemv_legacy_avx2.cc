@@ -1,5 +1,5 @@
-// AVX2 + FMA tier of the legacy-block kernels: Q4_0 / Q5_0 / Q5_1 / IQ4_NL dots and the Q8_0 / Q4_0
-// / Q5_0 / IQ4_NL gemm tiles, all against Q8_0 activations. Compiled with MOESPLIT_FLAGS_AVX2
+// AVX2 + FMA tier of the legacy-block kernels: Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 dots and the
+// Q8_0 / Q4_0 / Q5_0 / IQ4_NL / MXFP4 gemm tiles, all against Q8_0 activations. Compiled with MOESPLIT_FLAGS_AVX2
 // (gemv/legacy.cmake); reached only through KernelsFor(IsaTier::kAvx2).
 //
 // Integer scheme (maddubs needs one unsigned operand, pairs must fit i16):
@@ -15,6 +15,7 @@
 
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/quant/blocks.h"
+#include "cpu_kernels/quant/blocks_iq.h"
 
 namespace moesplit::gemv::internal {
 namespace {
@@ -143,11 +144,34 @@ struct KindIQ4NL : KindQ8_0 {
   }
 };
 
+// MXFP4: the nibbles (at byte 1, after the E8M0 exponent) index the doubled E2M1 levels
+// kMxfp4Values (|q| <= 12), then Q8_0's sign trick; the block scale is Mxfp4HalfScale(e).
+struct KindMXFP4 : KindQ8_0 {
+  static constexpr size_t kBytes = sizeof(quant::BlockMXFP4);
+  static constexpr bool kE8M0 = true;
+  [[gnu::always_inline]] static W Unpack(const uint8_t* p) {
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kMxfp4Values)));
+    const __m256i q = _mm256_shuffle_epi8(table, UnpackNibbles(p + 1));
+    return {q, _mm256_abs_epi8(q)};
+  }
+};
+
+// The weight block's f32 scale: an E8M0 exponent (MXFP4) or the f16 d at its start.
+template <class K>
+[[gnu::always_inline]] inline float WeightScale(const uint8_t* p) {
+  if constexpr (requires { K::kE8M0; }) {
+    return quant::Mxfp4HalfScale(p[0]);
+  } else {
+    return LoadHalf(p);
+  }
+}
+
 // acc + d_w * d_a * Dot of the weight block at w and the activation block at a.
 template <class K>
 [[gnu::always_inline]] inline __m256 DotBlock(const uint8_t* w, const uint8_t* a, __m256 acc) {
   const __m256i isum = K::Dot(K::Unpack(w), K::MakeAct(Load256(a + 2)));
-  const __m256 d = _mm256_set1_ps(LoadHalf(w) * LoadHalf(a));
+  const __m256 d = _mm256_set1_ps(WeightScale<K>(w) * LoadHalf(a));
   return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc);
 }
 
@@ -188,7 +212,7 @@ template <class K, int kR, int kT>
     __m256 dw[kR];  // [kR] broadcast weight scales
     for (int r = 0; r < kR; ++r) {
       w[r] = K::Unpack(tr.rows[r] + off);
-      dw[r] = _mm256_set1_ps(LoadHalf(tr.rows[r] + off));
+      dw[r] = _mm256_set1_ps(WeightScale<K>(tr.rows[r] + off));
     }
     for (int t = 0; t < kT; ++t) {
       const uint8_t* ab = a + t * a_stride + ao;
@@ -237,6 +261,15 @@ void GemmImpl(const void* w, size_t w_stride, int64_t n_rows, const void* a, siz
 }
 
 }  // namespace
+
+float DotMXFP4_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
+  return DotImpl<KindMXFP4>(w_row, a_row, n);
+}
+
+void GemmMXFP4_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  GemmImpl<KindMXFP4>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
 
 float DotIQ4NL_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
   return DotImpl<KindIQ4NL>(w_row, a_row, n);

@@ -8,6 +8,7 @@
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/gemv/gemv_isa_common.h"
 #include "cpu_kernels/quant/blocks.h"
+#include "cpu_kernels/quant/blocks_iq.h"
 
 namespace moesplit::gemv::internal {
 
@@ -100,6 +101,25 @@ float DotIQ4NL_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
       isum += quant::kIq4Values[w[b].qs[l] >> 4] * a[b].qs[l + kQk / 2];
     }
     sum += HalfToFloat(w[b].d) * HalfToFloat(a[b].d) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+// MXFP4 value j = 2^(e - 128) * kMxfp4Values[q_j] (the doubled E2M1 levels, |q| <= 12), q_j the
+// nibble as in Q4_0:
+//   sum_j w_j a_j = scale(e) * d_a * sum_j kMxfp4Values[q_j] * a_j,  |isum| <= 32 * 12 * 127
+float DotMXFP4_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const quant::BlockMXFP4*>(w_row);  // [n / 32]
+  const auto* a = static_cast<const BlockQ8_0*>(a_row);          // [n / 32]
+  const int64_t nb = n / kQk;
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    int32_t isum = 0;
+    for (int l = 0; l < kQk / 2; ++l) {
+      isum += quant::kMxfp4Values[w[b].qs[l] & 0xF] * a[b].qs[l];
+      isum += quant::kMxfp4Values[w[b].qs[l] >> 4] * a[b].qs[l + kQk / 2];
+    }
+    sum += quant::Mxfp4HalfScale(w[b].e) * HalfToFloat(a[b].d) * static_cast<float>(isum);
   }
   return sum;
 }

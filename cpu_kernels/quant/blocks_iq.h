@@ -16,6 +16,7 @@
 //   MXFP4      32     17     4.25        2^(e - 128) * kMxfp4Values[q] (an E8M0 exponent)
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
@@ -94,6 +95,14 @@ struct BlockIQ1_M {
 // is halved to compensate (DequantMXFP4: 2^(e - 128)).
 inline constexpr int8_t kMxfp4Values[16] = {0, 1,  2,  3,  4,  6,  8,  12,
                                             0, -1, -2, -3, -4, -6, -8, -12};
+
+// The block scale 2^(e - 128) that multiplies kMxfp4Values (half the E8M0 value 2^(e - 127)),
+// built from its f32 bits as ggml's GGML_E8M0_TO_FP32_HALF does: e < 2 gives the subnormals
+// 2^-128 / 2^-127, e = 255 gives 2^127 (not the E8M0 NaN).
+inline float Mxfp4HalfScale(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+  return std::bit_cast<float>(bits);
+}
 
 // 4.25 bpw (OCP microscaling MXFP4). qs[j] holds value j in its low nibble and value j + 16 in
 // its high nibble, as Q4_0; e is an E8M0 exponent (scale 2^(e - 127), no sign, no mantissa).

@@ -187,14 +187,11 @@ void DequantIQ1_M(const void* src, float* dst, int64_t nb) {
 }
 
 // 17 B -> 32 values: kMxfp4Values[q] * 2^(e - 128) (the table is doubled, the scale halved).
-// The scale is built from its bits as ggml does (e < 2: a subnormal), never NaN: ggml reads
-// e = 255 as 2^127, not as the E8M0 NaN.
 void DequantMXFP4(const void* src, float* dst, int64_t nb) {
   const auto* blocks = static_cast<const BlockMXFP4*>(src);
   for (int64_t i = 0; i < nb; ++i, dst += kQk) {
     const BlockMXFP4& b = blocks[i];
-    const uint32_t bits = b.e < 2 ? 0x00200000u << b.e : static_cast<uint32_t>(b.e - 1) << 23;
-    const float d = BitsToFloat(bits);
+    const float d = Mxfp4HalfScale(b.e);
     for (int j = 0; j < kQk / 2; ++j) {
       dst[j] = static_cast<float>(kMxfp4Values[b.qs[j] & 0xF]) * d;
       dst[j + kQk / 2] = static_cast<float>(kMxfp4Values[b.qs[j] >> 4]) * d;

@@ -72,7 +72,7 @@ constexpr RowKernels kKernels[] = {
     {T::kIQ3_S, in::DequantIQ3_S, nullptr, 2},
     {T::kIQ1_S, in::DequantIQ1_S, in::QuantIQ1_S, 2},
     {T::kIQ1_M, in::DequantIQ1_M, in::QuantIQ1_M, 1},
-    {T::kMXFP4, in::DequantMXFP4, nullptr, 1},
+    {T::kMXFP4, in::DequantMXFP4, in::QuantMXFP4, 1},
 };
 
 // Types decoded for inspection and tests only: no kernel computes with them (quant.h).

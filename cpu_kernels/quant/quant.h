@@ -15,17 +15,16 @@ namespace moesplit::quant {
 // MXFP4.
 bool CanDequantize(GgmlType type);
 // True for the 8 decode-only types above: their dequantizer serves `inspect --values` and the
-// oracle tests; no GPU kernel computes with them. The seven lattice types have CPU kernels
-// (gemv: a model with them loads); MXFP4 has none, so a model must not be loaded with it (the
-// loader reports it as not supported yet): the reference dequantize-then-dot matmul would
-// decode every weight row at every step. Three of them (IQ2_XXS, IQ1_S, IQ1_M) have a
+// oracle tests; no GPU kernel computes with them. All eight have CPU kernels (gemv: a model with
+// them loads and runs on the CPU). Four of them (IQ2_XXS, IQ1_S, IQ1_M, MXFP4) have a
 // quantizer, so `make-model` can write files in those types.
 bool IsDecodeOnly(GgmlType type);
-// True for the first 16 types and for IQ2_XXS, IQ1_S, IQ1_M. Each follows ggml's
+// True for the first 16 types and for IQ2_XXS, IQ1_S, IQ1_M, MXFP4. Each follows ggml's
 // quantize_row_*_ref (f16/bf16: RNE; IQ4_NL / IQ4_XS: llama.cpp's no-importance-matrix path,
 // quantize_iq4_* with no quant_weights; IQ2_XXS / IQ1_S / IQ1_M: quantize_iq2_xxs /
 // quantize_iq1_s / quantize_iq1_m with a flat importance matrix, all weights 1.0, what
-// llama-quantize does given an all-ones imatrix: it has no path without one). The bytes are
+// llama-quantize does given an all-ones imatrix: it has no path without one; MXFP4:
+// quantize_row_mxfp4_ref, nearest level under the largest magnitude's exponent). The bytes are
 // checked identical to llama.cpp's for the 16 types with oracle files made that way; IQ1_M's
 // oracle was made without an imatrix and is matched by an internal variant; Q8_K (ggml's
 // activation quantizer) has no oracle file and is checked by its properties.

@@ -53,6 +53,8 @@ void DequantIQ3_S(const void* src, float* dst, int64_t nb);
 void DequantIQ1_S(const void* src, float* dst, int64_t nb);
 void DequantIQ1_M(const void* src, float* dst, int64_t nb);
 void DequantMXFP4(const void* src, float* dst, int64_t nb);
+// quant_iq4.cc: ggml's quantize_row_mxfp4_ref.
+void QuantMXFP4(const float* src, void* dst, int64_t nb);
 
 // quant_iq2.cc, quant_iq1.cc: ggml's lattice quantizers run with a flat importance matrix (all
 // weights 1.0; llama.cpp refuses these types without one), grid-neighbour maps in

@@ -8,10 +8,12 @@
 // imatrix, i.e. quantize_iq4_nl / quantize_iq4_xs with quant_weights == NULL): weights x^2, the
 // scale searched over 2 * 7 + 1 candidates per 32-value block. The same float operations in the
 // same order (this library is built with -ffp-contract=off), so the bytes are ggml's.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "cpu_kernels/quant/blocks.h"
+#include "cpu_kernels/quant/blocks_iq.h"
 #include "cpu_kernels/quant/quant_internal.h"
 #include "cpu_kernels/quant/quant_math.h"
 
@@ -135,6 +137,38 @@ void QuantIQ4_NL(const float* src, void* dst, int64_t nb) {
     uint8_t L[kQk];
     for (int j = 0; j < kQk; ++j) L[j] = static_cast<uint8_t>(NearestLevel(id * src[j]));
     PackIndices(L, b.qs);
+  }
+}
+
+// MXFP4 (ggml's quantize_row_mxfp4_ref): e = floor(log2 amax) - 2 + 127, so the level scale
+// 2^(e - 128) = 2^(floor(log2 amax) - 3) puts amax / scale in [8, 16): the largest magnitudes
+// take the doubled levels 8 or 12 (anything above 12 clamps there). Each value takes the level
+// of least |level x scale - x|, the first on ties (codes 0..15 in order: code 8, -0, never wins
+// over 0). e is clamped to [0, 255] (ggml leaves amax outside 2^-125..2^128 undefined).
+void QuantMXFP4(const float* src, void* dst, int64_t nb) {
+  auto* blocks = static_cast<BlockMXFP4*>(dst);
+  for (int64_t i = 0; i < nb; ++i, src += kQk) {
+    BlockMXFP4& b = blocks[i];
+    float amax = 0.0f;
+    for (int j = 0; j < kQk; ++j) amax = std::max(amax, std::fabs(src[j]));
+    const float e = amax > 0.0f ? std::floor(std::log2(amax)) - 2 + 127 : 0.0f;
+    b.e = static_cast<uint8_t>(std::clamp(e, 0.0f, 255.0f));
+    const float d = Mxfp4HalfScale(b.e);
+    auto best = [d](float x) {
+      int best_i = 0;
+      float best_err = std::fabs(kMxfp4Values[0] * d - x);
+      for (int k = 1; k < 16; ++k) {
+        const float err = std::fabs(kMxfp4Values[k] * d - x);
+        if (err < best_err) {
+          best_i = k;
+          best_err = err;
+        }
+      }
+      return static_cast<uint8_t>(best_i);
+    };
+    for (int j = 0; j < kQk / 2; ++j) {
+      b.qs[j] = static_cast<uint8_t>(best(src[j]) | best(src[j + kQk / 2]) << 4);
+    }
   }
 }
 

@@ -186,7 +186,9 @@ TEST(GemvTest, ActivationTypes) {
   EXPECT_EQ(t, GgmlType::kQ8_K);
   ASSERT_TRUE(ActivationTypeFor(GgmlType::kQ8_0, &t));
   EXPECT_EQ(t, GgmlType::kQ8_0);
-  EXPECT_FALSE(ActivationTypeFor(GgmlType::kMXFP4, &t));  // decode-only, no kernel
+  ASSERT_TRUE(ActivationTypeFor(GgmlType::kMXFP4, &t));  // decode-only on the GPU, CPU kernels
+  EXPECT_EQ(t, GgmlType::kQ8_0);
+  EXPECT_FALSE(ActivationTypeFor(GgmlType::kTQ2_0, &t));  // no kernel (nor a decoder)
 }
 
 TEST(GemvTest, KernelsForReturnsTheRequestedTier) {
@@ -204,7 +206,7 @@ TEST(GemvDeathTest, UnsupportedWeightTypeIsABrokenInvariant) {
   std::vector<uint32_t> w(64), a(64);
   float y = 0;
   EXPECT_DEATH(
-      Gemv(KernelsFor(IsaTier::kScalar), GgmlType::kMXFP4, w.data(), 136, 1, 256, a.data(), &y),
+      Gemv(KernelsFor(IsaTier::kScalar), GgmlType::kTQ2_0, w.data(), 136, 1, 256, a.data(), &y),
       "no kernel");
 }
 

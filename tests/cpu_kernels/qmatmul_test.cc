@@ -196,11 +196,11 @@ TEST(QMatMulQuantizeTest, ParallelQuantizationEqualsSerial) {
 
 TEST(QMatMulQuantizeTest, MissingKernelTypesAreListedOnce) {
   const gemv::GemvKernels& k = gemv::KernelsFor(IsaTier::kScalar);
-  const GgmlType types[] = {GgmlType::kQ4_K,  GgmlType::kMXFP4, GgmlType::kQ8_0,
-                            GgmlType::kMXFP4, GgmlType::kQ4_1,  GgmlType::kQ2_K};
+  const GgmlType types[] = {GgmlType::kQ4_K,  GgmlType::kTQ2_0, GgmlType::kQ8_0,
+                            GgmlType::kTQ2_0, GgmlType::kQ4_1,  GgmlType::kQ2_K};
   const std::vector<GgmlType> missing = MissingKernelTypes(k, types);
   ASSERT_EQ(missing.size(), 2u);
-  EXPECT_EQ(missing[0], GgmlType::kMXFP4);
+  EXPECT_EQ(missing[0], GgmlType::kTQ2_0);
   EXPECT_EQ(missing[1], GgmlType::kQ4_1);
   EXPECT_EQ(ActTypeFor(k, GgmlType::kQ4_K), GgmlType::kQ8_K);
   EXPECT_EQ(ActTypeFor(k, GgmlType::kQ2_K), GgmlType::kQ8_K);

@@ -145,8 +145,9 @@ TEST(QuantCoverage, SupportedTypes) {
   EXPECT_FALSE(CanQuantize(GgmlType::kIQ2_XS));
   EXPECT_DEATH(QuantizeRow(GgmlType::kIQ2_XS, f.data(), q.data(), 256),
                "no reference quantizer for iq2_xs");
-  EXPECT_DEATH(QuantizeRow(GgmlType::kMXFP4, f.data(), q.data(), 256),
-               "no reference quantizer for mxfp4");
+  EXPECT_DEATH(QuantizeRow(GgmlType::kIQ3_S, f.data(), q.data(), 256),
+               "no reference quantizer for iq3_s");
+  EXPECT_TRUE(CanQuantize(GgmlType::kMXFP4));  // decode-only on the GPU, quantizer and CPU kernels
   for (const TypeCase& c : kQuantTypes) EXPECT_FALSE(IsDecodeOnly(c.type)) << TypeName(c.type);
 }
 

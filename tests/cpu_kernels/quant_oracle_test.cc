@@ -55,7 +55,7 @@ const OracleCase kCases[] = {
     {"iq3_s", GgmlType::kIQ3_S, 0.201533, false, true},
     {"iq1_s", GgmlType::kIQ1_S, 0.622482, true, true, true},
     {"iq1_m", GgmlType::kIQ1_M, 0.599684, false, true, true},
-    {"mxfp4", GgmlType::kMXFP4, 0.142973, false, true},
+    {"mxfp4", GgmlType::kMXFP4, 0.142973, true, true, true},
 };
 
 std::vector<OracleCase> QuantizableCases() {

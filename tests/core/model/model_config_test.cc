@@ -166,24 +166,25 @@ Status ResolveWithGateExperts(GgmlType type, const std::string& file) {
   return ModelWeights::Resolve(*f, ModelConfig::FromGguf(*f).value()).status();
 }
 
-// Every tensor present and well shaped, some in a type moesplit cannot compute with (MXFP4:
-// decode-only, no kernel): the report names the type as not supported yet, and does not send the
+// Every tensor present and well shaped, some in a type moesplit cannot compute with (TQ2_0:
+// no decoder, no kernel): the report names the type as not supported yet, and does not send the
 // user to re-convert the file.
 TEST(ModelConfigTest, UnsupportedTensorTypeIsNotAConversionProblem) {
-  const Status s = ResolveWithGateExperts(GgmlType::kMXFP4, "mxfp4-experts.gguf");
+  const Status s = ResolveWithGateExperts(GgmlType::kTQ2_0, "tq2_0-experts.gguf");
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("blk.1.ffn_gate_exps.weight has type mxfp4"), std::string::npos)
+  EXPECT_NE(s.message().find("blk.1.ffn_gate_exps.weight has type tq2_0"), std::string::npos)
       << s.message();
-  EXPECT_NE(s.message().find("mxfp4: not supported by moesplit yet"), std::string::npos)
+  EXPECT_NE(s.message().find("tq2_0: not supported by moesplit yet"), std::string::npos)
       << s.message();
   EXPECT_EQ(s.message().find("convert_hf_to_gguf"), std::string::npos) << s.message();
 }
 
 // The lattice types with CPU kernels (Unsloth's UD-IQ2_XXS / UD-IQ1_M / UD-IQ1_S experts, the
-// IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S of llama.cpp's IQ2 / IQ3 mixes) load.
+// IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S of llama.cpp's IQ2 / IQ3 mixes) and MXFP4 (MXFP4_MOE
+// files) load.
 TEST(ModelConfigTest, LatticeTypesWithKernelsResolve) {
   for (GgmlType t : {GgmlType::kIQ2_XXS, GgmlType::kIQ1_S, GgmlType::kIQ1_M, GgmlType::kIQ3_XXS,
-                     GgmlType::kIQ3_S, GgmlType::kIQ2_XS, GgmlType::kIQ2_S}) {
+                     GgmlType::kIQ3_S, GgmlType::kIQ2_XS, GgmlType::kIQ2_S, GgmlType::kMXFP4}) {
     const Status s = ResolveWithGateExperts(t, std::string(TypeName(t)) + "-experts.gguf");
     EXPECT_TRUE(s.ok()) << TypeName(t) << ": " << s.message();
   }

@@ -297,6 +297,22 @@ TEST(SynthTable, UdQ2KXLMix) {
   EXPECT_TRUE(QuantMixFromName("ud-q2_k_xl").ok());
 }
 
+// MXFP4_MOE (llama-quantize's file type 38): routed experts MXFP4, every other weight Q8_0,
+// norms and the router F32.
+TEST(SynthTable, Mxfp4MoeMix) {
+  const ModelSpec v2 = Build({.preset = "ds-v2-lite", .layers = 3, .quant = QuantMix::kMXFP4_MOE});
+  EXPECT_EQ(FindKey(v2, "general.file_type")->AsUint().value(), 38u);
+  EXPECT_EQ(Find(v2, "blk.1.ffn_gate_exps.weight")->type, GgmlType::kMXFP4);
+  EXPECT_EQ(Find(v2, "blk.1.ffn_up_exps.weight")->type, GgmlType::kMXFP4);
+  EXPECT_EQ(Find(v2, "blk.1.ffn_down_exps.weight")->type, GgmlType::kMXFP4);  // 1408 = 44 x 32
+  EXPECT_EQ(Find(v2, "blk.1.ffn_gate_shexp.weight")->type, GgmlType::kQ8_0);
+  EXPECT_EQ(Find(v2, "blk.0.ffn_down.weight")->type, GgmlType::kQ8_0);
+  EXPECT_EQ(Find(v2, "output.weight")->type, GgmlType::kQ8_0);
+  EXPECT_EQ(Find(v2, "blk.1.ffn_gate_inp.weight")->type, GgmlType::kF32);
+  EXPECT_EQ(QuantMixFromName("mxfp4_moe").value(), QuantMix::kMXFP4_MOE);
+  EXPECT_STREQ(QuantMixName(QuantMix::kMXFP4_MOE), "MXFP4_MOE");
+}
+
 // The UD-IQ mixes (Unsloth's dynamic DeepSeek shapes, quant_mix.cc): routed gate / up in the
 // lattice type; routed down one step higher in the first 3 MoE layers (ds-v3: layers 3..5,
 // after its 3 dense ones); shared experts Q6_K; dense FFN Q4_K / Q6_K down; attention Q4_K with
