@@ -77,10 +77,13 @@ enum class GgmlType : uint32_t {
   // Q3_K with 16 rows interleaved (repack.h): 114 bytes per row and block (Q3_K: 110; the
   // 6-bit scales are stored unpacked, as kQ4_K_R16).
   kQ3_K_R16 = 73,
+  // MXFP4 with 16 rows interleaved (repack.h): kIQ4_NL_R16's layout with the E8M0 exponent
+  // bytes in place of the f16 d's, 17 bytes per row and block as the file type.
+  kMXFP4_R16 = 74,
 };
 
 inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
-inline constexpr uint32_t kTypeIdLimit = 74;      // ggml's ids and moesplit's internal layouts
+inline constexpr uint32_t kTypeIdLimit = 75;      // ggml's ids and moesplit's internal layouts
 
 // The rows a layout interleaves: 16 for the *_R16 layouts, 1 for every GGUF type. Matrices of such
 // a type are sliced only at multiples of this many rows.

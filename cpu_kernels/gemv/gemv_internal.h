@@ -128,8 +128,8 @@ void GemmIQ4NL_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, c
 void GemmIQ4NLR16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                   size_t a_stride, int64_t n_tok, int64_t n, float* y,
                                   int64_t ldy);
-// MXFP4: IQ4_NL's tiles with kMxfp4Values and the E8M0 scale (file layout at every tier: no
-// 16-row repack).
+// MXFP4: IQ4_NL's tiles with kMxfp4Values and the E8M0 scale; kMXFP4_R16 (16-row groups): the
+// VNNI tiles of gemv_legacy_r16_avx512vnni.inc, GemmR16ByUnpack elsewhere.
 float DotMXFP4_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotMXFP4_Q8_0_Avx512(const void* w_row, const void* a_row, int64_t n);
 float DotMXFP4_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
@@ -139,6 +139,9 @@ void GemmMXFP4_Q8_0_Avx512(const void* w, size_t w_stride, int64_t n_rows, const
                            size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmMXFP4_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmMXFP4R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                  size_t a_stride, int64_t n_tok, int64_t n, float* y,
+                                  int64_t ldy);
 // The legacy blocks repacked in 16-row groups (kQ8_0_R16 / kQ5_0_R16 / kQ4_0_R16): the AVX-512
 // VNNI tiles (gemv_legacy_r16_avx512vnni.inc); other tiers take GemmR16ByUnpack.
 void GemmQ8_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,

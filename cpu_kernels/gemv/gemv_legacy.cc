@@ -27,6 +27,8 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmByDots<DotQ4_0_Q8_0_Scalar>>, false);
       set(T::kIQ4_NL, DotIQ4NL_Q8_0_Scalar, GemmByDots<DotIQ4NL_Q8_0_Scalar>);
       set(T::kMXFP4, DotMXFP4_Q8_0_Scalar, GemmByDots<DotMXFP4_Q8_0_Scalar>);
+      set_r16(T::kMXFP4_R16, GemmR16ByUnpack<T::kMXFP4_R16, GemmByDots<DotMXFP4_Q8_0_Scalar>>,
+              false);
       set_r16(T::kIQ4_NL_R16, GemmR16ByUnpack<T::kIQ4_NL_R16, GemmByDots<DotIQ4NL_Q8_0_Scalar>>,
               false);
       return;
@@ -41,6 +43,7 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmQ4_0_Q8_0_Avx2>, false);
       set(T::kIQ4_NL, DotIQ4NL_Q8_0_Avx2, GemmIQ4NL_Q8_0_Avx2);
       set(T::kMXFP4, DotMXFP4_Q8_0_Avx2, GemmMXFP4_Q8_0_Avx2);
+      set_r16(T::kMXFP4_R16, GemmR16ByUnpack<T::kMXFP4_R16, GemmMXFP4_Q8_0_Avx2>, false);
       set_r16(T::kIQ4_NL_R16, GemmR16ByUnpack<T::kIQ4_NL_R16, GemmIQ4NL_Q8_0_Avx2>, false);
       return;
     case cpu::IsaTier::kAvx512:
@@ -53,6 +56,7 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmQ4_0_Q8_0_Avx512>, false);
       set(T::kIQ4_NL, DotIQ4NL_Q8_0_Avx512, GemmIQ4NL_Q8_0_Avx512);
       set(T::kMXFP4, DotMXFP4_Q8_0_Avx512, GemmMXFP4_Q8_0_Avx512);
+      set_r16(T::kMXFP4_R16, GemmR16ByUnpack<T::kMXFP4_R16, GemmMXFP4_Q8_0_Avx512>, false);
       set_r16(T::kIQ4_NL_R16, GemmR16ByUnpack<T::kIQ4_NL_R16, GemmIQ4NL_Q8_0_Avx512>, false);
       return;
     case cpu::IsaTier::kAvx512Vnni:
@@ -65,6 +69,7 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(T::kQ4_0_R16, GemmQ4_0R16_Q8_0_Avx512Vnni, true);
       set(T::kIQ4_NL, DotIQ4NL_Q8_0_Avx512Vnni, GemmIQ4NL_Q8_0_Avx512Vnni);
       set(T::kMXFP4, DotMXFP4_Q8_0_Avx512Vnni, GemmMXFP4_Q8_0_Avx512Vnni);
+      set_r16(T::kMXFP4_R16, GemmMXFP4R16_Q8_0_Avx512Vnni, true);
       set_r16(T::kIQ4_NL_R16, GemmIQ4NLR16_Q8_0_Avx512Vnni, true);
       return;
 #endif

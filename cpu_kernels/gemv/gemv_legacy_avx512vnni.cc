@@ -116,8 +116,9 @@ float DotMXFP4_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) 
   return DotImpl<KindMXFP4<true>>(w_row, a_row, n);
 }
 
-// MXFP4 (file layout only: no 16-row repack yet): the row-lane tile for 16-row groups and
-// several tokens, the pair tiles for one token and the remaining rows, as IQ4_NL's file layout.
+// MXFP4 in the file layout (tensors that are not repacked; experts are, to kMXFP4_R16): the
+// row-lane tile for 16-row groups and several tokens, the pair tiles for one token and the
+// remaining rows, as IQ4_NL's file layout.
 void GemmMXFP4_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   int64_t r = 0;
@@ -128,6 +129,13 @@ void GemmMXFP4_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, c
   if (r == n_rows) return;
   GemmImpl<KindMXFP4<true>>(static_cast<const uint8_t*>(w) + r * w_stride, w_stride, n_rows - r,
                             a, a_stride, n_tok, n, y + r, ldy);
+}
+
+void GemmMXFP4R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                  size_t a_stride, int64_t n_tok, int64_t n, float* y,
+                                  int64_t ldy) {
+  LegacyR16Gemm<GgmlType::kMXFP4_R16, quant::BlockMXFP4>(w, w_stride, n_rows, a, a_stride, n_tok,
+                                                         n, y, ldy);
 }
 
 }  // namespace moesplit::gemv::internal

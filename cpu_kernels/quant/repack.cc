@@ -19,7 +19,8 @@ constexpr GgmlType kLayouts[][2] = {
     {GgmlType::kQ6_K, GgmlType::kQ6_K_R16}, {GgmlType::kQ8_0, GgmlType::kQ8_0_R16},
     {GgmlType::kQ5_0, GgmlType::kQ5_0_R16}, {GgmlType::kQ4_0, GgmlType::kQ4_0_R16},
     {GgmlType::kIQ4_NL, GgmlType::kIQ4_NL_R16}, {GgmlType::kIQ4_XS, GgmlType::kIQ4_XS_R16},
-    {GgmlType::kQ2_K, GgmlType::kQ2_K_R16},     {GgmlType::kQ3_K, GgmlType::kQ3_K_R16}};
+    {GgmlType::kQ2_K, GgmlType::kQ2_K_R16},     {GgmlType::kQ3_K, GgmlType::kQ3_K_R16},
+    {GgmlType::kMXFP4, GgmlType::kMXFP4_R16}};
 
 // The other member of t's pair (side 0: t is a file type; 1: t is a layout), or t itself.
 GgmlType Partner(GgmlType t, int side) {
@@ -231,14 +232,15 @@ void UnpackIQ4XSRows16(const void* src, int64_t n, void* dst, size_t dst_stride)
 
 namespace {
 
-// The legacy file blocks' fields at a block's bytes (all three start with the f16 d).
+// The legacy file blocks' fields at a block's bytes (each starts with its scale: the f16 d, or
+// MXFP4's E8M0 byte).
 struct LegacyFields {
-  const uint8_t* qs;  // Q8_0: [32] quants; Q4_0 / Q5_0: [16] nibble pairs
+  const uint8_t* qs;  // Q8_0: [32] quants; Q4_0 / Q5_0 / IQ4_NL / MXFP4: [16] nibble pairs
   uint32_t qh;        // Q5_0: bit j = value j's 5th bit; 0 otherwise
 };
 
 LegacyFields ReadLegacy(GgmlType t, const uint8_t* blk) {
-  LegacyFields f{blk + 2, 0};
+  LegacyFields f{blk + (t == GgmlType::kMXFP4 ? 1 : 2), 0};
   if (t == GgmlType::kQ5_0) {
     std::memcpy(&f.qh, blk + 2, 4);
     f.qs = blk + 6;
@@ -253,15 +255,16 @@ void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64
   const int64_t payload = LegacyR16Payload(to), bb = RowBytes(from, kQk), nb = n / kQk;
   MOESPLIT_CHECK(payload > 0 && n % kQk == 0, TypeName(from), " row of ", n, " values");
   const auto* s = static_cast<const uint8_t*>(src);
-  auto* d = static_cast<uint16_t*>(dst);                                         // [nb][16] f16
-  uint8_t* out = static_cast<uint8_t*>(dst) + nb * kR16Rows * sizeof(uint16_t);  // payloads
+  const int64_t sb = LegacyR16ScaleBytes(to);
+  auto* d = static_cast<uint8_t*>(dst);             // [nb][16] f16 d (MXFP4: u8 exponent)
+  uint8_t* out = d + nb * kR16Rows * sb;            // payloads
   const int dwords = from == GgmlType::kQ8_0 ? 8 : 4;
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* p = out + b * payload;
     uint64_t h[8] = {};  // Q5_0's byte masks
     for (int r = 0; r < kR16Rows; ++r) {
       const uint8_t* blk = s + r * src_stride + b * bb;
-      std::memcpy(&d[b * kR16Rows + r], blk, 2);
+      std::memcpy(d + (b * kR16Rows + r) * sb, blk, static_cast<size_t>(sb));
       const LegacyFields f = ReadLegacy(from, blk);
       for (int k = 0; k < dwords; ++k) {
         uint32_t q;
@@ -279,8 +282,9 @@ void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, siz
   const GgmlType to = UnpackedType(r16);
   const int64_t payload = LegacyR16Payload(r16), bb = RowBytes(to, kQk), nb = n / kQk;
   MOESPLIT_CHECK(payload > 0 && n % kQk == 0, TypeName(r16), " row of ", n, " values");
-  const auto* d = static_cast<const uint16_t*>(src);  // [nb][16] f16
-  const uint8_t* in = static_cast<const uint8_t*>(src) + nb * kR16Rows * sizeof(uint16_t);
+  const int64_t sb = LegacyR16ScaleBytes(r16);
+  const auto* d = static_cast<const uint8_t*>(src);  // [nb][16] f16 d (MXFP4: u8 exponent)
+  const uint8_t* in = d + nb * kR16Rows * sb;
   auto* o = static_cast<uint8_t*>(dst);
   const int dwords = to == GgmlType::kQ8_0 ? 8 : 4;
   for (int64_t b = 0; b < nb; ++b) {
@@ -289,8 +293,8 @@ void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, siz
     if (to == GgmlType::kQ5_0) std::memcpy(h, p + 4 * 64, sizeof(h));
     for (int r = 0; r < kR16Rows; ++r) {
       uint8_t* blk = o + r * dst_stride + b * bb;
-      std::memcpy(blk, &d[b * kR16Rows + r], 2);
-      uint8_t* qs = blk + (to == GgmlType::kQ5_0 ? 6 : 2);
+      std::memcpy(blk, d + (b * kR16Rows + r) * sb, static_cast<size_t>(sb));
+      uint8_t* qs = blk + (to == GgmlType::kQ5_0 ? 6 : to == GgmlType::kMXFP4 ? 1 : 2);
       for (int k = 0; k < dwords; ++k) {
         uint32_t q;
         std::memcpy(&q, p + 4 * (k * kR16Rows + r), 4);

@@ -48,6 +48,11 @@
 // of the stored index bytes): the nibbles are indices into kIq4Values instead of q + 8, so the
 // kernels look them up (vpshufb) where Q4_0's use them as they are. 16 x 18 bytes per 32 values.
 //
+// kMXFP4_R16: MXFP4's blocks in kIQ4_NL_R16's layout with the [nb][16] E8M0 exponent bytes
+// (one per row and block) first instead of the f16 d's: 16 x 17 bytes per 32 values, as the
+// file. The kernels look the nibbles up in kMxfp4Values and turn the 16 exponents of a block
+// into f32 scales (vpmovzxbd, shift, one blend for the two subnormal exponents).
+//
 // kIQ4_XS_R16: IQ4_XS with 16 rows interleaved. A group of nb = n / 256 blocks is, as the
 // legacy R16 layouts, the group's [nb][16] f16 d's, then nb BlockIQ4_XS_R16 payloads: q dword i
 // = row r's qs bytes 4i .. 4i+3 as stored (sub-block i / 4: low nibbles values 32 (i / 4) +
@@ -154,7 +159,7 @@ static_assert(sizeof(BlockQ3_K_R16) == 28 * 64, "28 cache lines");
 static_assert(sizeof(BlockQ3_K_R16) + kR16Rows * 2 == kR16Rows * 114);
 
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
-// Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL, IQ4_XS, Q2_K and Q3_K with rows a multiple of 16
+// Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K and Q3_K with rows a multiple of 16
 // repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
@@ -167,8 +172,11 @@ constexpr int64_t LegacyR16Payload(GgmlType t) {
          : t == GgmlType::kQ5_0_R16 ? 4 * 64 + 64
          : t == GgmlType::kQ4_0_R16   ? 4 * 64
          : t == GgmlType::kIQ4_NL_R16 ? 4 * 64
+         : t == GgmlType::kMXFP4_R16  ? 4 * 64
                                       : 0;
 }
+// Bytes of one row's scale in a legacy R16 group's head: 2 (f16 d), 1 for kMXFP4_R16 (E8M0).
+constexpr int64_t LegacyR16ScaleBytes(GgmlType t) { return t == GgmlType::kMXFP4_R16 ? 1 : 2; }
 
 // 16 rows of n values (n a multiple of 256) of Q4_K at src (rows src_stride bytes apart) ->
 // n / 256 BlockQ4_K_R16 at dst. Lossless: UnpackQ4KRows16 gives the same bytes back.
@@ -196,7 +204,8 @@ void UnpackQ2KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 void RepackQ3KRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackQ3KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
-// 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q4_0 / IQ4_NL) at
+// 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q4_0 / IQ4_NL /
+// MXFP4) at
 // src
 // -> one group of RepackedType(from, 16) at dst; and the inverse (`r16` the repacked type).
 void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64_t n, void* dst);

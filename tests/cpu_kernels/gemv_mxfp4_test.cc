@@ -5,11 +5,16 @@
 //     the VNNI tier, the row-lane tiles from 4 tokens on);
 //   - random bytes: every nibble, and exponents over the whole E8M0 range in which the products
 //     stay finite in f32 (0 and 1, the subnormal scales, up to 240);
+//   - the 16-row layout kMXFP4_R16 is lossless on random bytes, and every tier's R16 gemm (the
+//     VNNI tiles; elsewhere unpack + the file-layout gemm) matches the scalar dot of the
+//     original rows, with the subnormal exponents 0 / 1 among the random ones;
+//   - LoadLayout repacks MXFP4 where the tier has native tiles (AVX-512 VNNI and AMX);
 //   - a model weight of this type has a kernel: ActivationTypeFor says Q8_0.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +22,7 @@
 #include "core/base/dtype.h"
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/quant/blocks_iq.h"
+#include "cpu_kernels/quant/repack.h"
 #include "tests/cpu_kernels/gemv_test_util.h"
 
 namespace moesplit::gemv {
@@ -84,6 +90,86 @@ TEST_P(Mxfp4KernelTest, GemmMatchesScalarOddShapes) {
       }
     }
   }
+}
+
+// rows x n random MXFP4 bytes (every nibble) with exponents drawn by `exponent`.
+template <class E>
+Matrix RandomBytes(int64_t rows, int64_t n, uint32_t seed, E exponent) {
+  Matrix w = test_util::Allocate(kW, rows, n, 0);
+  std::mt19937 rng(seed);
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* row = w.MutableRow(r);
+    for (int64_t i = 0; i < RowBytes(kW, n); ++i) row[i] = static_cast<uint8_t>(rng());
+    for (int64_t b = 0; b < n / 32; ++b) row[b * 17] = exponent(rng);
+  }
+  w.Dequantize();
+  return w;
+}
+
+// A typical weight exponent (2^-10 .. 2^-3 scales), one in 16 the subnormal 0 or 1.
+uint8_t WeightExponent(std::mt19937& rng) {
+  return rng() % 16 == 0 ? static_cast<uint8_t>(rng() % 2) : static_cast<uint8_t>(118 + rng() % 8);
+}
+
+TEST(Mxfp4RepackTest, LosslessRoundTrip) {
+  const int64_t n = 1408, rows = 32;
+  const Matrix w = RandomBytes(rows, n, 3, WeightExponent);
+  const GgmlType r16 = quant::RepackedType(kW, rows);
+  EXPECT_EQ(r16, GgmlType::kMXFP4_R16);
+  EXPECT_EQ(quant::UnpackedType(r16), kW);
+  EXPECT_EQ(FindTypeTraits(static_cast<uint32_t>(r16)), nullptr) << "never a file type";
+  EXPECT_EQ(RowGroup(r16), 16);
+  EXPECT_EQ(RowBytes(r16, n), RowBytes(kW, n));
+  EXPECT_EQ(quant::RepackedType(kW, 24), kW) << "rows not a multiple of 16 stay";
+  std::vector<uint8_t> packed(rows * RowBytes(r16, n));
+  quant::RepackRows(kW, w.Row(0), w.stride, rows, n, packed.data());
+  std::vector<uint8_t> back(rows * w.stride);
+  for (int64_t g = 0; g < rows / 16; ++g) {
+    quant::UnpackRows16(r16, packed.data() + g * 16 * RowBytes(r16, n), n,
+                        back.data() + g * 16 * w.stride, w.stride);
+  }
+  EXPECT_EQ(std::memcmp(back.data(), w.Row(0), back.size()), 0);
+}
+
+TEST_P(Mxfp4KernelTest, RepackedGemmMatchesScalar) {
+  const IsaTier tier = GetParam();
+  if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks " << cpu::IsaTierName(tier);
+  const TypeKernels* tk = KernelsFor(tier).For(GgmlType::kMXFP4_R16);
+  ASSERT_NE(tk, nullptr);
+  EXPECT_EQ(tk->dot, nullptr);
+  const DotFn ref = KernelsFor(IsaTier::kScalar).For(kW)->dot;
+  for (int64_t n : {int64_t{32}, int64_t{160}, int64_t{1408}, int64_t{2048}}) {
+    for (int64_t rows : {16, 48}) {
+      const Matrix w = RandomBytes(rows, n, static_cast<uint32_t>(n + rows), WeightExponent);
+      const int64_t row_bytes = RowBytes(GgmlType::kMXFP4_R16, n);
+      std::vector<uint32_t> packed(rows * row_bytes / 4 + 1, 0xFFFFFFFFu);
+      quant::RepackRows(kW, w.Row(0), w.stride, rows, n, packed.data());
+      const Matrix a = Random(GgmlType::kQ8_0, 9, n, 0, static_cast<uint32_t>(n) + 5, 3.0f);
+      for (int64_t n_tok : {1, 2, 4, 5, 9}) {
+        const int64_t ldy = rows + 2;
+        std::vector<float> y(n_tok * ldy, test_util::kNaN);
+        tk->gemm(packed.data(), row_bytes, rows, a.Row(0), a.stride, n_tok, n, y.data(), ldy);
+        for (int64_t t = 0; t < n_tok; ++t) {
+          for (int64_t r = 0; r < ldy; ++r) {
+            const float got = y[t * ldy + r];
+            if (r >= rows) {
+              ASSERT_TRUE(std::isnan(got)) << "wrote past rows";
+              continue;
+            }
+            ASSERT_NEAR(got, ref(w.Row(r), a.Row(t), n), 1e-5 * ExactDot(w, r, a, t).norm)
+                << "n " << n << " rows " << rows << " n_tok " << n_tok << " r " << r << " t " << t;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Mxfp4KernelTest, LoadLayoutRepacksWhereTheTierHasTiles) {
+  const IsaTier tier = GetParam();
+  const bool native = KernelsFor(tier).native_layout[static_cast<size_t>(GgmlType::kMXFP4_R16)];
+  EXPECT_EQ(native, tier == IsaTier::kAvx512Vnni || tier == IsaTier::kAmx);
+  EXPECT_EQ(LoadLayout(KernelsFor(tier), kW, 2048), native ? GgmlType::kMXFP4_R16 : kW);
 }
 
 // Random block bytes: every nibble; exponents e in [0, 240]. Activations of sigma 0.01 (d_a ~
