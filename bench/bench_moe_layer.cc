@@ -9,7 +9,7 @@
 //   v3       q2_K-q2_K, q2_K-q3_K (UD-Q2_K_XL-like), q3_K-q3_K, q3_K-q4_K (Q3_K_M); repacked only
 //   v3       iq2_xxs-iq2_xxs, iq1_m-iq1_m, iq1_s-iq1_s, iq1_s-iq2_xxs, iq3_xxs-iq3_xxs,
 //            iq3_s-iq3_s, iq2_xs-iq2_xs, iq2_s-iq2_s (file layout only)
-//   v3 / v2lite mxfp4-mxfp4 (MXFP4_MOE files; file layout only)
+//   v3 mxfp4-mxfp4 (MXFP4_MOE files), v3 / v2lite mxfp4-mxfp4/repacked
 // each in the file layout, and ".../repacked" (all four) as the engine stores
 // them by default: repacked at load into 16-row groups where the tier has the layouts
 // (gemv::LoadLayout: q4_K_r16, q6_K_r16, q5_0_r16, q8_0_r16 on AVX-512 VNNI).
@@ -101,10 +101,12 @@ constexpr Variant kVariants[] = {
     {"v3/iq3_s-iq3_s", 7168, 2048, 256, 8, GgmlType::kIQ3_S, GgmlType::kIQ3_S},
     {"v3/iq2_xs-iq2_xs", 7168, 2048, 256, 8, GgmlType::kIQ2_XS, GgmlType::kIQ2_XS},
     {"v3/iq2_s-iq2_s", 7168, 2048, 256, 8, GgmlType::kIQ2_S, GgmlType::kIQ2_S},
-    // llama-quantize MXFP4_MOE files: every routed expert MXFP4 (file layout: no 16-row
-    // layout for it yet).
+    // llama-quantize MXFP4_MOE files: every routed expert MXFP4, in the file layout and repacked
+    // at load to mxfp4_r16 on AVX-512 VNNI (as the engine stores them).
     {"v3/mxfp4-mxfp4", 7168, 2048, 256, 8, GgmlType::kMXFP4, GgmlType::kMXFP4},
-    {"v2lite/mxfp4-mxfp4", 2048, 1408, 64, 6, GgmlType::kMXFP4, GgmlType::kMXFP4},
+    {"v3/mxfp4-mxfp4/repacked", 7168, 2048, 256, 8, GgmlType::kMXFP4, GgmlType::kMXFP4, true},
+    {"v2lite/mxfp4-mxfp4/repacked", 2048, 1408, 64, 6, GgmlType::kMXFP4, GgmlType::kMXFP4,
+     true},
 };
 constexpr int64_t kTokens[] = {1, 64, 512};  // decode, prefill 64, prefill 512
 constexpr int kThreads[] = {1, 2};
