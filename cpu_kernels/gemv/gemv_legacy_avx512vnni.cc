@@ -90,19 +90,29 @@ float DotIQ4NL_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) 
   return DotImpl<KindIQ4NL<true>>(w_row, a_row, n);
 }
 
-// IQ4_NL in the file layout (tensors that are not repacked): 16-row groups in the row-lane tile
-// for several tokens, the pair tiles for one token and the remaining rows (no block-major tile:
-// the file layout is the minority case, experts are repacked to kIQ4_NL_R16).
-void GemmIQ4NL_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+// The 4-bit non-linear blocks (IQ4_NL, MXFP4) in the file layout (tensors that are not
+// repacked; experts are, to kIQ4_NL_R16 / kMXFP4_R16): 16-row groups in the row-lane tile for
+// several tokens, the pair tiles K for one token and the remaining rows (no block-major tile: the
+// file layout is the minority case).
+namespace {  // internal linkage: this file's ISA flags stay in it (gemv_internal.h)
+template <class Block, class K>
+void NonLinear4FileGemm(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   int64_t r = 0;
   if (n_tok >= kLegacyRowLaneMinTokens && n / kQk <= kLegacyTokValues) {
     r = n_rows / kRowLaneRows * kRowLaneRows;
-    LegacyRowLaneGemm<quant::BlockIQ4_NL>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
+    LegacyRowLaneGemm<Block>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
   }
   if (r == n_rows) return;
-  GemmImpl<KindIQ4NL<true>>(static_cast<const uint8_t*>(w) + r * w_stride, w_stride, n_rows - r, a,
-                            a_stride, n_tok, n, y + r, ldy);
+  GemmImpl<K>(static_cast<const uint8_t*>(w) + r * w_stride, w_stride, n_rows - r, a, a_stride,
+              n_tok, n, y + r, ldy);
+}
+}  // namespace
+
+void GemmIQ4NL_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  NonLinear4FileGemm<quant::BlockIQ4_NL, KindIQ4NL<true>>(w, w_stride, n_rows, a, a_stride, n_tok,
+                                                          n, y, ldy);
 }
 
 void GemmIQ4NLR16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
@@ -116,19 +126,10 @@ float DotMXFP4_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) 
   return DotImpl<KindMXFP4<true>>(w_row, a_row, n);
 }
 
-// MXFP4 in the file layout (tensors that are not repacked; experts are, to kMXFP4_R16): the
-// row-lane tile for 16-row groups and several tokens, the pair tiles for one token and the
-// remaining rows, as IQ4_NL's file layout.
 void GemmMXFP4_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  int64_t r = 0;
-  if (n_tok >= kLegacyRowLaneMinTokens && n / kQk <= kLegacyTokValues) {
-    r = n_rows / kRowLaneRows * kRowLaneRows;
-    LegacyRowLaneGemm<quant::BlockMXFP4>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
-  }
-  if (r == n_rows) return;
-  GemmImpl<KindMXFP4<true>>(static_cast<const uint8_t*>(w) + r * w_stride, w_stride, n_rows - r,
-                            a, a_stride, n_tok, n, y + r, ldy);
+  NonLinear4FileGemm<quant::BlockMXFP4, KindMXFP4<true>>(w, w_stride, n_rows, a, a_stride, n_tok,
+                                                         n, y, ldy);
 }
 
 void GemmMXFP4R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,

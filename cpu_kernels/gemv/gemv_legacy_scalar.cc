@@ -4,6 +4,7 @@
 // d_a * isum are accumulated in block order.
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/gemv/gemv_isa_common.h"
@@ -87,41 +88,41 @@ float DotQ5_1_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
   return sum;
 }
 
-// IQ4_NL value j = d * kIq4Values[q_j], q_j the nibble as in Q4_0.
-//   sum_j w_j a_j = d_w * d_a * sum_j kIq4Values[q_j] * a_j,  |isum| <= 32 * 127 * 127
-float DotIQ4NL_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
-  const auto* w = static_cast<const quant::BlockIQ4_NL*>(w_row);  // [n / 32]
-  const auto* a = static_cast<const BlockQ8_0*>(a_row);           // [n / 32]
+// The 4-bit non-linear blocks: value j = scale * kValues[q_j], q_j the nibble as in Q4_0, and
+//   sum_j w_j a_j = scale * d_a * sum_j kValues[q_j] * a_j
+// IQ4_NL: kIq4Values (|q| <= 127: |isum| <= 32 * 127 * 127), scale the f16 d; MXFP4: the doubled
+// E2M1 levels kMxfp4Values (|q| <= 12), scale 2^(e - 128) from the E8M0 byte e.
+template <class Block>
+float DotNonLinear4(const void* w_row, const void* a_row, int64_t n) {
+  constexpr bool kMx = std::is_same_v<Block, quant::BlockMXFP4>;
+  const int8_t* values = kMx ? quant::kMxfp4Values : quant::kIq4Values;
+  const auto* w = static_cast<const Block*>(w_row);      // [n / 32]
+  const auto* a = static_cast<const BlockQ8_0*>(a_row);  // [n / 32]
   const int64_t nb = n / kQk;
   float sum = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
     int32_t isum = 0;
     for (int l = 0; l < kQk / 2; ++l) {
-      isum += quant::kIq4Values[w[b].qs[l] & 0xF] * a[b].qs[l];
-      isum += quant::kIq4Values[w[b].qs[l] >> 4] * a[b].qs[l + kQk / 2];
+      isum += values[w[b].qs[l] & 0xF] * a[b].qs[l];
+      isum += values[w[b].qs[l] >> 4] * a[b].qs[l + kQk / 2];
     }
-    sum += HalfToFloat(w[b].d) * HalfToFloat(a[b].d) * static_cast<float>(isum);
+    float scale;
+    if constexpr (kMx) {
+      scale = quant::Mxfp4HalfScale(w[b].e);
+    } else {
+      scale = HalfToFloat(w[b].d);
+    }
+    sum += scale * HalfToFloat(a[b].d) * static_cast<float>(isum);
   }
   return sum;
 }
 
-// MXFP4 value j = 2^(e - 128) * kMxfp4Values[q_j] (the doubled E2M1 levels, |q| <= 12), q_j the
-// nibble as in Q4_0:
-//   sum_j w_j a_j = scale(e) * d_a * sum_j kMxfp4Values[q_j] * a_j,  |isum| <= 32 * 12 * 127
+float DotIQ4NL_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
+  return DotNonLinear4<quant::BlockIQ4_NL>(w_row, a_row, n);
+}
+
 float DotMXFP4_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
-  const auto* w = static_cast<const quant::BlockMXFP4*>(w_row);  // [n / 32]
-  const auto* a = static_cast<const BlockQ8_0*>(a_row);          // [n / 32]
-  const int64_t nb = n / kQk;
-  float sum = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    int32_t isum = 0;
-    for (int l = 0; l < kQk / 2; ++l) {
-      isum += quant::kMxfp4Values[w[b].qs[l] & 0xF] * a[b].qs[l];
-      isum += quant::kMxfp4Values[w[b].qs[l] >> 4] * a[b].qs[l + kQk / 2];
-    }
-    sum += quant::Mxfp4HalfScale(w[b].e) * HalfToFloat(a[b].d) * static_cast<float>(isum);
-  }
-  return sum;
+  return DotNonLinear4<quant::BlockMXFP4>(w_row, a_row, n);
 }
 
 }  // namespace moesplit::gemv::internal

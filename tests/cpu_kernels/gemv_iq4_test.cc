@@ -149,20 +149,8 @@ TEST_P(Iq4KernelTest, RepackedGemmMatchesScalar) {
       quant::RepackRows(wt, w.Row(0), w.stride, rows, n, packed.data());
       const Matrix a = Random(ActType(wt), 9, n, 0, static_cast<uint32_t>(n) + 5, 3.0f);
       for (int64_t n_tok : {1, 2, 4, 5, 9}) {
-        const int64_t ldy = rows + 2;
-        std::vector<float> y(n_tok * ldy, kNaN);
-        tk->gemm(packed.data(), row_bytes, rows, a.Row(0), a.stride, n_tok, n, y.data(), ldy);
-        for (int64_t t = 0; t < n_tok; ++t) {
-          for (int64_t r = 0; r < ldy; ++r) {
-            const float got = y[t * ldy + r];
-            if (r >= rows) {
-              ASSERT_TRUE(std::isnan(got)) << "wrote past rows";
-              continue;
-            }
-            ASSERT_NEAR(got, ref(w.Row(r), a.Row(t), n), 1e-5 * ExactDot(w, r, a, t).norm)
-                << "n " << n << " rows " << rows << " n_tok " << n_tok << " r " << r << " t " << t;
-          }
-        }
+        test_util::ExpectGemmOnMatches(tk->gemm, packed.data(), static_cast<size_t>(row_bytes), ref, w,
+                                       rows, a, n_tok, 1e-5, TypeName(wt));
       }
     }
   }

@@ -89,15 +89,16 @@ inline Exact ExactDot(const Matrix& w, int64_t r, const Matrix& a, int64_t t) {
   return e;
 }
 
-// gemm over rows 0..rows-1 of w (rows <= w.rows) and tokens 0..n_tok-1 of a (n_tok <= a.rows)
-// into a NaN-poisoned y with ldy = rows + 3: every y equals ref(row, token) within
-// rel * sum |w a|, and the guard columns stay NaN.
-inline void ExpectGemmMatches(GemmFn gemm, DotFn ref, const Matrix& w, int64_t rows,
-                              const Matrix& a, int64_t n_tok, double rel,
-                              const std::string& where) {
+// gemm over `rows` rows of weights stored at `data` (`stride` bytes per row: w's own rows, or a
+// repacked copy of them) and tokens 0..n_tok-1 of a (n_tok <= a.rows) into a NaN-poisoned y with
+// ldy = rows + 3: every y equals ref(row r of w, token) within rel * sum |w a|, and the guard
+// columns stay NaN.
+inline void ExpectGemmOnMatches(GemmFn gemm, const void* data, size_t stride, DotFn ref,
+                                const Matrix& w, int64_t rows, const Matrix& a, int64_t n_tok,
+                                double rel, const std::string& where) {
   const int64_t ldy = rows + 3, n = w.n;
   std::vector<float> y(n_tok * ldy, kNaN);
-  gemm(w.Row(0), w.stride, rows, a.Row(0), a.stride, n_tok, n, y.data(), ldy);
+  gemm(data, stride, rows, a.Row(0), a.stride, n_tok, n, y.data(), ldy);
   for (int64_t t = 0; t < n_tok; ++t) {
     for (int64_t r = 0; r < ldy; ++r) {
       const float got = y[t * ldy + r];
@@ -110,6 +111,13 @@ inline void ExpectGemmMatches(GemmFn gemm, DotFn ref, const Matrix& w, int64_t r
           << t;
     }
   }
+}
+
+// The same over w's own rows 0..rows-1 (rows <= w.rows).
+inline void ExpectGemmMatches(GemmFn gemm, DotFn ref, const Matrix& w, int64_t rows,
+                              const Matrix& a, int64_t n_tok, double rel,
+                              const std::string& where) {
+  ExpectGemmOnMatches(gemm, w.Row(0), w.stride, ref, w, rows, a, n_tok, rel, where);
 }
 
 // The lattice types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M; the four middle ones
