@@ -1,8 +1,9 @@
-// A make-model IQ4_XS file (the mix of llama-quantize IQ4_XS without an importance matrix:
+// The 4-bit make-model mixes: IQ4_XS (llama-quantize IQ4_XS without an importance matrix:
 // experts IQ4_XS, the 128-wide rows of ds-tiny's down projections and attn_k_b falling back to
-// IQ4_NL) loads, every tensor type has a fast kernel at every tier (no reference-matmul
-// fallback), the experts are repacked where the tier has the 16-row layouts, and each tier's
-// logits agree with the scalar tier's (the reference dots), prompt and decode, repacked or not.
+// IQ4_NL) and MXFP4_MOE (every routed expert MXFP4, the rest Q8_0). Each file loads, every tensor
+// type has a fast kernel at every tier (no reference-matmul fallback), the experts are repacked
+// where the tier has the 16-row layouts, and each tier's logits agree with the scalar tier's (the
+// reference dots), prompt and decode, repacked or not.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/engine/engine.h"
@@ -25,28 +27,50 @@ namespace {
 
 using moesplit::testing::Pearson;
 
-class Iq4ModelTest : public ::testing::TestWithParam<cpu::IsaTier> {
+// What a mix puts where in ds-tiny, and the layout its experts are repacked to.
+struct MixCase {
+  synth::QuantMix mix;
+  GgmlType gate_up, down, output;
+  const char* r16;  // the repacked experts' layout name in the placement report
+};
+constexpr MixCase kMixes[] = {
+    {synth::QuantMix::kIQ4_XS, GgmlType::kIQ4_XS, GgmlType::kIQ4_NL, GgmlType::kQ6_K,
+     "iq4_xs_r16"},
+    {synth::QuantMix::kMXFP4_MOE, GgmlType::kMXFP4, GgmlType::kMXFP4, GgmlType::kQ8_0,
+     "mxfp4_r16"},
+};
+
+class Iq4ModelTest : public ::testing::TestWithParam<std::tuple<cpu::IsaTier, int>> {
  protected:
   static void SetUpTestSuite() {
-    path_ = new std::string("iq4_model_test." + std::to_string(::getpid()) + ".gguf");
-    const synth::ModelSpec spec =
-        synth::BuildModelSpec({.preset = "ds-tiny", .quant = synth::QuantMix::kIQ4_XS}).value();
-    // Seed 11: no router near-tie on this prompt. (With seed 9 the avx2 tier's logits left the
-    // scalar tier's by 1e-2 from position 2 on while positions 0-1 agreed to 2e-7 and every
-    // other tier to 2e-7 everywhere: a top-k selection flipped by rounding, the effect
-    // shared/testdata/README.md measures in llama.cpp itself; the kernels are checked per
-    // product in tests/cpu_kernels/gemv_iq4_test.cc.)
-    ASSERT_TRUE(synth::WriteModel(spec, {.path = *path_, .seed = 11, .show_progress = false}).ok());
-  }
-  static void TearDownTestSuite() {
-    std::remove(path_->c_str());
-    delete path_;
-  }
-  void SetUp() override {
-    if (static_cast<int>(GetParam()) > static_cast<int>(cpu::BestTier(cpu::DetectCpuFeatures()))) {
-      GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(GetParam());
+    paths_ = new std::vector<std::string>;
+    for (const MixCase& m : kMixes) {
+      paths_->push_back(std::string("iq4_model_test.") + synth::QuantMixName(m.mix) + "." +
+                        std::to_string(::getpid()) + ".gguf");
+      const synth::ModelSpec spec =
+          synth::BuildModelSpec({.preset = "ds-tiny", .quant = m.mix}).value();
+      // Seed 11: no router near-tie on this prompt. (With seed 9 the avx2 tier's IQ4_XS logits
+      // left the scalar tier's by 1e-2 from position 2 on while positions 0-1 agreed to 2e-7 and
+      // every other tier to 2e-7 everywhere: a top-k selection flipped by rounding, the effect
+      // shared/testdata/README.md measures in llama.cpp itself; the kernels are checked per
+      // product in tests/cpu_kernels/gemv_iq4_test.cc and gemv_mxfp4_test.cc.)
+      ASSERT_TRUE(
+          synth::WriteModel(spec, {.path = paths_->back(), .seed = 11, .show_progress = false})
+              .ok());
     }
   }
+  static void TearDownTestSuite() {
+    for (const std::string& p : *paths_) std::remove(p.c_str());
+    delete paths_;
+  }
+  void SetUp() override {
+    if (static_cast<int>(Tier()) > static_cast<int>(cpu::BestTier(cpu::DetectCpuFeatures()))) {
+      GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(Tier());
+    }
+  }
+  static cpu::IsaTier Tier() { return std::get<0>(GetParam()); }
+  static const MixCase& Mix() { return kMixes[std::get<1>(GetParam())]; }
+  static const std::string& Path() { return (*paths_)[std::get<1>(GetParam())]; }
   // Logits of a 7-token prompt (every row) and one decode step after it.
   static std::vector<float> Logits(const Model& model, cpu::IsaTier tier, bool repack,
                                    std::vector<std::string>* report = nullptr) {
@@ -58,27 +82,27 @@ class Iq4ModelTest : public ::testing::TestWithParam<cpu::IsaTier> {
     all.insert(all.end(), next.begin(), next.end());
     return all;
   }
-  static std::string* path_;
+  static std::vector<std::string>* paths_;  // [kMixes]
 };
-std::string* Iq4ModelTest::path_ = nullptr;
+std::vector<std::string>* Iq4ModelTest::paths_ = nullptr;
 
 TEST_P(Iq4ModelTest, FileHasTheMixAndEveryTypeAFastKernel) {
-  std::unique_ptr<Model> model = *Model::Load(*path_);
+  std::unique_ptr<Model> model = *Model::Load(Path());
   const ModelWeights& w = model->weights();
   const LayerWeights& moe = w.layers.back();
-  EXPECT_EQ(moe.ffn_gate_exps.type, GgmlType::kIQ4_XS);
-  EXPECT_EQ(moe.ffn_up_exps.type, GgmlType::kIQ4_XS);
-  EXPECT_EQ(moe.ffn_down_exps.type, GgmlType::kIQ4_NL);  // 128-wide rows: IQ4_XS's fallback
-  EXPECT_EQ(w.output.type, GgmlType::kQ6_K);
-  EXPECT_TRUE(model->FallbackTypes(gemv::KernelsFor(GetParam())).empty());
+  EXPECT_EQ(moe.ffn_gate_exps.type, Mix().gate_up);
+  EXPECT_EQ(moe.ffn_up_exps.type, Mix().gate_up);
+  EXPECT_EQ(moe.ffn_down_exps.type, Mix().down);  // IQ4_XS: 128-wide rows fall back to IQ4_NL
+  EXPECT_EQ(w.output.type, Mix().output);
+  EXPECT_TRUE(model->FallbackTypes(gemv::KernelsFor(Tier())).empty());
 }
 
 TEST_P(Iq4ModelTest, LogitsMatchTheScalarTier) {
-  std::unique_ptr<Model> model = *Model::Load(*path_);
+  std::unique_ptr<Model> model = *Model::Load(Path());
   const std::vector<float> want = Logits(*model, cpu::IsaTier::kScalar, false);
   for (bool repack : {false, true}) {
     std::vector<std::string> report;
-    const std::vector<float> got = Logits(*model, GetParam(), repack, &report);
+    const std::vector<float> got = Logits(*model, Tier(), repack, &report);
     ASSERT_EQ(got.size(), want.size());
     double max_diff = 0, max_abs = 0;
     for (size_t i = 0; i < got.size(); ++i) {
@@ -89,18 +113,22 @@ TEST_P(Iq4ModelTest, LogitsMatchTheScalarTier) {
     // Same integers per block; only the float summation order differs between tiers.
     EXPECT_LT(max_diff, 1e-3 * std::max(1.0, max_abs)) << "repack " << repack;
     EXPECT_GT(Pearson(got.data(), want.data(), static_cast<int64_t>(got.size())), 0.99999);
-    bool repacked_iq4 = false;
-    for (const std::string& l : report) {
-      repacked_iq4 = repacked_iq4 || l.find("iq4_xs_r16") != std::string::npos;
-    }
+    bool repacked = false;
+    for (const std::string& l : report) repacked = repacked || l.find(Mix().r16) != std::string::npos;
     const bool native =
-        gemv::LoadLayout(gemv::KernelsFor(GetParam()), GgmlType::kIQ4_XS, 16) != GgmlType::kIQ4_XS;
-    EXPECT_EQ(repacked_iq4, repack && native) << "repack " << repack;
+        gemv::LoadLayout(gemv::KernelsFor(Tier()), Mix().gate_up, 16) != Mix().gate_up;
+    EXPECT_EQ(repacked, repack && native) << "repack " << repack;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTiers, Iq4ModelTest, testing::AllIsaTiers(),
-                         testing::IsaTierParamName());
+INSTANTIATE_TEST_SUITE_P(
+    AllTiers, Iq4ModelTest,
+    ::testing::Combine(testing::AllIsaTiers(), ::testing::Range(0, 2)),
+    [](const ::testing::TestParamInfo<std::tuple<cpu::IsaTier, int>>& info) {
+      std::string mix = synth::QuantMixName(kMixes[std::get<1>(info.param)].mix);
+      mix.erase(std::remove(mix.begin(), mix.end(), '_'), mix.end());
+      return std::string(cpu::IsaTierName(std::get<0>(info.param))) + "_" + mix;
+    });
 
 }  // namespace
 }  // namespace moesplit::engine

@@ -88,11 +88,13 @@ TEST(SynthWrite, QuantMixesAndLegacyLayoutRoundTrip) {
   ExpectRoundTrip(legacy, Scratch("ds-tiny-legacy.gguf"));
 }
 
-// The UD-IQ mixes write lattice-quantized expert tensors that read back with their types and
-// decode to finite weights of about the generated spread (sd 0.02; a 1.5-2 bit code keeps
-// roughly 0.8-0.95 of it, so the bound is loose but excludes zeros and garbage scales).
+// The UD-IQ and MXFP4_MOE mixes write lattice- / MXFP4-quantized expert tensors that read back
+// with their types and decode to finite weights of about the generated spread (sd 0.02; a
+// 1.5-2 bit code keeps roughly 0.8-0.95 of it, so the bound is loose but excludes zeros and
+// garbage scales).
 TEST(SynthWrite, UdIqMixesRoundTrip) {
-  for (QuantMix mix : {QuantMix::kUdIQ2_XXS, QuantMix::kUdIQ1_M, QuantMix::kUdIQ1_S}) {
+  for (QuantMix mix :
+       {QuantMix::kUdIQ2_XXS, QuantMix::kUdIQ1_M, QuantMix::kUdIQ1_S, QuantMix::kMXFP4_MOE}) {
     SCOPED_TRACE(QuantMixName(mix));
     const ModelSpec spec = Build({.preset = "ds-tiny", .quant = mix});
     const std::string path = Scratch(std::string("ds-tiny-") + QuantMixName(mix) + ".gguf");
@@ -102,7 +104,7 @@ TEST(SynthWrite, UdIqMixesRoundTrip) {
     ASSERT_TRUE(file.ok()) << file.status().ToString();
     const gguf::TensorInfo* w = (*file)->FindTensor("blk.2.ffn_up_exps.weight");
     ASSERT_NE(w, nullptr);
-    EXPECT_TRUE(quant::IsDecodeOnly(w->type));  // a lattice type
+    EXPECT_TRUE(quant::IsDecodeOnly(w->type));  // a lattice type or MXFP4
     std::vector<float> g(w->NumElements());
     quant::DequantizeRow(w->type, w->data, g.data(), g.size());
     double sq = 0;
