@@ -15,16 +15,10 @@ namespace {
 
 constexpr int64_t kLine = 64;  // bytes per cache line; slices are whole lines
 
-// The read kernels are numa/bandwidth_probe.h's (the same code `moesplit topo --measure` runs).
-double ReadOnce(ReadKernel kernel, const uint8_t* p, int64_t bytes) {
-  return numa::ReadOnce(
-      kernel == ReadKernel::kSumReduction ? numa::ReadKernel::kStream : numa::ReadKernel::kProbe,
-      p, bytes);
-}
-
-}  // namespace
-
-ReadBandwidth MeasureReadBandwidth(int n_threads, const ReadBandwidthOptions& options) {
+// One measurement with one of numa/bandwidth_probe.h's read kernels (the same code `moesplit
+// topo --measure` runs).
+ReadBandwidth MeasureWith(numa::ReadKernel kernel, int n_threads,
+                          const ReadBandwidthOptions& options) {
   MOESPLIT_CHECK(n_threads >= 1 && options.passes >= 1);
   // Slice = bytes / n_threads rounded down to whole lines: [n_threads x slice] bytes.
   const int64_t slice = options.bytes / n_threads / kLine * kLine;
@@ -50,7 +44,7 @@ ReadBandwidth MeasureReadBandwidth(int n_threads, const ReadBandwidthOptions& op
         sync.arrive_and_wait();  // everyone has finished the previous pass (or the first touch)
         const size_t i = static_cast<size_t>(pass * n_threads + t);
         begin_s[i] = std::chrono::duration<double>(Clock::now() - origin).count();
-        sums[static_cast<size_t>(t)] = ReadOnce(options.kernel, mine, slice);
+        sums[static_cast<size_t>(t)] = numa::ReadOnce(kernel, mine, slice);
         end_s[i] = std::chrono::duration<double>(Clock::now() - origin).count();
       }
     });
@@ -72,7 +66,19 @@ ReadBandwidth MeasureReadBandwidth(int n_threads, const ReadBandwidthOptions& op
   result.min_gbps = gbps.front();
   result.max_gbps = gbps.back();
   for (double s : sums) result.checksum += s;
+  result.pattern = numa::ReadKernelName(kernel);
   return result;
+}
+
+}  // namespace
+
+ReadBandwidth MeasureReadBandwidth(int n_threads, const ReadBandwidthOptions& options) {
+  if (options.kernel == ReadKernel::kSumReduction) {
+    return MeasureWith(numa::ReadKernel::kStream, n_threads, options);
+  }
+  const ReadBandwidth plain = MeasureWith(numa::ReadKernel::kProbe, n_threads, options);
+  const ReadBandwidth ahead = MeasureWith(numa::ReadKernel::kProbePrefetch, n_threads, options);
+  return ahead.gbps > plain.gbps ? ahead : plain;
 }
 
 }  // namespace moesplit::bench

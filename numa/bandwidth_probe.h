@@ -20,6 +20,11 @@
 //   kStream   the STREAM-style check: s += a[i] over doubles with 8 independent partial sums
 //             (what a compiler makes of a sum reduction); probe and STREAM should agree within
 //             10% — the evidence that the probe measures memory, not its own instructions;
+//   kProbePrefetch  kProbe with a software prefetch (prefetcht0) 4 KiB ahead on each stream, as
+//             the expert kernels do: on the Zen 4 VM of docs/PERFORMANCE.md (2026-11-29, third
+//             session) the hardware prefetcher alone left the plain probe at ~0.7 of what the
+//             kernels read, and this pattern read 1.5-2x the plain one; bench's yardstick takes
+//             the faster of the two (bench/bandwidth.h);
 //   kStrided  one whole 64-byte line out of every 256 bytes (a stride that defeats contiguous
 //             streaming): GB/s counts the lines read, 64 B each, i.e. a quarter of the span.
 //
@@ -35,8 +40,9 @@
 
 namespace moesplit::numa {
 
-enum class ReadKernel { kProbe, kStream, kStrided };
-const char* ReadKernelName(ReadKernel kernel);  // "probe", "stream", "strided"
+enum class ReadKernel { kProbe, kStream, kStrided, kProbePrefetch };
+// "probe", "stream", "strided", "probe+prefetch"
+const char* ReadKernelName(ReadKernel kernel);
 
 // One pass of `kernel` over [p, p + bytes) on the calling thread (p 64-byte aligned, bytes a
 // multiple of 64, of 256 for kStrided); the result only keeps the reads from being optimised

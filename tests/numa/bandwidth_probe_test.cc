@@ -30,7 +30,8 @@ bool IsPinWarning(const std::string& w) { return w.find("unpinned") != std::stri
 
 TEST(BandwidthProbe, EveryKernelGivesAPositiveFigure) {
   const std::vector<int> cpus = {AllowedCpus().front()};
-  for (ReadKernel k : {ReadKernel::kProbe, ReadKernel::kStream, ReadKernel::kStrided}) {
+  for (ReadKernel k : {ReadKernel::kProbe, ReadKernel::kStream, ReadKernel::kStrided,
+                       ReadKernel::kProbePrefetch}) {
     SCOPED_TRACE(ReadKernelName(k));
     StatusOr<ReadResult> r = MeasureRead(Options(k, cpus));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -52,15 +53,17 @@ TEST(BandwidthProbe, EveryKernelGivesAPositiveFigure) {
 }
 
 // The probe's two streams cover every line exactly once, whatever the line count (even, odd,
-// one): words of 1 sum to the word count; a skipped or twice-read line changes the sum.
+// one), with and without the prefetches: words of 1 sum to the word count; a skipped or
+// twice-read line changes the sum.
 TEST(BandwidthProbe, ProbeReadsEveryLineOnce) {
-  for (int64_t lines : {1, 2, 3, 64, 65}) {
-    // operator new aligns to 16 bytes, all the probe's 128-bit loads need.
-    std::vector<uint64_t> words(static_cast<size_t>(lines * 8), 1);
-    EXPECT_EQ(
-        ReadOnce(ReadKernel::kProbe, reinterpret_cast<const uint8_t*>(words.data()), lines * 64),
-        static_cast<double>(lines * 8))
-        << lines << " lines";
+  for (ReadKernel k : {ReadKernel::kProbe, ReadKernel::kProbePrefetch}) {
+    for (int64_t lines : {1, 2, 3, 64, 65}) {
+      // operator new aligns to 16 bytes, all the probe's 128-bit loads need.
+      std::vector<uint64_t> words(static_cast<size_t>(lines * 8), 1);
+      EXPECT_EQ(ReadOnce(k, reinterpret_cast<const uint8_t*>(words.data()), lines * 64),
+                static_cast<double>(lines * 8))
+          << ReadKernelName(k) << ", " << lines << " lines";
+    }
   }
 }
 
