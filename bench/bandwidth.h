@@ -14,11 +14,13 @@
 //   kProbe         SSE2 128-bit loads, four 64-bit integer add chains per 64-byte line (every
 //                  byte read once; the adds are never the bottleneck: ~4 loads/line at 2/cycle),
 //                  each thread's slice as two sequential streams (numa/bandwidth_probe.h),
-//                  measured twice, plainly and with a software prefetch 4 KiB ahead on each
-//                  stream: the faster median is the result (`pattern` says which). Why both: a
-//                  fraction of bandwidth is taken against the faster pattern, never the slower,
-//                  and the expert kernels prefetch; on the Zen 4 VM (2026-11-29, third session)
-//                  the plain read reached only ~0.7 of what those kernels read from DRAM;
+//                  measured three times: plainly, with a software prefetch 4 KiB ahead on each
+//                  stream, and as the sum reduction below; the fastest median is the result
+//                  (`pattern` says which). Why: a fraction of bandwidth is taken against the
+//                  fastest read pattern, never a slower one, and the expert kernels prefetch; on
+//                  the Zen 4 VM (2026-11-29, third session, quiet, GB/s at 1 / 2 threads) the
+//                  plain read gave 21 (2 threads) where the prefetched one gave 34-38, and the
+//                  sum reduction 33.8 / 37.1 against the better probe's 27.0 / 35.6;
 //   kSumReduction  the STREAM-style check: s += a[i] over doubles in plain C++ with 8
 //                  independent partial sums (what a compiler makes of a sum reduction).
 // bench_bandwidth prints both; they agree within a few % on Zen 4 (README.md), which is the
@@ -49,7 +51,7 @@ struct ReadBandwidth {
 
 // Runs the probe with n_threads (>= 1) threads. Allocates and frees its buffer (so call it
 // before building large benchmark inputs). Takes ~0.3 s per GiB of buffer at 30 GB/s per
-// pattern (kProbe runs two).
+// pattern (kProbe runs three).
 ReadBandwidth MeasureReadBandwidth(int n_threads, const ReadBandwidthOptions& options = {});
 
 }  // namespace moesplit::bench
