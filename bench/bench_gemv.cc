@@ -253,9 +253,8 @@ int main(int argc, char** argv) {
       moesplit::bench::MeasureReadBandwidth(1, moesplit::bench::ProbeOptionsFromEnv());
   ctx.read_bw_1t = bw.gbps * 1e9;
   char line[128];
-  std::snprintf(line, sizeof(line),
-                "%.1f GB/s (%s, 1 thread, %lld MiB, median; min %.1f max %.1f)", bw.gbps,
-                bw.pattern, static_cast<long long>(bw.bytes_per_pass >> 20), bw.min_gbps,
+  std::snprintf(line, sizeof(line), "%.1f GB/s (%s, 1 thread, %lld MiB, median; min %.1f max %.1f)",
+                bw.gbps, bw.pattern, static_cast<long long>(bw.bytes_per_pass >> 20), bw.min_gbps,
                 bw.max_gbps);
   std::fprintf(stderr, "read bandwidth, 1 thread: %s\n", line);
   benchmark::AddCustomContext("read_bw_1t", line);

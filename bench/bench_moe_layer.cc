@@ -105,8 +105,7 @@ constexpr Variant kVariants[] = {
     // at load to mxfp4_r16 on AVX-512 VNNI (as the engine stores them).
     {"v3/mxfp4-mxfp4", 7168, 2048, 256, 8, GgmlType::kMXFP4, GgmlType::kMXFP4},
     {"v3/mxfp4-mxfp4/repacked", 7168, 2048, 256, 8, GgmlType::kMXFP4, GgmlType::kMXFP4, true},
-    {"v2lite/mxfp4-mxfp4/repacked", 2048, 1408, 64, 6, GgmlType::kMXFP4, GgmlType::kMXFP4,
-     true},
+    {"v2lite/mxfp4-mxfp4/repacked", 2048, 1408, 64, 6, GgmlType::kMXFP4, GgmlType::kMXFP4, true},
 };
 constexpr int64_t kTokens[] = {1, 64, 512};  // decode, prefill 64, prefill 512
 constexpr int kThreads[] = {1, 2};
@@ -197,8 +196,8 @@ void MeasureBandwidths() {
     const ReadBandwidth bw = MeasureReadBandwidth(threads, ProbeOptionsFromEnv());
     char line[128];
     std::snprintf(line, sizeof(line), "%.1f GB/s (%s, %lld MiB, median; min %.1f max %.1f)",
-                  bw.gbps, bw.pattern, static_cast<long long>(bw.bytes_per_pass >> 20),
-                  bw.min_gbps, bw.max_gbps);
+                  bw.gbps, bw.pattern, static_cast<long long>(bw.bytes_per_pass >> 20), bw.min_gbps,
+                  bw.max_gbps);
     std::fprintf(stderr, "read bandwidth, %d thread(s): %s\n", threads, line);
     benchmark::AddCustomContext("read_bw_" + std::to_string(threads) + "t", line);
   }

@@ -21,8 +21,7 @@ ZeroedPages& ZeroedPages::operator=(ZeroedPages&& other) noexcept {
   return *this;
 }
 
-StatusOr<ZeroedPages> ZeroedPages::Map(size_t bytes, std::string_view what,
-                                       std::string_view hint) {
+StatusOr<ZeroedPages> ZeroedPages::Map(size_t bytes, std::string_view what, std::string_view hint) {
   ZeroedPages p;
   if (bytes == 0) return p;
   void* raw = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -44,8 +44,7 @@ Engine::Engine(const Model& model, const EngineOptions& options, Tag)
     : model_(model),
       kernels_(ResolveKernels(options.isa_tier)),
       ws_(std::make_unique<Workspace>()),
-      ctx_(ResolveCtx(model.config(), options.ctx_size)) {
-}
+      ctx_(ResolveCtx(model.config(), options.ctx_size)) {}
 
 Engine::Engine(const Model& model, const EngineOptions& options) : Engine(model, options, Tag{}) {
   MOESPLIT_CHECK(options.placement.groups.empty() && options.backend == nullptr,

@@ -15,8 +15,8 @@
 // Stored as f32 or f16 (llama.cpp's default); attention reads rows back as f32. The pool is
 // zero pages (ZeroedPages): its memory becomes resident as positions are written, so a large
 // -c costs RAM only as far as it is used (the transposed copy's rows are slots x 4 B apart: a
-// position touches one page per latent row, shared by the next 1024 positions in f32). A sequence whose
-// blocks are consecutive (the usual case for a lone sequence: blocks are handed out lowest
+// position touches one page per latent row, shared by the next 1024 positions in f32). A sequence
+// whose blocks are consecutive (the usual case for a lone sequence: blocks are handed out lowest
 // first) is read in place, exactly as an unpaged cache; a fragmented one (a shared prefix, a
 // pool with holes) is gathered into a scratch buffer per layer: (kv_lora + W) floats per
 // position copied, about the bytes attention reads anyway.

@@ -140,8 +140,7 @@ void GemmMXFP4_Q8_0_Avx512(const void* w, size_t w_stride, int64_t n_rows, const
 void GemmMXFP4_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmMXFP4R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                                  size_t a_stride, int64_t n_tok, int64_t n, float* y,
-                                  int64_t ldy);
+                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 // The legacy blocks repacked in 16-row groups (kQ8_0_R16 / kQ5_0_R16 / kQ4_0_R16): the AVX-512
 // VNNI tiles (gemv_legacy_r16_avx512vnni.inc); other tiers take GemmR16ByUnpack.
 void GemmQ8_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,

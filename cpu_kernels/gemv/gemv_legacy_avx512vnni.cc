@@ -128,15 +128,15 @@ float DotMXFP4_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) 
 
 void GemmMXFP4_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  NonLinear4FileGemm<quant::BlockMXFP4, KindMXFP4<true>>(w, w_stride, n_rows, a, a_stride, n_tok,
-                                                         n, y, ldy);
+  NonLinear4FileGemm<quant::BlockMXFP4, KindMXFP4<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n,
+                                                         y, ldy);
 }
 
 void GemmMXFP4R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                   size_t a_stride, int64_t n_tok, int64_t n, float* y,
                                   int64_t ldy) {
-  LegacyR16Gemm<GgmlType::kMXFP4_R16, quant::BlockMXFP4>(w, w_stride, n_rows, a, a_stride, n_tok,
-                                                         n, y, ldy);
+  LegacyR16Gemm<GgmlType::kMXFP4_R16, quant::BlockMXFP4>(w, w_stride, n_rows, a, a_stride, n_tok, n,
+                                                         y, ldy);
 }
 
 }  // namespace moesplit::gemv::internal

@@ -15,9 +15,9 @@ namespace {
 
 // {file type, its 16-row layout}.
 constexpr GgmlType kLayouts[][2] = {
-    {GgmlType::kQ4_K, GgmlType::kQ4_K_R16}, {GgmlType::kQ5_K, GgmlType::kQ5_K_R16},
-    {GgmlType::kQ6_K, GgmlType::kQ6_K_R16}, {GgmlType::kQ8_0, GgmlType::kQ8_0_R16},
-    {GgmlType::kQ5_0, GgmlType::kQ5_0_R16}, {GgmlType::kQ4_0, GgmlType::kQ4_0_R16},
+    {GgmlType::kQ4_K, GgmlType::kQ4_K_R16},     {GgmlType::kQ5_K, GgmlType::kQ5_K_R16},
+    {GgmlType::kQ6_K, GgmlType::kQ6_K_R16},     {GgmlType::kQ8_0, GgmlType::kQ8_0_R16},
+    {GgmlType::kQ5_0, GgmlType::kQ5_0_R16},     {GgmlType::kQ4_0, GgmlType::kQ4_0_R16},
     {GgmlType::kIQ4_NL, GgmlType::kIQ4_NL_R16}, {GgmlType::kIQ4_XS, GgmlType::kIQ4_XS_R16},
     {GgmlType::kQ2_K, GgmlType::kQ2_K_R16},     {GgmlType::kQ3_K, GgmlType::kQ3_K_R16},
     {GgmlType::kMXFP4, GgmlType::kMXFP4_R16}};
@@ -256,8 +256,8 @@ void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64
   MOESPLIT_CHECK(payload > 0 && n % kQk == 0, TypeName(from), " row of ", n, " values");
   const auto* s = static_cast<const uint8_t*>(src);
   const int64_t sb = LegacyR16ScaleBytes(to);
-  auto* d = static_cast<uint8_t*>(dst);             // [nb][16] f16 d (MXFP4: u8 exponent)
-  uint8_t* out = d + nb * kR16Rows * sb;            // payloads
+  auto* d = static_cast<uint8_t*>(dst);   // [nb][16] f16 d (MXFP4: u8 exponent)
+  uint8_t* out = d + nb * kR16Rows * sb;  // payloads
   const int dwords = from == GgmlType::kQ8_0 ? 8 : 4;
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* p = out + b * payload;

@@ -168,8 +168,8 @@ GgmlType UnpackedType(GgmlType t);
 // constexpr: the AVX-512 VNNI kernels take it as a compile-time constant (never a call from
 // their ISA-flagged file, see gemv_internal.h).
 constexpr int64_t LegacyR16Payload(GgmlType t) {
-  return t == GgmlType::kQ8_0_R16   ? 8 * 64
-         : t == GgmlType::kQ5_0_R16 ? 4 * 64 + 64
+  return t == GgmlType::kQ8_0_R16     ? 8 * 64
+         : t == GgmlType::kQ5_0_R16   ? 4 * 64 + 64
          : t == GgmlType::kQ4_0_R16   ? 4 * 64
          : t == GgmlType::kIQ4_NL_R16 ? 4 * 64
          : t == GgmlType::kMXFP4_R16  ? 4 * 64

@@ -146,8 +146,8 @@ TEST_P(Mxfp4KernelTest, RepackedGemmMatchesScalar) {
       quant::RepackRows(kW, w.Row(0), w.stride, rows, n, packed.data());
       const Matrix a = Random(GgmlType::kQ8_0, 9, n, 0, static_cast<uint32_t>(n) + 5, 3.0f);
       for (int64_t n_tok : {1, 2, 4, 5, 9}) {
-        test_util::ExpectGemmOnMatches(tk->gemm, packed.data(), static_cast<size_t>(row_bytes), ref, w,
-                                       rows, a, n_tok, 1e-5, "mxfp4_r16");
+        test_util::ExpectGemmOnMatches(tk->gemm, packed.data(), static_cast<size_t>(row_bytes), ref,
+                                       w, rows, a, n_tok, 1e-5, "mxfp4_r16");
       }
     }
   }

@@ -36,13 +36,20 @@ struct OracleCase {
 
 // rel_rmse values from shared/testdata/README.md (quant/ table).
 const OracleCase kCases[] = {
-    {"f16", GgmlType::kF16, 0.000212661, true},  {"bf16", GgmlType::kBF16, 0.00160547, true},
-    {"q4_0", GgmlType::kQ4_0, 0.134396, true},   {"q4_1", GgmlType::kQ4_1, 0.0942328, true},
-    {"q5_0", GgmlType::kQ5_0, 0.0657042, true},  {"q5_1", GgmlType::kQ5_1, 0.0454417, true},
-    {"q8_0", GgmlType::kQ8_0, 0.00842587, true}, {"q2_K", GgmlType::kQ2_K, 0.344605, true},
-    {"q3_K", GgmlType::kQ3_K, 0.188085, true},   {"q4_K", GgmlType::kQ4_K, 0.0875172, true},
-    {"q5_K", GgmlType::kQ5_K, 0.0440634, true},  {"q6_K", GgmlType::kQ6_K, 0.0253032, true},
-    {"iq4_nl", GgmlType::kIQ4_NL, 0.103738, true}, {"iq4_xs", GgmlType::kIQ4_XS, 0.105748, true},
+    {"f16", GgmlType::kF16, 0.000212661, true},
+    {"bf16", GgmlType::kBF16, 0.00160547, true},
+    {"q4_0", GgmlType::kQ4_0, 0.134396, true},
+    {"q4_1", GgmlType::kQ4_1, 0.0942328, true},
+    {"q5_0", GgmlType::kQ5_0, 0.0657042, true},
+    {"q5_1", GgmlType::kQ5_1, 0.0454417, true},
+    {"q8_0", GgmlType::kQ8_0, 0.00842587, true},
+    {"q2_K", GgmlType::kQ2_K, 0.344605, true},
+    {"q3_K", GgmlType::kQ3_K, 0.188085, true},
+    {"q4_K", GgmlType::kQ4_K, 0.0875172, true},
+    {"q5_K", GgmlType::kQ5_K, 0.0440634, true},
+    {"q6_K", GgmlType::kQ6_K, 0.0253032, true},
+    {"iq4_nl", GgmlType::kIQ4_NL, 0.103738, true},
+    {"iq4_xs", GgmlType::kIQ4_XS, 0.105748, true},
     // Decode only: ggml's blocks through our lattice tables (iq_grids.h) and bit layouts.
     // IQ2_XXS / IQ1_S / IQ1_M also have a quantizer: ggml's with a flat importance matrix,
     // which is how the IQ2_XXS / IQ1_S oracle files were made. iq1_m.q was made without one

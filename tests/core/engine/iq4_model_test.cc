@@ -34,10 +34,8 @@ struct MixCase {
   const char* r16;  // the repacked experts' layout name in the placement report
 };
 constexpr MixCase kMixes[] = {
-    {synth::QuantMix::kIQ4_XS, GgmlType::kIQ4_XS, GgmlType::kIQ4_NL, GgmlType::kQ6_K,
-     "iq4_xs_r16"},
-    {synth::QuantMix::kMXFP4_MOE, GgmlType::kMXFP4, GgmlType::kMXFP4, GgmlType::kQ8_0,
-     "mxfp4_r16"},
+    {synth::QuantMix::kIQ4_XS, GgmlType::kIQ4_XS, GgmlType::kIQ4_NL, GgmlType::kQ6_K, "iq4_xs_r16"},
+    {synth::QuantMix::kMXFP4_MOE, GgmlType::kMXFP4, GgmlType::kMXFP4, GgmlType::kQ8_0, "mxfp4_r16"},
 };
 
 class Iq4ModelTest : public ::testing::TestWithParam<std::tuple<cpu::IsaTier, int>> {
@@ -114,21 +112,23 @@ TEST_P(Iq4ModelTest, LogitsMatchTheScalarTier) {
     EXPECT_LT(max_diff, 1e-3 * std::max(1.0, max_abs)) << "repack " << repack;
     EXPECT_GT(Pearson(got.data(), want.data(), static_cast<int64_t>(got.size())), 0.99999);
     bool repacked = false;
-    for (const std::string& l : report) repacked = repacked || l.find(Mix().r16) != std::string::npos;
+    for (const std::string& l : report)
+      repacked = repacked || l.find(Mix().r16) != std::string::npos;
     const bool native =
         gemv::LoadLayout(gemv::KernelsFor(Tier()), Mix().gate_up, 16) != Mix().gate_up;
     EXPECT_EQ(repacked, repack && native) << "repack " << repack;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllTiers, Iq4ModelTest,
-    ::testing::Combine(testing::AllIsaTiers(), ::testing::Range(0, 2)),
-    [](const ::testing::TestParamInfo<std::tuple<cpu::IsaTier, int>>& info) {
-      std::string mix = synth::QuantMixName(kMixes[std::get<1>(info.param)].mix);
-      mix.erase(std::remove(mix.begin(), mix.end(), '_'), mix.end());
-      return std::string(cpu::IsaTierName(std::get<0>(info.param))) + "_" + mix;
-    });
+INSTANTIATE_TEST_SUITE_P(AllTiers, Iq4ModelTest,
+                         ::testing::Combine(testing::AllIsaTiers(), ::testing::Range(0, 2)),
+                         [](const ::testing::TestParamInfo<std::tuple<cpu::IsaTier, int>>& info) {
+                           std::string mix =
+                               synth::QuantMixName(kMixes[std::get<1>(info.param)].mix);
+                           mix.erase(std::remove(mix.begin(), mix.end(), '_'), mix.end());
+                           return std::string(cpu::IsaTierName(std::get<0>(info.param))) + "_" +
+                                  mix;
+                         });
 
 }  // namespace
 }  // namespace moesplit::engine

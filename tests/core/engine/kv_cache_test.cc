@@ -98,10 +98,11 @@ TEST(KvCacheTest, MemoryBecomesResidentAsPositionsAreWritten) {
   EXPECT_LE((*kv)->resident_bytes(), 8u << 20);
   std::vector<float> row(576, 1.0f);
   const std::vector<int32_t> blocks = {0};
-  for (int64_t il = 0; il < 27; ++il) (*kv)->Write(KvCache::kK, il, (*kv)->Slot(blocks, 0), row.data());
+  for (int64_t il = 0; il < 27; ++il)
+    (*kv)->Write(KvCache::kK, il, (*kv)->Slot(blocks, 0), row.data());
   const uint64_t one = (*kv)->resident_bytes();
-  EXPECT_GE(one, 27u * 512u * 4096u);      // every layer's transposed rows got a page each
-  EXPECT_LE(one, (*kv)->bytes() / 4);      // and the rest of the pool stays unwritten
+  EXPECT_GE(one, 27u * 512u * 4096u);  // every layer's transposed rows got a page each
+  EXPECT_LE(one, (*kv)->bytes() / 4);  // and the rest of the pool stays unwritten
   std::vector<float> out;
   EXPECT_EQ((*kv)->Rows(KvCache::kK, 26, blocks, 1, &out)[575], 1.0f);
 }
