@@ -45,7 +45,7 @@ struct ReadBandwidth {
   double gbps = 0;             // median over passes, 1e9 bytes/s
   double min_gbps = 0;
   double max_gbps = 0;
-  double checksum = 0;  // of the last pass (keeps the reads alive; the buffer holds 1s)
+  double checksum = 0;       // of the last pass of the last pattern (keeps the reads alive)
   const char* pattern = "";  // the read kernel measured: "probe", "probe+prefetch", "stream"
 };
 

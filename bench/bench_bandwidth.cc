@@ -1,6 +1,8 @@
 // Checks the read-bandwidth probe (bandwidth.h) against a STREAM-style sum reduction, for 1 to
-// N threads, and prints both with their ratio. The probe is trusted as the yardstick of the other
-// benches when the ratio is within ~10% of 1.
+// N threads, and prints both with their ratio and the pattern that gave the probe's figure (the
+// probe is the fastest of the plain two-stream read, the prefetched one and the sum reduction,
+// so the ratio is >= ~1 up to noise; "probe" or "probe+prefetch" there says the yardstick
+// reads faster than a compiled sum reduction does).
 //
 // On a shared machine another process can steal a whole measurement, so the two kernels are
 // measured alternately for `rounds` rounds and each shows its best round (each round itself is
@@ -72,14 +74,14 @@ int Run(const Args& args) {
       "read bandwidth, %lld MiB buffer, best of %d rounds of median-of-%d passes (GB = "
       "1e9 bytes)\n",
       static_cast<long long>(args.mib), args.rounds, args.passes);
-  std::printf("%7s  %22s  %22s  %11s\n", "threads", "probe GB/s [min-max]",
-              "sum-red GB/s [min-max]", "probe/sum");
+  std::printf("%7s  %22s  %22s  %11s  %s\n", "threads", "probe GB/s [min-max]",
+              "sum-red GB/s [min-max]", "probe/sum", "probe's pattern");
   for (int t = 1; t <= args.max_threads; ++t) {
     ReadBandwidth probe, sum;
     BestOfRounds(t, args, &probe, &sum);
-    std::printf("%7d  %6.1f [%6.1f-%6.1f]  %6.1f [%6.1f-%6.1f]  %11.3f\n", t, probe.gbps,
+    std::printf("%7d  %6.1f [%6.1f-%6.1f]  %6.1f [%6.1f-%6.1f]  %11.3f  %s\n", t, probe.gbps,
                 probe.min_gbps, probe.max_gbps, sum.gbps, sum.min_gbps, sum.max_gbps,
-                probe.gbps / sum.gbps);
+                probe.gbps / sum.gbps, probe.pattern);
   }
   return 0;
 }

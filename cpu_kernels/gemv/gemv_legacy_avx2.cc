@@ -152,7 +152,8 @@ struct KindMXFP4 : KindQ8_0 {
   [[gnu::always_inline]] static W Unpack(const uint8_t* p) {
     const __m256i table = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kMxfp4Values)));
-    const __m256i q = _mm256_shuffle_epi8(table, UnpackNibbles(p + 1));
+    const __m256i q =
+        _mm256_shuffle_epi8(table, UnpackNibbles(p + offsetof(quant::BlockMXFP4, qs)));
     return {q, _mm256_abs_epi8(q)};
   }
 };

@@ -1,9 +1,11 @@
 #include "cpu_kernels/quant/repack.h"
 
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 
 #include "core/base/status.h"
+#include "cpu_kernels/quant/blocks_iq.h"
 #include "cpu_kernels/quant/quant_math.h"
 
 namespace moesplit::quant {
@@ -239,12 +241,17 @@ struct LegacyFields {
   uint32_t qh;        // Q5_0: bit j = value j's 5th bit; 0 otherwise
 };
 
+// Where a legacy file block's quants start: after the f16 d (Q5_0: and its 4 qh bytes), or after
+// MXFP4's 1-byte exponent.
+size_t LegacyQsOffset(GgmlType t) {
+  return t == GgmlType::kQ5_0    ? offsetof(BlockQ5_0, qs)
+         : t == GgmlType::kMXFP4 ? offsetof(BlockMXFP4, qs)
+                                 : 2;
+}
+
 LegacyFields ReadLegacy(GgmlType t, const uint8_t* blk) {
-  LegacyFields f{blk + (t == GgmlType::kMXFP4 ? 1 : 2), 0};
-  if (t == GgmlType::kQ5_0) {
-    std::memcpy(&f.qh, blk + 2, 4);
-    f.qs = blk + 6;
-  }
+  LegacyFields f{blk + LegacyQsOffset(t), 0};
+  if (t == GgmlType::kQ5_0) std::memcpy(&f.qh, blk + offsetof(BlockQ5_0, qh), 4);
   return f;
 }
 
@@ -294,7 +301,7 @@ void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, siz
     for (int r = 0; r < kR16Rows; ++r) {
       uint8_t* blk = o + r * dst_stride + b * bb;
       std::memcpy(blk, d + (b * kR16Rows + r) * sb, static_cast<size_t>(sb));
-      uint8_t* qs = blk + (to == GgmlType::kQ5_0 ? 6 : to == GgmlType::kMXFP4 ? 1 : 2);
+      uint8_t* qs = blk + LegacyQsOffset(to);
       for (int k = 0; k < dwords; ++k) {
         uint32_t q;
         std::memcpy(&q, p + 4 * (k * kR16Rows + r), 4);
@@ -304,7 +311,7 @@ void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, siz
       if (to == GgmlType::kQ5_0) {
         uint32_t qh = 0;
         for (int g = 0; g < 8; ++g) qh |= static_cast<uint32_t>((h[g] >> (4 * r)) & 0xF) << (4 * g);
-        std::memcpy(blk + 2, &qh, 4);
+        std::memcpy(blk + offsetof(BlockQ5_0, qh), &qh, 4);
       }
     }
   }
