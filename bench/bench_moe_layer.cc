@@ -89,9 +89,12 @@ constexpr Variant kVariants[] = {
     {"v3/q2_K-q3_K/repacked", 7168, 2048, 256, 8, GgmlType::kQ2_K, GgmlType::kQ3_K, true},
     {"v3/q3_K-q3_K/repacked", 7168, 2048, 256, 8, GgmlType::kQ3_K, GgmlType::kQ3_K, true},
     {"v3/q3_K-q4_K/repacked", 7168, 2048, 256, 8, GgmlType::kQ3_K, GgmlType::kQ4_K, true},
-    // Lattice-type experts (Unsloth's UD-IQ2_XXS / UD-IQ1_M / UD-IQ1_S files): the file layout
-    // (no repacked layout exists for them), so no "/repacked" twin.
+    // Lattice-type experts (Unsloth's UD-IQ2_XXS / UD-IQ1_M / UD-IQ1_S files): the file layout;
+    // IQ2_XXS also repacked at load to iq2_xxs_r16 on AVX-512 VNNI with VBMI and GFNI (as the
+    // engine stores it); the IQ1 types have no repacked layout.
     {"v3/iq2_xxs-iq2_xxs", 7168, 2048, 256, 8, GgmlType::kIQ2_XXS, GgmlType::kIQ2_XXS},
+    {"v3/iq2_xxs-iq2_xxs/repacked", 7168, 2048, 256, 8, GgmlType::kIQ2_XXS, GgmlType::kIQ2_XXS,
+     true},
     {"v3/iq1_m-iq1_m", 7168, 2048, 256, 8, GgmlType::kIQ1_M, GgmlType::kIQ1_M},
     {"v3/iq1_s-iq1_s", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ1_S},
     {"v3/iq1_s-iq2_xxs", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ2_XXS},

@@ -54,7 +54,7 @@ constexpr TypeTraits kInternalTraits[] = {
     {T::kQ6_K_R16, "q6_K_r16", 256, 210, true},   {T::kQ5_K_R16, "q5_K_r16", 256, 180, true},
     {T::kIQ4_NL_R16, "iq4_nl_r16", 32, 18, true}, {T::kIQ4_XS_R16, "iq4_xs_r16", 256, 138, true},
     {T::kQ2_K_R16, "q2_K_r16", 256, 84, true},    {T::kQ3_K_R16, "q3_K_r16", 256, 114, true},
-    {T::kMXFP4_R16, "mxfp4_r16", 32, 17, true},
+    {T::kMXFP4_R16, "mxfp4_r16", 32, 17, true},   {T::kIQ2_XXS_R16, "iq2_xxs_r16", 256, 70, true},
 };
 
 const TypeTraits* FindInternalTraits(GgmlType t) {

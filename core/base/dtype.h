@@ -80,10 +80,13 @@ enum class GgmlType : uint32_t {
   // MXFP4 with 16 rows interleaved (repack.h): kIQ4_NL_R16's layout with the E8M0 exponent
   // bytes in place of the f16 d's, 17 bytes per row and block as the file type.
   kMXFP4_R16 = 74,
+  // IQ2_XXS with 16 rows interleaved (repack.h): 70 bytes per row and block (IQ2_XXS: 66; the
+  // 7-bit sign indices are stored as whole sign bytes, 1 bit more per 8 values).
+  kIQ2_XXS_R16 = 75,
 };
 
 inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
-inline constexpr uint32_t kTypeIdLimit = 75;      // ggml's ids and moesplit's internal layouts
+inline constexpr uint32_t kTypeIdLimit = 76;      // ggml's ids and moesplit's internal layouts
 
 // The rows a layout interleaves: 16 for the *_R16 layouts, 1 for every GGUF type. Matrices of such
 // a type are sliced only at multiples of this many rows.

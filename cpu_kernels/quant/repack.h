@@ -87,6 +87,23 @@
 // The 6-bit scales as signed bytes s_j - 32 in (2P, 2P + 1) pairs per row, so one vpmovsxbw
 // gives vpdpwssd's (s_2P, s_2P+1) i16 pairs. 16 x 114 bytes per 256 values (Q3_K: 110).
 //
+// kIQ2_XXS_R16: IQ2_XXS with 16 rows interleaved, so that a kernel looks up 64 grid indices
+// (16 rows x 4 groups) per vector and takes each of a group's 8 values from them with one op.
+// A group of nb = n / 256 blocks is the group's [nb][16] f16 d's, then nb BlockIQ2_XXS_R16
+// payloads of 1088 bytes (17 cache lines). Per sub-block j (values 32 j .. 32 j + 31 of a row):
+//   q[j]      byte 4 r + g = row r's grid index of group g (values 32 j + 8 g .. + 7)
+//   sgn[j][k] bit 4 r + g  = value 32 j + 8 g + k of row r is negative: the 64-bit mask of
+//             the activation bytes a kernel negates for value k of every group
+//   sc[p]     byte r = s_2p | s_2p+1 << 4 (row r's 4-bit scales of sub-blocks 2p, 2p + 1)
+// The file's 7-bit sign index of a group is the low 7 bits of its sign byte (bit 7 is their
+// parity, Iq2SignByte), so the unpack recovers it. Why this shape: the kernel turns the 64
+// indices into 2-bit level codes with four vpermi2b, then value k of every group is one
+// vgf2p8affineqb (code -> level byte), one masked negate of the token's 4 activations
+// (broadcast: lane r's dword = values 32 j + 8 g + k, g < 4, of the permuted activations) and
+// one vpdpbusd: ~31 vector ops per 512 weights where the file layout's block decode took ~90.
+// 16 x 70 bytes per 256 values (IQ2_XXS: 66; the sign bytes are 8 bits per group where the
+// file stores 7).
+//
 // A matrix of R rows (R a multiple of 16) and n columns is R / 16 groups back to back, each
 // n / 256 (Q4_K) or n / 32 (legacy) blocks: rows [16 g, 16 g + 16) start at byte
 // g * 16 * RowBytes(type, n), i.e. the usual row * row_bytes addressing holds at multiples of
@@ -158,9 +175,18 @@ static_assert(sizeof(BlockQ3_K_R16) == 28 * 64, "28 cache lines");
 // With its [16] f16 d's at the group head: 16 x 114 bytes per block.
 static_assert(sizeof(BlockQ3_K_R16) + kR16Rows * 2 == kR16Rows * 114);
 
+struct BlockIQ2_XXS_R16 {
+  uint8_t q[8][4 * kR16Rows];  // [sub-block j][4 r + g] grid index of row r's group g
+  uint64_t sgn[8][8];          // [j][value k of a group] bit 4 r + g: value negative
+  uint8_t sc[4][kR16Rows];     // [pair p][row r] s_2p | s_2p+1 << 4
+};
+static_assert(sizeof(BlockIQ2_XXS_R16) == 17 * 64, "17 cache lines");
+// With its [16] f16 d's at the group head: 16 x 70 bytes per block.
+static_assert(sizeof(BlockIQ2_XXS_R16) + kR16Rows * 2 == kR16Rows * 70);
+
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
-// Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K and Q3_K with rows a multiple of 16
-// repack).
+// Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K and IQ2_XXS with rows a
+// multiple of 16 repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
 GgmlType UnpackedType(GgmlType t);
@@ -203,6 +229,11 @@ void RepackQ2KRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackQ2KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 void RepackQ3KRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackQ3KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
+
+// The same for IQ2_XXS (kIQ2_XXS_R16: one group, n / 256 d rows, then the payloads) and the
+// inverse (repack_iq2xxs.cc).
+void RepackIQ2XXSRows16(const void* src, size_t src_stride, int64_t n, void* dst);
+void UnpackIQ2XXSRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
 // 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q4_0 / IQ4_NL /
 // MXFP4) at

@@ -1,6 +1,7 @@
 // The 4-bit make-model mixes: IQ4_XS (llama-quantize IQ4_XS without an importance matrix:
 // experts IQ4_XS, the 128-wide rows of ds-tiny's down projections and attn_k_b falling back to
-// IQ4_NL) and MXFP4_MOE (every routed expert MXFP4, the rest Q8_0). Each file loads, every tensor
+// IQ4_NL) and MXFP4_MOE (every routed expert MXFP4, the rest Q8_0); and UD-IQ2_XXS (gate / up
+// IQ2_XXS, repacked to iq2_xxs_r16; ds-tiny's 128-wide down rows Q4_0). Each file loads, every tensor
 // type has a fast kernel at every tier (no reference-matmul fallback), the experts are repacked
 // where the tier has the 16-row layouts, and each tier's logits agree with the scalar tier's (the
 // reference dots), prompt and decode, repacked or not.
@@ -36,6 +37,8 @@ struct MixCase {
 constexpr MixCase kMixes[] = {
     {synth::QuantMix::kIQ4_XS, GgmlType::kIQ4_XS, GgmlType::kIQ4_NL, GgmlType::kQ6_K, "iq4_xs_r16"},
     {synth::QuantMix::kMXFP4_MOE, GgmlType::kMXFP4, GgmlType::kMXFP4, GgmlType::kQ8_0, "mxfp4_r16"},
+    {synth::QuantMix::kUdIQ2_XXS, GgmlType::kIQ2_XXS, GgmlType::kQ4_0, GgmlType::kQ6_K,
+     "iq2_xxs_r16"},
 };
 
 class Iq4ModelTest : public ::testing::TestWithParam<std::tuple<cpu::IsaTier, int>> {
@@ -90,7 +93,7 @@ TEST_P(Iq4ModelTest, FileHasTheMixAndEveryTypeAFastKernel) {
   const LayerWeights& moe = w.layers.back();
   EXPECT_EQ(moe.ffn_gate_exps.type, Mix().gate_up);
   EXPECT_EQ(moe.ffn_up_exps.type, Mix().gate_up);
-  EXPECT_EQ(moe.ffn_down_exps.type, Mix().down);  // IQ4_XS: 128-wide rows fall back to IQ4_NL
+  EXPECT_EQ(moe.ffn_down_exps.type, Mix().down);  // 128-wide rows: IQ4_XS -> IQ4_NL, Q2_K -> Q4_0
   EXPECT_EQ(w.output.type, Mix().output);
   EXPECT_TRUE(model->FallbackTypes(gemv::KernelsFor(Tier())).empty());
 }
@@ -121,11 +124,13 @@ TEST_P(Iq4ModelTest, LogitsMatchTheScalarTier) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTiers, Iq4ModelTest,
-                         ::testing::Combine(testing::AllIsaTiers(), ::testing::Range(0, 2)),
+                         ::testing::Combine(testing::AllIsaTiers(), ::testing::Range(0, 3)),
                          [](const ::testing::TestParamInfo<std::tuple<cpu::IsaTier, int>>& info) {
                            std::string mix =
                                synth::QuantMixName(kMixes[std::get<1>(info.param)].mix);
-                           mix.erase(std::remove(mix.begin(), mix.end(), '_'), mix.end());
+                           mix.erase(std::remove_if(mix.begin(), mix.end(),
+                                                    [](char c) { return c == '_' || c == '-'; }),
+                                     mix.end());
                            return std::string(cpu::IsaTierName(std::get<0>(info.param))) + "_" +
                                   mix;
                          });
