@@ -117,9 +117,8 @@ constexpr int64_t kAhead = 2;
 // Q8_K row (a_stride apart, for the d's). Decode (T = 1) prefetches kAhead blocks ahead per
 // stream, stopping at pf_end.
 template <int G, int T>
-void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_stride,
-          const uint8_t* a, size_t a_stride, int64_t nb, uintptr_t pf_end, const Tables& tab,
-          float* y, int64_t ldy) {
+void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_stride, const uint8_t* a,
+          size_t a_stride, int64_t nb, uintptr_t pf_end, const Tables& tab, float* y, int64_t ldy) {
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[G][T];
   const uint16_t* dw[G];
@@ -153,8 +152,8 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
     for (int p = 0; p < 4; ++p) {
       __m512i s[G][2];  // [16] i32 2 s + 1 of sub-blocks 2p, 2p + 1
       for (int i = 0; i < G; ++i) {
-        const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(
-            reinterpret_cast<const __m128i*>(blk[i]->sc[p])));
+        const __m512i v =
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[i]->sc[p])));
         const __m512i m30 = _mm512_set1_epi32(30), one = _mm512_set1_epi32(1);
         s[i][0] = _mm512_ternarylogic_epi32(_mm512_slli_epi32(v, 1), m30, one, 0xEA);  // A&B | C
         s[i][1] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(v, 3), m30, one, 0xEA);
@@ -178,8 +177,8 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
         for (int k = 0; k < 8; ++k) {
           __m512i at[T];
           for (int t = 0; t < T; ++t) {
-            at[t] = _mm512_set1_epi32(
-                static_cast<int>(LoadU32(ab + t * act_stride + 32 * j + 4 * k)));
+            at[t] =
+                _mm512_set1_epi32(static_cast<int>(LoadU32(ab + t * act_stride + 32 * j + 4 * k)));
           }
           for (int i = 0; i < G; ++i) {
             const __m512i u = _mm512_gf2p8affine_epi64_epi8(
@@ -187,8 +186,8 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
                 8);
             const __mmask64 neg = blk[i]->sgn[j][k];
             for (int t = 0; t < T; ++t) {
-              P[i][t] = _mm512_dpbusd_epi32(P[i][t], u,
-                                            _mm512_mask_sub_epi8(at[t], neg, zero, at[t]));
+              P[i][t] =
+                  _mm512_dpbusd_epi32(P[i][t], u, _mm512_mask_sub_epi8(at[t], neg, zero, at[t]));
             }
           }
         }

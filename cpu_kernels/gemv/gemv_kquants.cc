@@ -40,10 +40,10 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
     set(GgmlType::kIQ1_M, iq1m, g1m);
     set_r16(g2_r16, native, kIq2R16);
   };
-#define MOESPLIT_IQ_BY_DOTS(Tier)                                                  \
-  set_iq(DotIQ2XXS_Q8K_##Tier, DotIQ1S_Q8K_##Tier, DotIQ1M_Q8K_##Tier,             \
-         GemmByDots<DotIQ2XXS_Q8K_##Tier>, GemmByDots<DotIQ1S_Q8K_##Tier>,         \
-         GemmByDots<DotIQ1M_Q8K_##Tier>,                                           \
+#define MOESPLIT_IQ_BY_DOTS(Tier)                                          \
+  set_iq(DotIQ2XXS_Q8K_##Tier, DotIQ1S_Q8K_##Tier, DotIQ1M_Q8K_##Tier,     \
+         GemmByDots<DotIQ2XXS_Q8K_##Tier>, GemmByDots<DotIQ1S_Q8K_##Tier>, \
+         GemmByDots<DotIQ1M_Q8K_##Tier>,                                   \
          GemmR16ByUnpack<kIq2R16, GemmByDots<DotIQ2XXS_Q8K_##Tier>>, false)
   // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: file layout only; one dot per (row, token) (the scalar or
   // AVX2 dots), except on the VNNI tier with VBMI: 1-4 tokens per decoded block.

@@ -83,12 +83,13 @@ void UnpackIQ2XXSRows16(const void* src, int64_t n, void* dst, size_t dst_stride
       out.d = d[b * kR16Rows + r];
       for (int j = 0; j < 8; ++j) {
         uint32_t idx = 0, aux = static_cast<uint32_t>((blk.sc[j / 2][r] >> (4 * (j % 2))) & 15)
-                                    << 28;
+                                << 28;
         for (int gi = 0; gi < 4; ++gi) {
           const int lane = 4 * r + gi;
           idx |= static_cast<uint32_t>(blk.q[j][lane]) << (8 * gi);
           uint32_t sign7 = 0;
-          for (int k = 0; k < 7; ++k) sign7 |= static_cast<uint32_t>((blk.sgn[j][k] >> lane) & 1) << k;
+          for (int k = 0; k < 7; ++k)
+            sign7 |= static_cast<uint32_t>((blk.sgn[j][k] >> lane) & 1) << k;
           aux |= sign7 << (7 * gi);
         }
         std::memcpy(&out.qs[4 * j], &idx, 4);

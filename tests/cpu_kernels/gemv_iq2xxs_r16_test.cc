@@ -42,7 +42,8 @@ constexpr IsaTier kTiers[] = {IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512
 Matrix RandomRows(int64_t rows, int64_t n, uint32_t seed) {
   Matrix m = Allocate(kW, rows, n, 0);
   std::mt19937 rng(seed);
-  for (int64_t r = 0; r < rows; ++r) test_util::FillLatticeRow(kW, m.MutableRow(r), n, 1.0f / 64, rng);
+  for (int64_t r = 0; r < rows; ++r)
+    test_util::FillLatticeRow(kW, m.MutableRow(r), n, 1.0f / 64, rng);
   m.Dequantize();
   return m;
 }
@@ -125,8 +126,8 @@ TEST_P(Iq2XxsR16TierTest, FullScaleActivationsMatchFloat64) {
   }
   a.Dequantize();
   std::vector<float> y(2 * rows, test_util::kNaN);
-  KernelsFor(tier).For(kR16)->gemm(packed.data(), RowBytes(kR16, n), rows, a.Row(0), a.stride, 2,
-                                   n, y.data(), rows);
+  KernelsFor(tier).For(kR16)->gemm(packed.data(), RowBytes(kR16, n), rows, a.Row(0), a.stride, 2, n,
+                                   y.data(), rows);
   for (int64_t t = 0; t < 2; ++t) {
     for (int64_t r = 0; r < rows; ++r) {
       const test_util::Exact e = ExactDot(w, r, a, t);

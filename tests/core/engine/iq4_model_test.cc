@@ -1,10 +1,10 @@
 // The 4-bit make-model mixes: IQ4_XS (llama-quantize IQ4_XS without an importance matrix:
 // experts IQ4_XS, the 128-wide rows of ds-tiny's down projections and attn_k_b falling back to
 // IQ4_NL) and MXFP4_MOE (every routed expert MXFP4, the rest Q8_0); and UD-IQ2_XXS (gate / up
-// IQ2_XXS, repacked to iq2_xxs_r16; ds-tiny's 128-wide down rows Q4_0). Each file loads, every tensor
-// type has a fast kernel at every tier (no reference-matmul fallback), the experts are repacked
-// where the tier has the 16-row layouts, and each tier's logits agree with the scalar tier's (the
-// reference dots), prompt and decode, repacked or not.
+// IQ2_XXS, repacked to iq2_xxs_r16; ds-tiny's 128-wide down rows Q4_0). Each file loads, every
+// tensor type has a fast kernel at every tier (no reference-matmul fallback), the experts are
+// repacked where the tier has the 16-row layouts, and each tier's logits agree with the scalar
+// tier's (the reference dots), prompt and decode, repacked or not.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
