@@ -98,9 +98,11 @@ constexpr Variant kVariants[] = {
     {"v3/iq1_m-iq1_m", 7168, 2048, 256, 8, GgmlType::kIQ1_M, GgmlType::kIQ1_M},
     {"v3/iq1_s-iq1_s", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ1_S},
     {"v3/iq1_s-iq2_xxs", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ2_XXS},
-    // The IQ3 / IQ2 lattice types of llama.cpp's IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S mixes (file
-    // layout only; random codes: no quantizer here).
+    // The IQ3 / IQ2 lattice types of llama.cpp's IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S mixes (the
+    // file layout; IQ3_XXS also repacked to iq3_xxs_r16; random codes: no quantizer here).
     {"v3/iq3_xxs-iq3_xxs", 7168, 2048, 256, 8, GgmlType::kIQ3_XXS, GgmlType::kIQ3_XXS},
+    {"v3/iq3_xxs-iq3_xxs/repacked", 7168, 2048, 256, 8, GgmlType::kIQ3_XXS, GgmlType::kIQ3_XXS,
+     true},
     {"v3/iq3_s-iq3_s", 7168, 2048, 256, 8, GgmlType::kIQ3_S, GgmlType::kIQ3_S},
     {"v3/iq2_xs-iq2_xs", 7168, 2048, 256, 8, GgmlType::kIQ2_XS, GgmlType::kIQ2_XS},
     {"v3/iq2_s-iq2_s", 7168, 2048, 256, 8, GgmlType::kIQ2_S, GgmlType::kIQ2_S},

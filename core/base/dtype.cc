@@ -49,12 +49,19 @@ constexpr TypeTraits kTraits[] = {
 
 // Internal layouts (not in kTraits: TypeFromName and FindTypeTraits never return them).
 constexpr TypeTraits kInternalTraits[] = {
-    {T::kQ4_K_R16, "q4_K_r16", 256, 148, true},   {T::kQ8_0_R16, "q8_0_r16", 32, 34, true},
-    {T::kQ5_0_R16, "q5_0_r16", 32, 22, true},     {T::kQ4_0_R16, "q4_0_r16", 32, 18, true},
-    {T::kQ6_K_R16, "q6_K_r16", 256, 210, true},   {T::kQ5_K_R16, "q5_K_r16", 256, 180, true},
-    {T::kIQ4_NL_R16, "iq4_nl_r16", 32, 18, true}, {T::kIQ4_XS_R16, "iq4_xs_r16", 256, 138, true},
-    {T::kQ2_K_R16, "q2_K_r16", 256, 84, true},    {T::kQ3_K_R16, "q3_K_r16", 256, 114, true},
-    {T::kMXFP4_R16, "mxfp4_r16", 32, 17, true},   {T::kIQ2_XXS_R16, "iq2_xxs_r16", 256, 70, true},
+    {T::kQ4_K_R16, "q4_K_r16", 256, 148, true},
+    {T::kQ8_0_R16, "q8_0_r16", 32, 34, true},
+    {T::kQ5_0_R16, "q5_0_r16", 32, 22, true},
+    {T::kQ4_0_R16, "q4_0_r16", 32, 18, true},
+    {T::kQ6_K_R16, "q6_K_r16", 256, 210, true},
+    {T::kQ5_K_R16, "q5_K_r16", 256, 180, true},
+    {T::kIQ4_NL_R16, "iq4_nl_r16", 32, 18, true},
+    {T::kIQ4_XS_R16, "iq4_xs_r16", 256, 138, true},
+    {T::kQ2_K_R16, "q2_K_r16", 256, 84, true},
+    {T::kQ3_K_R16, "q3_K_r16", 256, 114, true},
+    {T::kMXFP4_R16, "mxfp4_r16", 32, 17, true},
+    {T::kIQ2_XXS_R16, "iq2_xxs_r16", 256, 70, true},
+    {T::kIQ3_XXS_R16, "iq3_xxs_r16", 256, 102, true},
 };
 
 const TypeTraits* FindInternalTraits(GgmlType t) {

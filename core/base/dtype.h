@@ -83,10 +83,13 @@ enum class GgmlType : uint32_t {
   // IQ2_XXS with 16 rows interleaved (repack.h): 70 bytes per row and block (IQ2_XXS: 66; the
   // 7-bit sign indices are stored as whole sign bytes, 1 bit more per 8 values).
   kIQ2_XXS_R16 = 75,
+  // IQ3_XXS with 16 rows interleaved (repack.h): 102 bytes per row and block (IQ3_XXS: 98; the
+  // sign indices stored as whole sign bytes).
+  kIQ3_XXS_R16 = 76,
 };
 
 inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
-inline constexpr uint32_t kTypeIdLimit = 76;      // ggml's ids and moesplit's internal layouts
+inline constexpr uint32_t kTypeIdLimit = 77;      // ggml's ids and moesplit's internal layouts
 
 // The rows a layout interleaves: 16 for the *_R16 layouts, 1 for every GGUF type. Matrices of such
 // a type are sliced only at multiples of this many rows.

@@ -288,9 +288,11 @@ void GemmIQ1S_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, con
                              size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmIQ1M_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                              size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
-// kIQ2_XXS_R16 (16-row groups, cpu_kernels/quant/repack.h): one code lookup per 64 groups, one
-// level op per value of them (gemv_iq2xxs_r16_avx512vbmi.cc; VNNI + VBMI + GFNI).
+// kIQ2_XXS_R16 / kIQ3_XXS_R16 (16-row groups, cpu_kernels/quant/repack.h): one code lookup per
+// 64 groups, one level op per value of them (gemv_iq_r16_avx512vbmi.cc; VNNI + VBMI + GFNI).
 void GemmIQ2XXSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmIQ3XXSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                   size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #endif
 // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: scalar reference dots in gemv_iq23_scalar.cc (generic

@@ -47,10 +47,12 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
          GemmR16ByUnpack<kIq2R16, GemmByDots<DotIQ2XXS_Q8K_##Tier>>, false)
   // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: file layout only; one dot per (row, token) (the scalar or
   // AVX2 dots), except on the VNNI tier with VBMI: 1-4 tokens per decoded block.
-#define MOESPLIT_IQ23_BY_DOTS(Tier)                                                \
-  set(GgmlType::kIQ3_XXS, DotIQ3XXS_Q8K_##Tier, GemmByDots<DotIQ3XXS_Q8K_##Tier>); \
-  set(GgmlType::kIQ3_S, DotIQ3S_Q8K_##Tier, GemmByDots<DotIQ3S_Q8K_##Tier>);       \
-  set(GgmlType::kIQ2_XS, DotIQ2XS_Q8K_##Tier, GemmByDots<DotIQ2XS_Q8K_##Tier>);    \
+  constexpr GgmlType kIq3R16 = GgmlType::kIQ3_XXS_R16;
+#define MOESPLIT_IQ23_BY_DOTS(Tier)                                                    \
+  set(GgmlType::kIQ3_XXS, DotIQ3XXS_Q8K_##Tier, GemmByDots<DotIQ3XXS_Q8K_##Tier>);     \
+  set_r16(GemmR16ByUnpack<kIq3R16, GemmByDots<DotIQ3XXS_Q8K_##Tier>>, false, kIq3R16); \
+  set(GgmlType::kIQ3_S, DotIQ3S_Q8K_##Tier, GemmByDots<DotIQ3S_Q8K_##Tier>);           \
+  set(GgmlType::kIQ2_XS, DotIQ2XS_Q8K_##Tier, GemmByDots<DotIQ2XS_Q8K_##Tier>);        \
   set(GgmlType::kIQ2_S, DotIQ2S_Q8K_##Tier, GemmByDots<DotIQ2S_Q8K_##Tier>)
   switch (tier) {
     case cpu::IsaTier::kScalar:
@@ -136,6 +138,13 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       }
       if (cpu::DetectCpuFeatures().avx512vbmi) {
         set(GgmlType::kIQ3_XXS, DotIQ3XXS_Q8K_Avx512Vbmi, GemmIQ3XXS_Q8K_Avx512Vbmi);
+        // IQ3_XXS's 16-row layout: its own kernel (in the IQ2_XXS R16 file, which needs GFNI),
+        // else unpacked to the file layout's VBMI gemm.
+        if (cpu::DetectCpuFeatures().gfni) {
+          set_r16(GemmIQ3XXSR16_Q8K_Avx512Vbmi, true, kIq3R16);
+        } else {
+          set_r16(GemmR16ByUnpack<kIq3R16, GemmIQ3XXS_Q8K_Avx512Vbmi>, false, kIq3R16);
+        }
         set(GgmlType::kIQ3_S, DotIQ3S_Q8K_Avx512Vbmi, GemmIQ3S_Q8K_Avx512Vbmi);
         set(GgmlType::kIQ2_XS, DotIQ2XS_Q8K_Avx512Vbmi, GemmIQ2XS_Q8K_Avx512Vbmi);
         set(GgmlType::kIQ2_S, DotIQ2S_Q8K_Avx512Vbmi, GemmIQ2S_Q8K_Avx512Vbmi);

@@ -41,9 +41,9 @@ set_source_files_properties(gemv/gemv_iq_avx2.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX2}")
 set_source_files_properties(gemv/gemv_iq_avx512vbmi.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI};-mavx512vbmi;-mbmi2;-mgfni")
-# IQ2_XXS's 16-row layout (kIQ2_XXS_R16): VNNI + VBMI + GFNI, picked as the file layout's tiles.
-target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_iq2xxs_r16_avx512vbmi.cc)
-set_source_files_properties(gemv/gemv_iq2xxs_r16_avx512vbmi.cc PROPERTIES
+# IQ2_XXS's / IQ3_XXS's 16-row layouts (kIQ2_XXS_R16 / kIQ3_XXS_R16): VNNI + VBMI + GFNI.
+target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_iq_r16_avx512vbmi.cc)
+set_source_files_properties(gemv/gemv_iq_r16_avx512vbmi.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI};-mavx512vbmi;-mgfni")
 # IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S (lattice grids): AVX2 dots (also the AVX-512 tier's and the
 # VNNI tier's without VBMI) and VNNI + VBMI dots (gathers, vpermi2b signs).

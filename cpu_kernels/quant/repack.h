@@ -104,6 +104,14 @@
 // 16 x 70 bytes per 256 values (IQ2_XXS: 66; the sign bytes are 8 bits per group where the
 // file stores 7).
 //
+// kIQ3_XXS_R16: IQ3_XXS the same way. Its grid entries are 4 values, so a sub-block's 8 indices
+// per row fill two vectors: q[j][h] byte 4 r + g = row r's index of values 32 j + 16 h + 4 g ..
+// + 3, and sgn[j][4 h + k] bit 4 r + g = value 32 j + 16 h + 4 g + k negative (the activations
+// are permuted per 16: out[16 i + 4 k + g] = in[16 i + 4 g + k]). The kernel looks each vector
+// up into two 6-bit code bytes (3-bit levels of values 0-1 and 2-3 of each group) and takes
+// each value's level with one vpermb (bits 0-5 of its index), since IQ3_XXS's levels 4, 12,
+// .., 52, 62 are no affine map of the code. 16 x 102 bytes per 256 values (IQ3_XXS: 98).
+//
 // A matrix of R rows (R a multiple of 16) and n columns is R / 16 groups back to back, each
 // n / 256 (Q4_K) or n / 32 (legacy) blocks: rows [16 g, 16 g + 16) start at byte
 // g * 16 * RowBytes(type, n), i.e. the usual row * row_bytes addressing holds at multiples of
@@ -184,9 +192,17 @@ static_assert(sizeof(BlockIQ2_XXS_R16) == 17 * 64, "17 cache lines");
 // With its [16] f16 d's at the group head: 16 x 70 bytes per block.
 static_assert(sizeof(BlockIQ2_XXS_R16) + kR16Rows * 2 == kR16Rows * 70);
 
+struct BlockIQ3_XXS_R16 {
+  uint8_t q[8][2][4 * kR16Rows];  // [sub-block j][half h][4 r + g] grid index (4 values)
+  uint64_t sgn[8][8];             // [j][4 h + value k of a group] bit 4 r + g: value negative
+  uint8_t sc[4][kR16Rows];        // [pair p][row r] s_2p | s_2p+1 << 4
+};
+static_assert(sizeof(BlockIQ3_XXS_R16) == 25 * 64, "25 cache lines");
+static_assert(sizeof(BlockIQ3_XXS_R16) + kR16Rows * 2 == kR16Rows * 102);
+
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
-// Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K and IQ2_XXS with rows a
-// multiple of 16 repack).
+// Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS and IQ3_XXS with rows
+// a multiple of 16 repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
 GgmlType UnpackedType(GgmlType t);
@@ -230,10 +246,12 @@ void UnpackQ2KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 void RepackQ3KRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackQ3KRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
-// The same for IQ2_XXS (kIQ2_XXS_R16: one group, n / 256 d rows, then the payloads) and the
-// inverse (repack_iq2xxs.cc).
+// The same for IQ2_XXS (kIQ2_XXS_R16: one group, n / 256 d rows, then the payloads) and IQ3_XXS
+// (kIQ3_XXS_R16, likewise), and the inverses (repack_iq_r16.cc).
 void RepackIQ2XXSRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ2XXSRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
+void RepackIQ3XXSRows16(const void* src, size_t src_stride, int64_t n, void* dst);
+void UnpackIQ3XXSRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
 // 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q4_0 / IQ4_NL /
 // MXFP4) at

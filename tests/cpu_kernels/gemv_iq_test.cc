@@ -11,7 +11,7 @@
 //   - on the VNNI tier both variants (AVX2 dots; VBMI tiles / dots where the CPU has VBMI)
 //     directly;
 //   - every tier has a kernel for them (no reference-matmul fallback at start-up), with Q8_K
-//     activations, and no repacked layout but IQ2_XXS's (gemv_iq2xxs_r16_test.cc).
+//     activations, and no repacked layout but IQ2_XXS's and IQ3_XXS's (gemv_iq_r16_test.cc).
 // Weights are random bytes with a finite f16 super-scale: every code pattern of these types
 // decodes to grid values.
 #include <gtest/gtest.h>
@@ -217,7 +217,7 @@ TEST(IqTableTest, EveryTierHasKernelsAndNoRepack) {
       ASSERT_NE(k.For(wt), nullptr) << cpu::IsaTierName(tier) << " " << TypeName(wt);
       EXPECT_NE(k.For(wt)->dot, nullptr);
       EXPECT_EQ(k.For(wt)->act_type, GgmlType::kQ8_K);
-      if (wt != GgmlType::kIQ2_XXS) {  // (IQ2_XXS's 16-row layout: gemv_iq2xxs_r16_test.cc)
+      if (wt != GgmlType::kIQ2_XXS && wt != GgmlType::kIQ3_XXS) {  // (gemv_iq_r16_test.cc)
         EXPECT_EQ(LoadLayout(k, wt, 32), wt);
       }
     }

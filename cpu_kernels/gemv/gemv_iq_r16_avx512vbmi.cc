@@ -1,0 +1,338 @@
+// IQ2_XXS / IQ3_XXS weights in the 16-row layouts kIQ2_XXS_R16 / kIQ3_XXS_R16
+// (cpu_kernels/quant/repack.h) x Q8_K activations: the AVX-512 VNNI tier's kernels on CPUs with
+// VBMI and GFNI. Compiled with MOESPLIT_FLAGS_AVX512VNNI + -mavx512vbmi -mgfni
+// (gemv/kquants.cmake); reached only through KernelsFor(IsaTier::kAvx512Vnni / kAmx) where
+// DetectCpuFeatures().avx512vbmi and .gfni. The integer per (row, block, token) is the scalar
+// dot's (gemv_iq_scalar.cc, gemv_iq23_scalar.cc):
+//   sum_j (2 s_j + 1) sum_i grid_i sign_i q8_i, times d d_a / 8 (IQ2_XXS) or / 4 (IQ3_XXS).
+//
+// Per group block (16 rows x 256 values) and sub-block j, lane r = row r:
+//   IQ2_XXS: x = q[j], 64 grid indices (byte 4 r + g = row r's group g of 8 values), looked up
+//     in IqTables::iq2xxs_lo / hi (256 entries: two masked vpermi2b, bit 7 of x choosing the
+//     pair) into C_lo / C_hi, the 2-bit level codes of values 0-3 / 4-7 of every group; value m
+//     of the groups: u = vgf2p8affineqb(C, m), the level byte {8, 25, 43}.
+//   IQ3_XXS: x = q[j][h] (h = 0, 1; groups of 4 values), each looked up into A (3-bit codes of
+//     values 0-1: iq3xxs_lo, bits 0-5 used) and B (values 2-3: the code's bits 6-11); value m =
+//     4 h + k: u = vpermb(A or B, the 64-entry table of the low / high 3 bits' level
+//     {4, 12, .., 52, 62}) (IQ3_XXS's levels are no affine map of the code: 62, not 60).
+//   for m < 8: a = the token's dword (4 activations of the 4 lanes' groups at value m) in all
+//     lanes, negated under sgn[j][m] (|a| <= 127: exact); P = vpdpbusd(P, u, a)
+//   I += P * (2 s_j + 1)     [16] i32: |I| <= 8 x 31 x 32 x 62 x 127 < 2^31
+// per block and token: acc += cvt(I) * d * d_a / 8 (or / 4). IQ2_XXS: ~31 vector ops per 512
+// weights (1 token), where the file layout's block decode (gemv_iq_avx512vbmi.cc) takes ~90: no
+// per-value shuffle, the signs are mask loads, and no horizontal sums (the lanes are rows).
+// IQ3_XXS: ~37 per 512 (two lookups per sub-block, vpermb levels) where the file layout's
+// gemm (gemv_iq23_avx512vbmi.cc) takes ~100.
+// The activations are permuted once per call so that each (j, m) dword is contiguous:
+// IQ2_XXS out[32 j + 4 k + g] = qs[32 j + 8 g + k]; IQ3_XXS out[16 i + 4 k + g] =
+// qs[16 i + 4 g + k] (one vpermb per 64 bytes).
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "cpu_kernels/gemv/gemv_internal.h"
+#include "cpu_kernels/gemv/gemv_isa_common.h"
+#include "cpu_kernels/quant/blocks.h"
+#include "cpu_kernels/quant/repack.h"
+
+namespace moesplit::gemv::internal {
+namespace {
+
+using quant::BlockIQ2_XXS_R16;
+using quant::BlockIQ3_XXS_R16;
+using quant::BlockQ8_K;
+using quant::kQkK;
+using quant::kR16Rows;
+
+#define IQ_INLINE inline __attribute__((always_inline))
+
+enum class Kind { kIQ2XXS, kIQ3XXS };
+
+template <Kind K>
+using GroupBlock = std::conditional_t<K == Kind::kIQ2XXS, BlockIQ2_XXS_R16, BlockIQ3_XXS_R16>;
+// Payload cache lines per group block: 17 / 25.
+template <Kind K>
+constexpr int kLines = static_cast<int>(sizeof(GroupBlock<K>) / 64);
+// d * d_a times this is the block's float factor: IQ2_XXS d (2 s + 1) / 8, IQ3_XXS / 4.
+template <Kind K>
+constexpr float kScale = K == Kind::kIQ2XXS ? 0.125f : 0.25f;
+
+// vgf2p8affineqb matrix turning IQ2_XXS's 2-bit code of value k (bits 2 (k % 4), 2 (k % 4) + 1
+// of a code byte: c0, c1, never both set) into its level 8 ^ 17 c0 ^ 35 c1 (25 = 8 ^ 17,
+// 43 = 8 ^ 35; the 8 is the instruction's constant). Byte 7 - i of the matrix selects the
+// source bits of result bit i: bit 0 <- c0 ^ c1, bit 1 <- c1, bit 4 <- c0, bit 5 <- c1.
+constexpr uint64_t LevelMatrix(int k) {
+  const uint64_t c0 = uint64_t{1} << (2 * (k % 4)), c1 = c0 << 1;
+  return (c0 | c1) << 56 | c1 << 48 | c0 << 24 | c1 << 16;
+}
+
+// Constant tables (nothing here runs at static-init time).
+struct Consts {
+  uint8_t perm[2][64];       // [kind] vpermb control of the activation permutation per 64 bytes
+  uint8_t iq3_level[2][64];  // vpermb tables: level of bits 0-2 / bits 3-5 of a 6-bit code
+};
+constexpr Consts MakeConsts() {
+  Consts c{};
+  constexpr uint8_t kIq3Levels[8] = {4, 12, 20, 28, 36, 44, 52, 62};  // IqTables' code order
+  for (int b = 0; b < 64; ++b) {
+    // IQ2_XXS: out[32 h + 4 k + g] = in[32 h + 8 g + k]; IQ3_XXS: out[16 i + 4 k + g] =
+    // in[16 i + 4 g + k].
+    c.perm[0][b] = static_cast<uint8_t>(32 * (b / 32) + 8 * (b % 4) + (b % 32) / 4);
+    c.perm[1][b] = static_cast<uint8_t>(16 * (b / 16) + 4 * (b % 4) + (b % 16) / 4);
+    c.iq3_level[0][b] = kIq3Levels[b & 7];
+    c.iq3_level[1][b] = kIq3Levels[(b >> 3) & 7];
+  }
+  return c;
+}
+alignas(64) constexpr Consts kConsts = MakeConsts();
+
+// n_tok tokens' quants in the permuted order: out + t * (nb * 256), nb blocks each.
+template <Kind K>
+void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb, uint8_t* out) {
+  const __m512i ctrl = _mm512_load_si512(kConsts.perm[K == Kind::kIQ2XXS ? 0 : 1]);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const auto* at = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride);
+    uint8_t* o = out + t * nb * kQkK;
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int c = 0; c < 4; ++c) {
+        _mm512_storeu_si512(o + b * kQkK + 64 * c,
+                            _mm512_permutexvar_epi8(ctrl, _mm512_loadu_si512(at[b].qs + 64 * c)));
+      }
+    }
+  }
+}
+
+// The code tables in registers, entries 64 i .. 64 i + 63: IQ2_XXS c0 / c1 = iq2xxs_lo / hi;
+// IQ3_XXS c0 = iq3xxs_lo (the 12-bit code's bits 0-7; the level lookups use bits 0-5), c1 =
+// bits 6-11 (lo >> 6 | hi << 2), and the two level tables.
+struct Tables {
+  __m512i c0[4], c1[4];
+  __m512i level[2];
+};
+template <Kind K>
+Tables LoadTables() {
+  const IqTables& t = GetIqTables();
+  Tables r;
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (K == Kind::kIQ2XXS) {
+      r.c0[i] = _mm512_load_si512(t.iq2xxs_lo + 64 * i);
+      r.c1[i] = _mm512_load_si512(t.iq2xxs_hi + 64 * i);
+    } else {
+      r.c0[i] = _mm512_load_si512(t.iq3xxs_lo + 64 * i);
+      const __m512i hi = _mm512_load_si512(t.iq3xxs_hi + 64 * i);  // < 16
+      r.c1[i] =
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(r.c0[i], 6), _mm512_set1_epi8(3)),
+                          _mm512_and_si512(_mm512_slli_epi16(hi, 2), _mm512_set1_epi8(0x3C)));
+    }
+  }
+  r.level[0] = _mm512_load_si512(kConsts.iq3_level[0]);
+  r.level[1] = _mm512_load_si512(kConsts.iq3_level[1]);
+  return r;
+}
+
+// A 256-entry byte lookup of every byte of x: entries 0-127 where bit 7 is clear (the other
+// bytes keep x), then entries 128-255 indexed by the kept bytes (no blend).
+IQ_INLINE __m512i Lookup256(const __m512i* t, __m512i x, __mmask64 bit7) {
+  const __m512i low = _mm512_mask2_permutex2var_epi8(t[0], x, ~bit7, t[1]);
+  return _mm512_mask2_permutex2var_epi8(t[2], low, bit7, t[3]);
+}
+
+// The code vectors of sub-block j: IQ2_XXS c[0..1] (values 0-3, 4-7 of the groups), IQ3_XXS
+// c[0..3] (A, B of half 0, then of half 1).
+template <Kind K>
+IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i* c) {
+  constexpr int kVectors = K == Kind::kIQ2XXS ? 1 : 2;
+  for (int h = 0; h < kVectors; ++h) {
+    const __m512i x = _mm512_loadu_si512(reinterpret_cast<const uint8_t*>(blk.q[j]) + 64 * h);
+    const __mmask64 bit7 = _mm512_movepi8_mask(x);
+    c[2 * h] = Lookup256(tab.c0, x, bit7);
+    c[2 * h + 1] = Lookup256(tab.c1, x, bit7);
+  }
+}
+
+// The level bytes of value m of the groups (IQ3_XXS: m = 4 h + k).
+template <Kind K>
+IQ_INLINE __m512i Levels(const __m512i* c, int m, const Tables& tab) {
+  if constexpr (K == Kind::kIQ2XXS) {
+    return _mm512_gf2p8affine_epi64_epi8(
+        c[m / 4], _mm512_set1_epi64(static_cast<int64_t>(LevelMatrix(m))), 8);
+  } else {
+    return _mm512_permutexvar_epi8(c[m / 2], tab.level[m % 2]);
+  }
+}
+
+// A group of nb blocks at g: its [nb][16] f16 d's, then the payloads.
+template <Kind K>
+IQ_INLINE const GroupBlock<K>* GroupBlocks(const uint8_t* g, int64_t nb) {
+  return reinterpret_cast<const GroupBlock<K>*>(g + nb * kR16Rows * 2);
+}
+
+// Blocks ahead of the one being read that decode prefetches (per stream): 2, as the Q2_K /
+// Q3_K tiles (one block is read in less than a DRAM miss).
+constexpr int64_t kAhead = 2;
+
+// y[t * ldy + 16 i + r] = row r of group i . token t, G groups (at g + i * gstride) x T tokens
+// over nb blocks. act: token 0's permuted quants (tokens act_stride bytes apart); a: token 0's
+// Q8_K row (a_stride apart, for the d's). Decode (T = 1) prefetches kAhead blocks ahead per
+// stream, stopping at pf_end.
+template <Kind K, int G, int T>
+void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_stride, const uint8_t* a,
+          size_t a_stride, int64_t nb, uintptr_t pf_end, const Tables& tab, float* y, int64_t ldy) {
+  constexpr int kPerSub = (kLines<K> - 1) / 8;  // prefetched lines per sub-block (+1 per block)
+  const __m512i zero = _mm512_setzero_si512();
+  __m512 acc[G][T];
+  const uint16_t* dw[G];
+  const GroupBlock<K>* blocks[G];
+  for (int i = 0; i < G; ++i) {
+    dw[i] = reinterpret_cast<const uint16_t*>(g + i * gstride);
+    blocks[i] = GroupBlocks<K>(g + i * gstride, nb);
+    for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const GroupBlock<K>* blk[G];
+    const char* ahead[G];  // the block this stream reads kAhead blocks on (past the last: the
+                           // next group's, which this stream reads next)
+    for (int i = 0; i < G; ++i) {
+      blk[i] = blocks[i] + b;
+      ahead[i] = reinterpret_cast<const char*>(
+          b + kAhead < nb ? blocks[i] + b + kAhead
+                          : GroupBlocks<K>(g + (i + G) * gstride, nb) + (b + kAhead - nb));
+    }
+    const bool pf = T == 1 && reinterpret_cast<uintptr_t>(ahead[G - 1]) < pf_end;
+    for (int i = 0; pf && i < G; ++i) {
+      _mm_prefetch(ahead[i] + 64 * (kLines<K> - 1), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(dw[i] + kR16Rows * (b + kAhead)), _MM_HINT_T1);
+    }
+    const uint8_t* ab = act + b * kQkK;
+    __m512i isum[G][T];
+    for (int i = 0; i < G; ++i) {
+      for (int t = 0; t < T; ++t) isum[i][t] = zero;
+    }
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      __m512i s[G][2];  // [16] i32 2 s + 1 of sub-blocks 2p, 2p + 1
+      for (int i = 0; i < G; ++i) {
+        const __m512i v =
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[i]->sc[p])));
+        const __m512i m30 = _mm512_set1_epi32(30), one = _mm512_set1_epi32(1);
+        s[i][0] = _mm512_ternarylogic_epi32(_mm512_slli_epi32(v, 1), m30, one, 0xEA);  // A&B | C
+        s[i][1] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(v, 3), m30, one, 0xEA);
+      }
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * p + h;
+        for (int i = 0; pf && i < G; ++i) {
+          for (int l = 0; l < kPerSub; ++l) {
+            _mm_prefetch(ahead[i] + 64 * (kPerSub * j + l), _MM_HINT_T1);
+          }
+        }
+        __m512i c[G][4], P[G][T];
+        for (int i = 0; i < G; ++i) {
+          Codes<K>(*blk[i], j, tab, c[i]);
+          for (int t = 0; t < T; ++t) P[i][t] = zero;
+        }
+#pragma GCC unroll 8
+        for (int m = 0; m < 8; ++m) {
+          __m512i at[T];
+          for (int t = 0; t < T; ++t) {
+            at[t] =
+                _mm512_set1_epi32(static_cast<int>(LoadU32(ab + t * act_stride + 32 * j + 4 * m)));
+          }
+          for (int i = 0; i < G; ++i) {
+            const __m512i u = Levels<K>(c[i], m, tab);
+            const __mmask64 neg = blk[i]->sgn[j][m];
+            for (int t = 0; t < T; ++t) {
+              P[i][t] =
+                  _mm512_dpbusd_epi32(P[i][t], u, _mm512_mask_sub_epi8(at[t], neg, zero, at[t]));
+            }
+          }
+        }
+        for (int i = 0; i < G; ++i) {
+          for (int t = 0; t < T; ++t) {
+            isum[i][t] = _mm512_add_epi32(isum[i][t], _mm512_mullo_epi32(P[i][t], s[i][h]));
+          }
+        }
+      }
+    }
+    for (int i = 0; i < G; ++i) {
+      const __m512 d = _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dw[i] + kR16Rows * b)));
+      for (int t = 0; t < T; ++t) {
+        const float da = kScale<K> * reinterpret_cast<const BlockQ8_K*>(a + t * a_stride)[b].d;
+        acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][t]),
+                                    _mm512_mul_ps(d, _mm512_set1_ps(da)), acc[i][t]);
+      }
+    }
+  }
+  for (int i = 0; i < G; ++i) {
+    for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy + 16 * i, acc[i][t]);
+  }
+}
+
+using TileFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, const uint8_t*, size_t,
+                        int64_t, uintptr_t, const Tables&, float*, int64_t);
+
+// Decode: two groups per pass (two streams sharing the activation dwords), then one. Several
+// tokens: per group, 4 tokens per pass, then the rest 3 / 2 / 1 (the group's 16 rows x n
+// stay in L1 / L2 while the tokens go by).
+template <Kind K>
+void Gemm(const void* w_ptr, size_t w_stride, int64_t n_rows, const void* a_ptr, size_t a_stride,
+          int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  const auto* w = static_cast<const uint8_t*>(w_ptr);
+  const auto* a = static_cast<const uint8_t*>(a_ptr);
+  const int64_t nb = n / kQkK;
+  const size_t gstride = static_cast<size_t>(kR16Rows) * w_stride;
+  const Tables tab = LoadTables<K>();
+  // The permuted quants of every token: on the stack for one token of up to 16384 values (a
+  // decode call), else on the heap (prefill: n_tok x n bytes).
+  constexpr int64_t kStackBytes = 16384;
+  alignas(64) uint8_t stack[kStackBytes];
+  std::vector<uint8_t> heap;
+  const int64_t perm_bytes = n_tok * nb * kQkK;
+  if (perm_bytes > kStackBytes) heap.resize(static_cast<size_t>(perm_bytes));
+  uint8_t* perm = perm_bytes > kStackBytes ? heap.data() : stack;
+  PermuteTokens<K>(a, a_stride, n_tok, nb, perm);
+  const size_t act_stride = static_cast<size_t>(nb * kQkK);
+  auto group = [&](int64_t r0) { return w + static_cast<size_t>(r0) * w_stride; };
+  if (n_tok == 1) {
+    const uintptr_t end = PrefetchEnd(w, n_rows, w_stride);
+    int64_t r0 = 0;
+    for (; r0 + 2 * kR16Rows <= n_rows; r0 += 2 * kR16Rows) {
+      Tile<K, 2, 1>(group(r0), gstride, perm, act_stride, a, a_stride, nb, end, tab, y + r0, ldy);
+    }
+    if (r0 < n_rows) {
+      Tile<K, 1, 1>(group(r0), gstride, perm, act_stride, a, a_stride, nb, end, tab, y + r0, ldy);
+    }
+    return;
+  }
+  constexpr TileFn kTiles[5] = {nullptr, Tile<K, 1, 1>, Tile<K, 1, 2>, Tile<K, 1, 3>,
+                                Tile<K, 1, 4>};
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kR16Rows) {
+    for (int64_t t = 0; t < n_tok; t += 4) {
+      const int64_t tn = n_tok - t < 4 ? n_tok - t : 4;
+      kTiles[tn](group(r0), gstride, perm + t * act_stride, act_stride, a + t * a_stride, a_stride,
+                 nb, 0, tab, y + t * ldy + r0, ldy);
+    }
+  }
+}
+
+#undef IQ_INLINE
+
+}  // namespace
+
+void GemmIQ2XXSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                  size_t a_stride, int64_t n_tok, int64_t n, float* y,
+                                  int64_t ldy) {
+  Gemm<Kind::kIQ2XXS>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmIQ3XXSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                  size_t a_stride, int64_t n_tok, int64_t n, float* y,
+                                  int64_t ldy) {
+  Gemm<Kind::kIQ3XXS>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+
+}  // namespace moesplit::gemv::internal

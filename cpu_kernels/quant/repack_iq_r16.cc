@@ -1,0 +1,127 @@
+// IQ2_XXS / IQ3_XXS rows <-> their 16-row groups kIQ2_XXS_R16 / kIQ3_XXS_R16 (layouts in
+// repack.h). Lossless both ways: Unpack(Repack(rows)) gives the file's bytes back (a group's
+// 7-bit sign index is the low 7 bits of its sign byte, Iq2SignByte).
+#include <cstring>
+#include <type_traits>
+
+#include "core/base/status.h"
+#include "cpu_kernels/quant/blocks_iq.h"
+#include "cpu_kernels/quant/iq_grids.h"
+#include "cpu_kernels/quant/repack.h"
+
+namespace moesplit::quant {
+namespace {
+
+using internal::Iq2SignByte;
+
+// What differs between the two types, per sub-block j (32 values) of a file block:
+//   kIdx grid indices (IQ2_XXS 4 of 8 values, IQ3_XXS 8 of 4), at IdxBytes(block, j);
+//   the u32 of four 7-bit sign indices (values 8 G .. 8 G + 7 for G < 4) and the scale << 28,
+//     at AuxBytes(block, j);
+//   where value v < 32 sits in the group block: the sign mask sgn[j][Mask(v)], lane group
+//     Lane(v) (bit 4 r + Lane(v)). Index i < kIdx goes to vector i / 4, lane group i % 4.
+struct Iq2Traits {
+  using Block = BlockIQ2_XXS;
+  using Group = BlockIQ2_XXS_R16;
+  static constexpr int kIdx = 4;
+  static uint8_t* IdxBytes(Block& b, int j) { return reinterpret_cast<uint8_t*>(b.qs) + 8 * j; }
+  static uint8_t* AuxBytes(Block& b, int j) { return IdxBytes(b, j) + 4; }
+  static int Mask(int v) { return v % 8; }  // v = 8 g + k
+  static int Lane(int v) { return v / 8; }
+};
+struct Iq3Traits {
+  using Block = BlockIQ3_XXS;
+  using Group = BlockIQ3_XXS_R16;
+  static constexpr int kIdx = 8;
+  static uint8_t* IdxBytes(Block& b, int j) { return b.qs + 8 * j; }
+  static uint8_t* AuxBytes(Block& b, int j) { return b.qs + kQkK / 4 + 4 * j; }
+  static int Mask(int v) { return 4 * (v / 16) + v % 4; }  // v = 16 h + 4 g + k
+  static int Lane(int v) { return (v % 16) / 4; }
+};
+
+// The group payload's index bytes of sub-block j ([kIdx / 4][64]).
+template <class Group>
+auto* GroupIdx(Group& g, int j) {
+  return reinterpret_cast<std::conditional_t<std::is_const_v<Group>, const uint8_t, uint8_t>*>(
+      g.q[j]);
+}
+
+template <class Tr>
+void Repack(const void* src, size_t src_stride, int64_t n, void* dst) {
+  using Block = typename Tr::Block;
+  using Group = typename Tr::Group;
+  MOESPLIT_CHECK(n % kQkK == 0, "IQ row of ", n, " values");
+  const int64_t nb = n / kQkK;
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint16_t*>(dst);  // [nb][16] f16, then the payloads
+  auto* out = reinterpret_cast<Group*>(static_cast<uint8_t*>(dst) + nb * kR16Rows * 2);
+  for (int64_t b = 0; b < nb; ++b) {
+    Group& o = out[b];
+    std::memset(&o, 0, sizeof(o));
+    for (int r = 0; r < kR16Rows; ++r) {
+      Block in;
+      std::memcpy(&in, s + r * src_stride + b * sizeof(Block), sizeof(in));
+      d[b * kR16Rows + r] = in.d;
+      for (int j = 0; j < 8; ++j) {
+        const uint8_t* idx = Tr::IdxBytes(in, j);
+        for (int i = 0; i < Tr::kIdx; ++i) GroupIdx(o, j)[64 * (i / 4) + 4 * r + i % 4] = idx[i];
+        uint32_t aux;
+        std::memcpy(&aux, Tr::AuxBytes(in, j), 4);
+        for (int v = 0; v < 32; ++v) {
+          const uint64_t neg =
+              (Iq2SignByte(static_cast<int>((aux >> (7 * (v / 8))) & 127)) >> (v % 8)) & 1;
+          o.sgn[j][Tr::Mask(v)] |= neg << (4 * r + Tr::Lane(v));
+        }
+        o.sc[j / 2][r] |= static_cast<uint8_t>((aux >> 28) << (4 * (j % 2)));
+      }
+    }
+  }
+}
+
+template <class Tr>
+void Unpack(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  using Block = typename Tr::Block;
+  using Group = typename Tr::Group;
+  MOESPLIT_CHECK(n % kQkK == 0, "IQ row of ", n, " values");
+  const int64_t nb = n / kQkK;
+  const auto* d = static_cast<const uint16_t*>(src);
+  const auto* in =
+      reinterpret_cast<const Group*>(static_cast<const uint8_t*>(src) + nb * kR16Rows * 2);
+  auto* o = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < nb; ++b) {
+    const Group& g = in[b];
+    for (int r = 0; r < kR16Rows; ++r) {
+      Block out;
+      out.d = d[b * kR16Rows + r];
+      for (int j = 0; j < 8; ++j) {
+        uint8_t* idx = Tr::IdxBytes(out, j);
+        for (int i = 0; i < Tr::kIdx; ++i) idx[i] = GroupIdx(g, j)[64 * (i / 4) + 4 * r + i % 4];
+        auto aux = static_cast<uint32_t>((g.sc[j / 2][r] >> (4 * (j % 2))) & 15) << 28;
+        for (int v = 0; v < 32; ++v) {
+          if (v % 8 == 7) continue;  // the parity bit: not stored in the file
+          const uint64_t neg = (g.sgn[j][Tr::Mask(v)] >> (4 * r + Tr::Lane(v))) & 1;
+          aux |= static_cast<uint32_t>(neg) << (7 * (v / 8) + v % 8);
+        }
+        std::memcpy(Tr::AuxBytes(out, j), &aux, 4);
+      }
+      std::memcpy(o + r * dst_stride + b * sizeof(Block), &out, sizeof(out));
+    }
+  }
+}
+
+}  // namespace
+
+void RepackIQ2XXSRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
+  Repack<Iq2Traits>(src, src_stride, n, dst);
+}
+void UnpackIQ2XXSRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  Unpack<Iq2Traits>(src, n, dst, dst_stride);
+}
+void RepackIQ3XXSRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
+  Repack<Iq3Traits>(src, src_stride, n, dst);
+}
+void UnpackIQ3XXSRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  Unpack<Iq3Traits>(src, n, dst, dst_stride);
+}
+
+}  // namespace moesplit::quant
