@@ -259,6 +259,9 @@ struct IqTables {
   // (gemv_iq23_scalar.cc).
   alignas(64) uint8_t iq3xxs_lo[256];
   alignas(64) uint8_t iq3xxs_hi[256];
+  // IQ3_XXS's code bits 6-11 (the levels of values 2-3), for the 16-row kernel's second
+  // lookup (gemv_iq_r16_avx512vbmi.cc; its first is iq3xxs_lo, of which it reads bits 0-5).
+  alignas(64) uint8_t iq3xxs_b[256];
   alignas(64) uint8_t iq3s_lo[512];
   alignas(64) uint8_t iq3s_hi[512];
   // IQ2_XS / IQ2_S: as iq2xxs_lo / hi for kIq2XsGrid / kIq2SGrid (2-bit codes of 8, 25, 43).

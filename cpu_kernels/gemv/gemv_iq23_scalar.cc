@@ -79,6 +79,9 @@ void AddIq23Codes(IqTables* t) {
   Iq2LevelCodes(qi::kIq2XsGrid, qi::kIq2XsGridSize, t->iq2xs_lo, t->iq2xs_hi);
   Iq2LevelCodes(qi::kIq2SGrid, qi::kIq2SGridSize, t->iq2s_lo, t->iq2s_hi);
   Iq3Codes(qi::kIq3XxsGrid, qi::kIq3XxsGridSize, Iq3XxsLevel, t->iq3xxs_lo, t->iq3xxs_hi);
+  for (int e = 0; e < qi::kIq3XxsGridSize; ++e) {
+    t->iq3xxs_b[e] = static_cast<uint8_t>(t->iq3xxs_lo[e] >> 6 | t->iq3xxs_hi[e] << 2);
+  }
   Iq3Codes(qi::kIq3SGrid, qi::kIq3SGridSize, Iq3SLevel, t->iq3s_lo, t->iq3s_hi);
 }
 

@@ -108,7 +108,7 @@ void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb,
 
 // The code tables in registers, entries 64 i .. 64 i + 63: IQ2_XXS c0 / c1 = iq2xxs_lo / hi;
 // IQ3_XXS c0 = iq3xxs_lo (the 12-bit code's bits 0-7; the level lookups use bits 0-5), c1 =
-// bits 6-11 (lo >> 6 | hi << 2), and the two level tables.
+// iq3xxs_b (bits 6-11), and the two level tables.
 struct Tables {
   __m512i c0[4], c1[4];
   __m512i level[2];
@@ -123,10 +123,7 @@ Tables LoadTables() {
       r.c1[i] = _mm512_load_si512(t.iq2xxs_hi + 64 * i);
     } else {
       r.c0[i] = _mm512_load_si512(t.iq3xxs_lo + 64 * i);
-      const __m512i hi = _mm512_load_si512(t.iq3xxs_hi + 64 * i);  // < 16
-      r.c1[i] =
-          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(r.c0[i], 6), _mm512_set1_epi8(3)),
-                          _mm512_and_si512(_mm512_slli_epi16(hi, 2), _mm512_set1_epi8(0x3C)));
+      r.c1[i] = _mm512_load_si512(t.iq3xxs_b + 64 * i);
     }
   }
   r.level[0] = _mm512_load_si512(kConsts.iq3_level[0]);
