@@ -86,10 +86,14 @@ enum class GgmlType : uint32_t {
   // IQ3_XXS with 16 rows interleaved (repack.h): 102 bytes per row and block (IQ3_XXS: 98; the
   // sign indices stored as whole sign bytes).
   kIQ3_XXS_R16 = 76,
+  // IQ1_S with 16 rows interleaved (repack.h): 58 bytes per row and block (IQ1_S: 50; the
+  // grid entries stored as base-3 digits, 5 + 3 values per group: 13 bits where the grid's
+  // index is 11).
+  kIQ1_S_R16 = 77,
 };
 
 inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
-inline constexpr uint32_t kTypeIdLimit = 77;      // ggml's ids and moesplit's internal layouts
+inline constexpr uint32_t kTypeIdLimit = 78;      // ggml's ids and moesplit's internal layouts
 
 // The rows a layout interleaves: 16 for the *_R16 layouts, 1 for every GGUF type. Matrices of such
 // a type are sliced only at multiples of this many rows.

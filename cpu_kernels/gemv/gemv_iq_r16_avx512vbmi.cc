@@ -23,9 +23,20 @@
 // per-value shuffle, the signs are mask loads, and no horizontal sums (the lanes are rows).
 // IQ3_XXS: ~37 per 512 (two lookups per sub-block, vpermb levels) where the file layout's
 // gemm (gemv_iq23_avx512vbmi.cc) takes ~100.
+// IQ1_S (kIQ1_S_R16, base-3 digits t + 1 of the grid values t): per sub-block j,
+//   x = a[j] looked up (two masked vpermi2b each) into C (digits of values 0-3 as 2-bit
+//     fields) and D4 (value 4's digit); f[j]'s 16 words spread into the dword lanes (vpermb),
+//     each group's 5-bit field moved to its byte (vpmultishiftqb) and looked up (vpermb, bit 5
+//     ignored by a doubled table) into E (values 5-7 as 2-bit fields);
+//   for m < 8: u = the digit byte of value m (vgf2p8affineqb from C / E, or D4);
+//     P = vpdpbusd(P, u, a), so P = G + B (G = sum grid q8, B = the sub-block's sum of q8);
+//   I += P * 8 (2 s_j + 1) + B * (2 s_j + 1) (e_j - 8)   (= (2 s_j + 1) (8 G + e_j B), the
+//     scalar dot's integer; e_j = -1 / +1 the delta's sign; both factors by vpermd from the
+//     word's bits 20-23; B from the Q8_K bsums)
+// ~36 vector ops per 512 weights where the file layout's kernel spends ~40 cycles per 256.
 // The activations are permuted once per call so that each (j, m) dword is contiguous:
-// IQ2_XXS out[32 j + 4 k + g] = qs[32 j + 8 g + k]; IQ3_XXS out[16 i + 4 k + g] =
-// qs[16 i + 4 g + k] (one vpermb per 64 bytes).
+// IQ2_XXS / IQ1_S out[32 j + 4 k + g] = qs[32 j + 8 g + k]; IQ3_XXS out[16 i + 4 k + g] =
+// qs[16 i + 4 g + k] (one vpermb per 64 bytes); IQ1_S's B_j follow each token's quants.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -42,6 +53,7 @@
 namespace moesplit::gemv::internal {
 namespace {
 
+using quant::BlockIQ1_S_R16;
 using quant::BlockIQ2_XXS_R16;
 using quant::BlockIQ3_XXS_R16;
 using quant::BlockQ8_K;
@@ -50,16 +62,18 @@ using quant::kR16Rows;
 
 #define IQ_INLINE inline __attribute__((always_inline))
 
-enum class Kind { kIQ2XXS, kIQ3XXS };
+enum class Kind { kIQ2XXS, kIQ3XXS, kIQ1S };
 
 template <Kind K>
-using GroupBlock = std::conditional_t<K == Kind::kIQ2XXS, BlockIQ2_XXS_R16, BlockIQ3_XXS_R16>;
-// Payload cache lines per group block: 17 / 25.
+using GroupBlock = std::conditional_t<
+    K == Kind::kIQ2XXS, BlockIQ2_XXS_R16,
+    std::conditional_t<K == Kind::kIQ3XXS, BlockIQ3_XXS_R16, BlockIQ1_S_R16>>;
+// Payload cache lines per group block: 17 / 25 / 14.
 template <Kind K>
 constexpr int kLines = static_cast<int>(sizeof(GroupBlock<K>) / 64);
 // d * d_a times this is the block's float factor: IQ2_XXS d (2 s + 1) / 8, IQ3_XXS / 4.
 template <Kind K>
-constexpr float kScale = K == Kind::kIQ2XXS ? 0.125f : 0.25f;
+constexpr float kScale = K == Kind::kIQ3XXS ? 0.25f : 0.125f;
 
 // vgf2p8affineqb matrix turning IQ2_XXS's 2-bit code of value k (bits 2 (k % 4), 2 (k % 4) + 1
 // of a code byte: c0, c1, never both set) into its level 8 ^ 17 c0 ^ 35 c1 (25 = 8 ^ 17,
@@ -69,15 +83,44 @@ constexpr uint64_t LevelMatrix(int k) {
   const uint64_t c0 = uint64_t{1} << (2 * (k % 4)), c1 = c0 << 1;
   return (c0 | c1) << 56 | c1 << 48 | c0 << 24 | c1 << 16;
 }
+// vgf2p8affineqb matrix taking bits 2 k, 2 k + 1 of a byte to bits 0, 1 (IQ1_S's 2-bit digit
+// fields -> the digit byte 0, 1, 2).
+constexpr uint64_t PickMatrix(int k) {
+  return (uint64_t{1} << (2 * k)) << 56 | (uint64_t{1} << (2 * k + 1)) << 48;
+}
 
 // Constant tables (nothing here runs at static-init time).
 struct Consts {
   uint8_t perm[2][64];       // [kind] vpermb control of the activation permutation per 64 bytes
   uint8_t iq3_level[2][64];  // vpermb tables: level of bits 0-2 / bits 3-5 of a 6-bit code
+  // IQ1_S: byte v < 243 (5 digits) -> digits 0-3 as 2-bit fields / digit 4; field i & 31 < 27
+  // (3 digits; bit 5 of the vpermb index is the next field's, hence the doubled table) -> its
+  // digits as 2-bit fields; the vpermb control spreading 16 3-byte words into dword lanes
+  // (byte 3 of a lane repeats byte 2); the vpmultishiftqb control moving group g's field of
+  // the qword's row h to byte 4 h + g (bit 32 h + 5 g); by bits 0-3 of word >> 20 (s | sign
+  // << 3): 8 (2 s + 1) and (2 s + 1) (e - 8).
+  uint8_t iq1_lo[256], iq1_d4[256], iq1_hi[64], iq1_spread[64], iq1_shift[64];
+  int32_t iq1_ls8[16], iq1_cb[16];
 };
 constexpr Consts MakeConsts() {
   Consts c{};
   constexpr uint8_t kIq3Levels[8] = {4, 12, 20, 28, 36, 44, 52, 62};  // IqTables' code order
+  for (int v = 0; v < 256; ++v) {
+    int rest = v < 243 ? v : 0;
+    for (int k = 0; k < 4; ++k, rest /= 3) c.iq1_lo[v] |= static_cast<uint8_t>(rest % 3 << 2 * k);
+    c.iq1_d4[v] = static_cast<uint8_t>(rest);
+  }
+  for (int i = 0; i < 64; ++i) {
+    int rest = (i & 31) < 27 ? i & 31 : 0;
+    for (int k = 0; k < 3; ++k, rest /= 3) c.iq1_hi[i] |= static_cast<uint8_t>(rest % 3 << 2 * k);
+    c.iq1_spread[i] = static_cast<uint8_t>(3 * (i / 4) + (i % 4 < 3 ? i % 4 : 2));
+    c.iq1_shift[i] = static_cast<uint8_t>(32 * ((i / 4) % 2) + 5 * (i % 4));
+  }
+  for (int i = 0; i < 16; ++i) {
+    const int ls = 2 * (i & 7) + 1, e = i & 8 ? -1 : 1;
+    c.iq1_ls8[i] = 8 * ls;
+    c.iq1_cb[i] = ls * (e - 8);
+  }
   for (int b = 0; b < 64; ++b) {
     // IQ2_XXS: out[32 h + 4 k + g] = in[32 h + 8 g + k]; IQ3_XXS: out[16 i + 4 k + g] =
     // in[16 i + 4 g + k].
@@ -91,9 +134,11 @@ constexpr Consts MakeConsts() {
 alignas(64) constexpr Consts kConsts = MakeConsts();
 
 // n_tok tokens' quants in the permuted order: out + t * (nb * 256), nb blocks each.
+// IQ1_S: then the tokens' [nb][8] i32 sub-block sums B_j (bsums 2 j + bsums 2 j + 1) at
+// out + n_tok * nb * 256, token t's at + t * nb * 32 bytes.
 template <Kind K>
 void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb, uint8_t* out) {
-  const __m512i ctrl = _mm512_load_si512(kConsts.perm[K == Kind::kIQ2XXS ? 0 : 1]);
+  const __m512i ctrl = _mm512_load_si512(kConsts.perm[K == Kind::kIQ3XXS ? 1 : 0]);
   for (int64_t t = 0; t < n_tok; ++t) {
     const auto* at = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride);
     uint8_t* o = out + t * nb * kQkK;
@@ -102,6 +147,11 @@ void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb,
         _mm512_storeu_si512(o + b * kQkK + 64 * c,
                             _mm512_permutexvar_epi8(ctrl, _mm512_loadu_si512(at[b].qs + 64 * c)));
       }
+      if constexpr (K == Kind::kIQ1S) {
+        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at[b].bsums));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + n_tok * nb * kQkK + (t * nb + b) * 32),
+                            _mm256_madd_epi16(bs, _mm256_set1_epi16(1)));
+      }
     }
   }
 }
@@ -109,9 +159,12 @@ void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb,
 // The code tables in registers, entries 64 i .. 64 i + 63: IQ2_XXS c0 / c1 = iq2xxs_lo / hi;
 // IQ3_XXS c0 = iq3xxs_lo (the 12-bit code's bits 0-7; the level lookups use bits 0-5), c1 =
 // iq3xxs_b (bits 6-11), and the two level tables.
+// IQ1_S: c0 / c1 = iq1_lo / iq1_d4, and its field table, spread / shift controls and scale
+// factors.
 struct Tables {
   __m512i c0[4], c1[4];
   __m512i level[2];
+  __m512i hi, spread, shift, ls8, cb;
 };
 template <Kind K>
 Tables LoadTables() {
@@ -121,6 +174,9 @@ Tables LoadTables() {
     if constexpr (K == Kind::kIQ2XXS) {
       r.c0[i] = _mm512_load_si512(t.iq2xxs_lo + 64 * i);
       r.c1[i] = _mm512_load_si512(t.iq2xxs_hi + 64 * i);
+    } else if constexpr (K == Kind::kIQ1S) {
+      r.c0[i] = _mm512_load_si512(kConsts.iq1_lo + 64 * i);
+      r.c1[i] = _mm512_load_si512(kConsts.iq1_d4 + 64 * i);
     } else {
       r.c0[i] = _mm512_load_si512(t.iq3xxs_lo + 64 * i);
       r.c1[i] = _mm512_load_si512(t.iq3xxs_b + 64 * i);
@@ -128,6 +184,11 @@ Tables LoadTables() {
   }
   r.level[0] = _mm512_load_si512(kConsts.iq3_level[0]);
   r.level[1] = _mm512_load_si512(kConsts.iq3_level[1]);
+  r.hi = _mm512_load_si512(kConsts.iq1_hi);
+  r.spread = _mm512_load_si512(kConsts.iq1_spread);
+  r.shift = _mm512_load_si512(kConsts.iq1_shift);
+  r.ls8 = _mm512_load_si512(kConsts.iq1_ls8);
+  r.cb = _mm512_load_si512(kConsts.iq1_cb);
   return r;
 }
 
@@ -178,7 +239,8 @@ constexpr int64_t kAhead = 2;
 // stream, stopping at pf_end.
 template <Kind K, int G, int T>
 void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_stride, const uint8_t* a,
-          size_t a_stride, int64_t nb, uintptr_t pf_end, const Tables& tab, float* y, int64_t ldy) {
+          size_t a_stride, const int32_t* /*bsum: IQ1_S's*/, int64_t nb, uintptr_t pf_end,
+          const Tables& tab, float* y, int64_t ldy) {
   constexpr int kPerSub = (kLines<K> - 1) / 8;  // prefetched lines per sub-block (+1 per block)
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[G][T];
@@ -270,8 +332,114 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
   }
 }
 
+
+// IQ1_S's tile, as Tile, and bsum: token 0's [nb][8] B_j (PermuteTokens; tokens nb * 8 apart).
+template <int G, int T>
+void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_stride,
+             const uint8_t* a, size_t a_stride, const int32_t* bsum, int64_t nb, uintptr_t pf_end,
+             const Tables& tab, float* y, int64_t ldy) {
+  constexpr Kind K = Kind::kIQ1S;
+  const __m512i zero = _mm512_setzero_si512();
+  __m512 acc[G][T];
+  const uint16_t* dw[G];
+  const BlockIQ1_S_R16* blocks[G];
+  for (int i = 0; i < G; ++i) {
+    dw[i] = reinterpret_cast<const uint16_t*>(g + i * gstride);
+    blocks[i] = GroupBlocks<K>(g + i * gstride, nb);
+    for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockIQ1_S_R16* blk[G];
+    const char* ahead[G];  // as Tile's
+    for (int i = 0; i < G; ++i) {
+      blk[i] = blocks[i] + b;
+      ahead[i] = reinterpret_cast<const char*>(
+          b + kAhead < nb ? blocks[i] + b + kAhead
+                          : GroupBlocks<K>(g + (i + G) * gstride, nb) + (b + kAhead - nb));
+    }
+    const bool pf = T == 1 && reinterpret_cast<uintptr_t>(ahead[G - 1]) < pf_end;
+    for (int i = 0; pf && i < G; ++i) {
+      _mm_prefetch(reinterpret_cast<const char*>(dw[i] + kR16Rows * (b + kAhead)), _MM_HINT_T1);
+    }
+    const uint8_t* ab = act + b * kQkK;
+    __m512i isum[G][T];
+    for (int i = 0; i < G; ++i) {
+      for (int t = 0; t < T; ++t) isum[i][t] = zero;
+    }
+#pragma GCC unroll 2
+    for (int j = 0; j < 8; ++j) {
+      // 14 lines per block: lines 2 j, 2 j + 1 of the block ahead during sub-blocks 0-6.
+      for (int i = 0; pf && j < 7 && i < G; ++i) {
+        _mm_prefetch(ahead[i] + 128 * j, _MM_HINT_T1);
+        _mm_prefetch(ahead[i] + 128 * j + 64, _MM_HINT_T1);
+      }
+      __m512i c[G], d4[G], e[G], ls8[G], cb[G], P[G][T];
+      for (int i = 0; i < G; ++i) {
+        const __m512i x = _mm512_loadu_si512(blk[i]->a[j]);
+        const __mmask64 bit7 = _mm512_movepi8_mask(x);
+        c[i] = Lookup256(tab.c0, x, bit7);
+        d4[i] = Lookup256(tab.c1, x, bit7);
+        const __m512i words = _mm512_permutexvar_epi8(
+            tab.spread, _mm512_maskz_loadu_epi8(0xFFFFFFFFFFFFull, blk[i]->f[j]));
+        e[i] = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(tab.shift, words), tab.hi);
+        const __m512i sv = _mm512_srli_epi32(words, quant::kIq1R16ScaleShift);
+        ls8[i] = _mm512_permutexvar_epi32(sv, tab.ls8);
+        cb[i] = _mm512_permutexvar_epi32(sv, tab.cb);
+        for (int t = 0; t < T; ++t) P[i][t] = zero;
+      }
+#pragma GCC unroll 8
+      for (int m = 0; m < 8; ++m) {
+        __m512i at[T];
+        for (int t = 0; t < T; ++t) {
+          at[t] =
+              _mm512_set1_epi32(static_cast<int>(LoadU32(ab + t * act_stride + 32 * j + 4 * m)));
+        }
+        for (int i = 0; i < G; ++i) {
+          const __m512i u =
+              m < 4    ? _mm512_gf2p8affine_epi64_epi8(
+                             c[i], _mm512_set1_epi64(static_cast<int64_t>(PickMatrix(m))), 0)
+              : m == 4 ? d4[i]
+                       : _mm512_gf2p8affine_epi64_epi8(
+                             e[i], _mm512_set1_epi64(static_cast<int64_t>(PickMatrix(m - 5))), 0);
+          for (int t = 0; t < T; ++t) P[i][t] = _mm512_dpbusd_epi32(P[i][t], u, at[t]);
+        }
+      }
+      for (int t = 0; t < T; ++t) {
+        const __m512i bj = _mm512_set1_epi32(bsum[t * nb * 8 + b * 8 + j]);
+        for (int i = 0; i < G; ++i) {
+          isum[i][t] = _mm512_add_epi32(
+              isum[i][t], _mm512_add_epi32(_mm512_mullo_epi32(P[i][t], ls8[i]),
+                                           _mm512_mullo_epi32(cb[i], bj)));
+        }
+      }
+    }
+    for (int i = 0; i < G; ++i) {
+      const __m512 d = _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dw[i] + kR16Rows * b)));
+      for (int t = 0; t < T; ++t) {
+        const float da = kScale<K> * reinterpret_cast<const BlockQ8_K*>(a + t * a_stride)[b].d;
+        acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][t]),
+                                    _mm512_mul_ps(d, _mm512_set1_ps(da)), acc[i][t]);
+      }
+    }
+  }
+  for (int i = 0; i < G; ++i) {
+    for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy + 16 * i, acc[i][t]);
+  }
+}
+
 using TileFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, const uint8_t*, size_t,
-                        int64_t, uintptr_t, const Tables&, float*, int64_t);
+                        const int32_t*, int64_t, uintptr_t, const Tables&, float*, int64_t);
+template <Kind K, int G, int T>
+constexpr TileFn TileFor() {
+  if constexpr (K == Kind::kIQ1S) {
+    return TileIq1<G, T>;
+  } else {
+    return Tile<K, G, T>;
+  }
+}
+template <Kind K, int G, int T>
+constexpr TileFn kTile = TileFor<K, G, T>();
 
 // Decode: two groups per pass (two streams sharing the activation dwords), then one. Several
 // tokens: per group, 4 tokens per pass, then the rest 3 / 2 / 1 (the group's 16 rows x n
@@ -284,35 +452,39 @@ void Gemm(const void* w_ptr, size_t w_stride, int64_t n_rows, const void* a_ptr,
   const int64_t nb = n / kQkK;
   const size_t gstride = static_cast<size_t>(kR16Rows) * w_stride;
   const Tables tab = LoadTables<K>();
-  // The permuted quants of every token: on the stack for one token of up to 16384 values (a
-  // decode call), else on the heap (prefill: n_tok x n bytes).
-  constexpr int64_t kStackBytes = 16384;
+  // The permuted quants of every token (and IQ1_S's sub-block sums, 32 bytes per block and
+  // token): on the stack for one token of up to 16384 values (a decode call), else on the heap
+  // (prefill: n_tok x n bytes).
+  constexpr int64_t kStackBytes = 16384 + 2048;
   alignas(64) uint8_t stack[kStackBytes];
   std::vector<uint8_t> heap;
-  const int64_t perm_bytes = n_tok * nb * kQkK;
+  const int64_t perm_bytes = n_tok * nb * (kQkK + (K == Kind::kIQ1S ? 32 : 0));
   if (perm_bytes > kStackBytes) heap.resize(static_cast<size_t>(perm_bytes));
   uint8_t* perm = perm_bytes > kStackBytes ? heap.data() : stack;
   PermuteTokens<K>(a, a_stride, n_tok, nb, perm);
+  const auto* bsum = reinterpret_cast<const int32_t*>(perm + n_tok * nb * kQkK);
   const size_t act_stride = static_cast<size_t>(nb * kQkK);
   auto group = [&](int64_t r0) { return w + static_cast<size_t>(r0) * w_stride; };
   if (n_tok == 1) {
     const uintptr_t end = PrefetchEnd(w, n_rows, w_stride);
     int64_t r0 = 0;
     for (; r0 + 2 * kR16Rows <= n_rows; r0 += 2 * kR16Rows) {
-      Tile<K, 2, 1>(group(r0), gstride, perm, act_stride, a, a_stride, nb, end, tab, y + r0, ldy);
+      kTile<K, 2, 1>(group(r0), gstride, perm, act_stride, a, a_stride, bsum, nb, end, tab,
+                     y + r0, ldy);
     }
     if (r0 < n_rows) {
-      Tile<K, 1, 1>(group(r0), gstride, perm, act_stride, a, a_stride, nb, end, tab, y + r0, ldy);
+      kTile<K, 1, 1>(group(r0), gstride, perm, act_stride, a, a_stride, bsum, nb, end, tab,
+                     y + r0, ldy);
     }
     return;
   }
-  constexpr TileFn kTiles[5] = {nullptr, Tile<K, 1, 1>, Tile<K, 1, 2>, Tile<K, 1, 3>,
-                                Tile<K, 1, 4>};
+  constexpr TileFn kTiles[5] = {nullptr, kTile<K, 1, 1>, kTile<K, 1, 2>, kTile<K, 1, 3>,
+                                kTile<K, 1, 4>};
   for (int64_t r0 = 0; r0 < n_rows; r0 += kR16Rows) {
     for (int64_t t = 0; t < n_tok; t += 4) {
       const int64_t tn = n_tok - t < 4 ? n_tok - t : 4;
       kTiles[tn](group(r0), gstride, perm + t * act_stride, act_stride, a + t * a_stride, a_stride,
-                 nb, 0, tab, y + t * ldy + r0, ldy);
+                 bsum + t * nb * 8, nb, 0, tab, y + t * ldy + r0, ldy);
     }
   }
 }
@@ -330,6 +502,10 @@ void GemmIQ3XXSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows
                                   size_t a_stride, int64_t n_tok, int64_t n, float* y,
                                   int64_t ldy) {
   Gemm<Kind::kIQ3XXS>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmIQ1SR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  Gemm<Kind::kIQ1S>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 }  // namespace moesplit::gemv::internal

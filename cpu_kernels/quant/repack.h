@@ -112,6 +112,26 @@
 // each value's level with one vpermb (bits 0-5 of its index), since IQ3_XXS's levels 4, 12,
 // .., 52, 62 are no affine map of the code. 16 x 102 bytes per 256 values (IQ3_XXS: 98).
 //
+// kIQ1_S_R16: IQ1_S with 16 rows interleaved and its grid entries as base-3 digits, so that no
+// kernel looks up an 11-bit index (2048 entries: no register table holds them; the file
+// layout's kernel spends ~40 cycles per block on its 32 lookups). Grid value t_k in {-1, 0, 1}
+// is stored as the digit t_k + 1: a group's values 0-4 as one byte sum_k<5 (t_k + 1) 3^k
+// (< 243), values 5-7 as a 5-bit field sum_k<3 (t_{5+k} + 1) 3^k (< 27). A group of nb = n /
+// 256 blocks is the group's [nb][16] f16 d's, then nb BlockIQ1_S_R16 payloads of 896 bytes (14
+// cache lines). Per sub-block j (values 32 j .. 32 j + 31 of a row):
+//   a[j]  byte 4 r + g = row r's group g (values 32 j + 8 g ..), values 0-4
+//   f[j]  bytes 3 r .. 3 r + 2 = row r's 24-bit word: bits 5 g .. 5 g + 4 group g's values
+//         5-7, bits 20-22 the scale s_j, bit 23 the sign of the delta (set: -1/8)
+// Why this shape: a kernel turns the 64 bytes of a[j] into 2-bit digits with two 256-entry
+// byte lookups (values 0-3 as four 2-bit fields, value 4 whole), spreads f[j]'s 16 words into
+// the dword lanes with one vpermb and one vpmultishiftqb and looks the fields up with one
+// vpermb (values 5-7); then value k of every group is one vgf2p8affineqb (field -> digit byte)
+// and one vpdpbusd against the token's 4 activations (lane r's dword = values 32 j + 8 g + k,
+// g < 4, as kIQ2_XXS_R16's permutation). 16 x 58 bytes per 256 values (IQ1_S: 50; 3^8 = 6561
+// digit patterns need 13 bits where the grid's 2048 need 11): 1.16x the file for these
+// tensors, which a file mixing them with wider down projections keeps under 1.1x overall
+// (docs/PERFORMANCE.md). Lossless: the unpack finds each digit pattern's grid index.
+//
 // A matrix of R rows (R a multiple of 16) and n columns is R / 16 groups back to back, each
 // n / 256 (Q4_K) or n / 32 (legacy) blocks: rows [16 g, 16 g + 16) start at byte
 // g * 16 * RowBytes(type, n), i.e. the usual row * row_bytes addressing holds at multiples of
@@ -200,8 +220,18 @@ struct BlockIQ3_XXS_R16 {
 static_assert(sizeof(BlockIQ3_XXS_R16) == 25 * 64, "25 cache lines");
 static_assert(sizeof(BlockIQ3_XXS_R16) + kR16Rows * 2 == kR16Rows * 102);
 
+struct BlockIQ1_S_R16 {
+  uint8_t a[8][4 * kR16Rows];  // [sub-block j][4 r + g] base-3 digits of values 0-4 of a group
+  uint8_t f[8][3 * kR16Rows];  // [j][3 r + i] byte i of row r's word (values 5-7, s_j, sign)
+};
+static_assert(sizeof(BlockIQ1_S_R16) == 14 * 64, "14 cache lines");
+static_assert(sizeof(BlockIQ1_S_R16) + kR16Rows * 2 == kR16Rows * 58);
+// Bits of a kIQ1_S_R16 word: group g's field at 5 g, the scale at 20, the delta sign at 23.
+inline constexpr int kIq1R16ScaleShift = 20;
+inline constexpr int kIq1R16SignBit = 23;
+
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
-// Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS and IQ3_XXS with rows
+// Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS, IQ3_XXS and IQ1_S with rows
 // a multiple of 16 repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
@@ -252,6 +282,9 @@ void RepackIQ2XXSRows16(const void* src, size_t src_stride, int64_t n, void* dst
 void UnpackIQ2XXSRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 void RepackIQ3XXSRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ3XXSRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
+// The same for IQ1_S (kIQ1_S_R16; repack_iq1_r16.cc).
+void RepackIQ1SRows16(const void* src, size_t src_stride, int64_t n, void* dst);
+void UnpackIQ1SRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
 // 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q4_0 / IQ4_NL /
 // MXFP4) at

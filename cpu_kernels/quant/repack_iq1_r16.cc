@@ -1,0 +1,105 @@
+// IQ1_S rows <-> their 16-row groups kIQ1_S_R16 (layout in repack.h): the grid entry of each
+// group of 8 values stored as its base-3 digits. Lossless both ways: every kIq1SGrid entry is
+// a distinct pattern of 8 values in {-1, 0, 1} (CHECKed when the inverse is built), so
+// Unpack(Repack(rows)) gives the file's bytes back.
+#include <array>
+#include <cstring>
+
+#include "core/base/status.h"
+#include "cpu_kernels/quant/blocks_iq.h"
+#include "cpu_kernels/quant/iq_grids.h"
+#include "cpu_kernels/quant/repack.h"
+
+namespace moesplit::quant {
+namespace {
+
+using internal::kIq1SGrid;
+using internal::kIq1SGridSize;
+
+constexpr int kPatterns = 6561;  // 3^8 digit patterns of a group
+
+// The base-3 number of grid entry e: sum_k (t_k + 1) 3^k over its 8 values t_k in {-1, 0, 1}.
+int Pattern(int e) {
+  int p = 0;
+  for (int k = 7; k >= 0; --k) {
+    const int t = static_cast<int8_t>(kIq1SGrid[e] >> (8 * k));
+    MOESPLIT_CHECK(t >= -1 && t <= 1, "iq1s grid value ", t);
+    p = 3 * p + t + 1;
+  }
+  return p;
+}
+
+// Pattern -> grid index (-1: no entry), built once.
+const std::array<int16_t, kPatterns>& InverseGrid() {
+  static const std::array<int16_t, kPatterns> inverse = [] {
+    std::array<int16_t, kPatterns> inv;
+    inv.fill(-1);
+    for (int e = 0; e < kIq1SGridSize; ++e) {
+      const int p = Pattern(e);
+      MOESPLIT_CHECK(inv[p] < 0, "iq1s grid entries ", inv[p], " and ", e, " are equal");
+      inv[p] = static_cast<int16_t>(e);
+    }
+    return inv;
+  }();
+  return inverse;
+}
+
+}  // namespace
+
+void RepackIQ1SRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
+  MOESPLIT_CHECK(n % kQkK == 0, "IQ1_S row of ", n, " values");
+  const int64_t nb = n / kQkK;
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint16_t*>(dst);  // [nb][16] f16, then the payloads
+  auto* out = reinterpret_cast<BlockIQ1_S_R16*>(static_cast<uint8_t*>(dst) + nb * kR16Rows * 2);
+  for (int64_t b = 0; b < nb; ++b) {
+    BlockIQ1_S_R16& o = out[b];
+    for (int r = 0; r < kR16Rows; ++r) {
+      BlockIQ1_S in;
+      std::memcpy(&in, s + r * src_stride + b * sizeof(in), sizeof(in));
+      d[b * kR16Rows + r] = in.d;
+      for (int j = 0; j < 8; ++j) {
+        const uint32_t qh = in.qh[j];
+        uint32_t word = ((qh >> 12) & 7) << kIq1R16ScaleShift | (qh >> 15) << kIq1R16SignBit;
+        for (int g = 0; g < 4; ++g) {
+          const int p = Pattern(static_cast<int>(in.qs[4 * j + g] | ((qh >> (3 * g)) & 7) << 8));
+          o.a[j][4 * r + g] = static_cast<uint8_t>(p % 243);  // values 0-4
+          word |= static_cast<uint32_t>(p / 243) << (5 * g);  // values 5-7
+        }
+        for (int i = 0; i < 3; ++i) o.f[j][3 * r + i] = static_cast<uint8_t>(word >> (8 * i));
+      }
+    }
+  }
+}
+
+void UnpackIQ1SRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  MOESPLIT_CHECK(n % kQkK == 0, "IQ1_S row of ", n, " values");
+  const int64_t nb = n / kQkK;
+  const auto& inverse = InverseGrid();
+  const auto* d = static_cast<const uint16_t*>(src);
+  const auto* in =
+      reinterpret_cast<const BlockIQ1_S_R16*>(static_cast<const uint8_t*>(src) + nb * kR16Rows * 2);
+  auto* o = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int r = 0; r < kR16Rows; ++r) {
+      BlockIQ1_S out;
+      out.d = d[b * kR16Rows + r];
+      for (int j = 0; j < 8; ++j) {
+        uint32_t word = 0;
+        for (int i = 0; i < 3; ++i) word |= static_cast<uint32_t>(in[b].f[j][3 * r + i]) << (8 * i);
+        uint32_t qh = ((word >> kIq1R16ScaleShift) & 7) << 12 | (word >> kIq1R16SignBit) << 15;
+        for (int g = 0; g < 4; ++g) {
+          const int p = in[b].a[j][4 * r + g] + 243 * static_cast<int>((word >> (5 * g)) & 31);
+          const int e = p < kPatterns ? inverse[p] : -1;
+          MOESPLIT_CHECK(e >= 0, "iq1_s_r16 digits ", p, " are no grid entry");
+          out.qs[4 * j + g] = static_cast<uint8_t>(e & 255);
+          qh |= static_cast<uint32_t>(e >> 8) << (3 * g);
+        }
+        out.qh[j] = static_cast<uint16_t>(qh);
+      }
+      std::memcpy(o + r * dst_stride + b * sizeof(out), &out, sizeof(out));
+    }
+  }
+}
+
+}  // namespace moesplit::quant
