@@ -38,6 +38,15 @@ void AddPlacementFlags(CLI::App* cmd, PlacementFlags* f) {
       "Q5_0 / Q4_0 experts and dense matrices (attention projections, dense FFN, output "
       "head) into 16-row groups at load (repacking needs the AVX-512 VNNI kernel tier "
       "and replaces the file's pages with the repacked copy)");
+  // Why: IQ1_S's 16-row layout stores base-3 digits (58 bytes per 256 values where the file
+  // has 50) and decodes ~4x faster; a file of IQ1_S experts repacked whole is ~1.16x its size,
+  // over the 1.1x resident-memory budget (docs/PERFORMANCE.md).
+  cmd->add_option("--repack-growth", f->repack_growth_pct,
+                  "percent of the file's size that repacked expert layouts may add (only IQ1_S's "
+                  "grows much, 16%); tensors past it stay in the file layout and decode slower. "
+                  "-1: no limit")
+      ->default_val(8)
+      ->check(CLI::Range(-1.0, 1000.0));
   AddDeviceFlags(cmd, &f->device, /*with_device=*/true);
 }
 
@@ -50,6 +59,12 @@ std::vector<int> NodeCpuOrder(const numa::NumaNode& n) {
     if (std::find(cpus.begin(), cpus.end(), c) == cpus.end()) cpus.push_back(c);
   }
   return cpus;
+}
+
+// --no-repack and --repack-growth (percent; negative: no limit) into the placement.
+void ApplyRepackFlags(const PlacementFlags& f, engine::CpuPlacement* p) {
+  p->repack = !f.no_repack;
+  p->repack_growth = f.repack_growth_pct < 0 ? -1.0 : f.repack_growth_pct / 100.0;
 }
 
 struct Choice {
@@ -210,7 +225,7 @@ StatusOr<engine::CpuPlacement> ResolvePlacement(const PlacementFlags& f, int thr
   } else if (!model_path.empty() && NodesWithCpus(topo) >= 2) {
     p = AutoPlacement(f, threads, topo, model_path, log);
   }
-  if (p.ok()) p->repack = !f.no_repack;
+  if (p.ok()) ApplyRepackFlags(f, &*p);
   return p;
 }
 
@@ -218,13 +233,15 @@ StatusOr<engine::CpuPlacement> ResolvePlacement(const PlacementFlags& f, int thr
                                                 const std::string& model_path, std::ostream* log) {
   if (f.Any()) {
     MOESPLIT_ASSIGN_OR_RETURN(numa::Topology topo, numa::LoadTopology(""));
-    return Resolve(f, threads, topo, nullptr);
+    StatusOr<engine::CpuPlacement> p = Resolve(f, threads, topo, nullptr);
+    if (p.ok()) ApplyRepackFlags(f, &*p);
+    return p;
   }
   StatusOr<numa::Topology> topo = numa::LoadTopology("");
   if (!topo.ok()) {  // no flags asked for a topology: keep the default pool, say why
     if (log) *log << "numa: warning: " << topo.status().message() << "; one unpinned pool\n";
     engine::CpuPlacement p;
-    p.repack = !f.no_repack;
+    ApplyRepackFlags(f, &p);
     return p;
   }
   return ResolvePlacement(f, threads, *topo, model_path, log);

@@ -37,6 +37,8 @@ struct PlacementFlags {
   bool no_mmap = false;
   // --no-repack: expert tensors stay in their file layout (no Q4_K -> 16-row groups at load).
   bool no_repack = false;
+  // --repack-growth PCT: how much (percent of the file) repacked layouts may add; -1: no limit.
+  double repack_growth_pct = 8;
   DeviceFlags device;  // --device, -ngl, -ot, --cpu-moe, --n-cpu-moe, --rules
 
   bool Any() const { return !plan.empty() || !numa.empty() || !nodes.empty() || no_mmap; }

@@ -141,6 +141,37 @@ Status CheckLayer(const Layer& l, int64_t il) {
   return Status::Ok();
 }
 
+// Repacks that grow their tensor (kIQ1_S_R16 by 16%), decided before anything is placed: in
+// layer order (gate, up, down; routed, then shared), each is made while the growth of those
+// made stays within `limit` bytes (-1: all are made); the others keep the file layout.
+struct GrowthPlan {
+  std::vector<const TensorView*> kept;  // tensors in `layers` left in the file layout
+  uint64_t made = 0, refused = 0;       // bytes added by the repacks made / that were refused
+};
+GrowthPlan PlanGrowth(const std::vector<Layer>& layers, const gemv::GemvKernels* kernels,
+                      int64_t limit, int64_t copies) {
+  GrowthPlan p;
+  if (kernels == nullptr) return p;
+  for (const Layer& l : layers) {
+    if (!Present(l.gate_exps)) continue;
+    for (const TensorView* t :
+         {&l.gate_exps, &l.up_exps, &l.down_exps, &l.gate_shexp, &l.up_shexp, &l.down_shexp}) {
+      if (!Present(*t)) continue;
+      const GgmlType to = gemv::LoadLayout(*kernels, t->type, t->ne[1]);
+      const int64_t grow = (RowBytes(to, t->ne[0]) - RowBytes(t->type, t->ne[0])) * t->ne[1] *
+                           t->ne[2] * t->ne[3] * copies;
+      if (grow <= 0) continue;
+      if (limit >= 0 && static_cast<int64_t>(p.made) + grow > limit) {
+        p.kept.push_back(t);
+        p.refused += static_cast<uint64_t>(grow);
+      } else {
+        p.made += static_cast<uint64_t>(grow);
+      }
+    }
+  }
+  return p;
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Build(std::vector<Layer> layers,
@@ -156,6 +187,9 @@ StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Build(std::vector<Layer> lay
     return InvalidArgumentError("expert store: ", o.copiers.size(), " copier pools for ", n_groups,
                                 " groups");
   }
+  const GrowthPlan growth =
+      PlanGrowth(layers, o.repack_for, o.repack_growth_limit,
+                 o.mode == NumaMode::kReplicate ? n_groups : 1);
   auto cuts = [&](const Layer& l, int g) {
     const int parts = o.mode == NumaMode::kShard ? n_groups : 1;
     const int part = o.mode == NumaMode::kShard ? g : 0;
@@ -164,7 +198,9 @@ StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Build(std::vector<Layer> lay
       const FSlice sl = ShardSlice(gate.ne[1], DownBlock(down), part, parts);
       const int64_t Fn = sl.f1 - sl.f0;
       auto stored = [&](const TensorView& t, int64_t rows) {
-        return o.repack_for == nullptr ? t.type : gemv::LoadLayout(*o.repack_for, t.type, rows);
+        const bool hold = std::find(growth.kept.begin(), growth.kept.end(), &t) != growth.kept.end();
+        return o.repack_for == nullptr || hold ? t.type
+                                               : gemv::LoadLayout(*o.repack_for, t.type, rows);
       };
       out.push_back(
           {&gate, &up, &down, sl, stored(gate, Fn), stored(up, Fn), stored(down, down.ne[1])});
@@ -187,6 +223,9 @@ StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Build(std::vector<Layer> lay
       per_node || o.copy || repack || (o.mode == NumaMode::kInterleave && o.nodes.size() > 1);
   std::unique_ptr<ExpertStore> s(new ExpertStore());
   s->mode_ = o.mode;
+  s->kept_tensors_ = static_cast<int64_t>(growth.kept.size());
+  s->kept_growth_ = growth.refused;
+  s->growth_ = growth.made;
   s->nodes_ = o.nodes;
   s->groups_.assign(n_groups, layers);
   s->group_bytes_.assign(n_groups, 0);

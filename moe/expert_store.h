@@ -53,6 +53,11 @@ struct ExpertStoreOptions {
   // single included), in parallel on the copiers, and releases the file pages (the repacked copy
   // replaces the mapping).
   const gemv::GemvKernels* repack_for = nullptr;
+  // Bytes by which repacked layouts may outgrow the file layout's, over all expert tensors and
+  // copies (-1: no limit). Only kIQ1_S_R16 grows much (58 / 50 bytes; kIQ2_XXS_R16 70 / 66,
+  // kIQ3_XXS_R16 102 / 98; the others keep the size): such repacks are made in layer order
+  // while their growth fits, the rest of those tensors keep the file layout (kept_tensors).
+  int64_t repack_growth_limit = -1;
   // Called after each layer is placed: (bytes placed so far, total bytes to place).
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
@@ -76,6 +81,11 @@ class ExpertStore {
   uint64_t repacked_bytes() const { return repacked_bytes_; }
   // The layouts they were repacked into, in order of first use ("q4_K_r16, q8_0_r16").
   const std::vector<GgmlType>& repacked_types() const { return repacked_types_; }
+  // Tensors left in their file layout by repack_growth_limit (counted once, not per group), and
+  // the bytes their repack would have added on top of the limit's use.
+  int64_t kept_tensors() const { return kept_tensors_; }
+  uint64_t kept_growth() const { return kept_growth_; }
+  uint64_t growth() const { return growth_; }  // bytes the repacks made added
   // One line per group: node(s), expert bytes, and where the pages really are (move_pages).
   std::vector<std::string> Report() const;
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -91,6 +101,8 @@ class ExpertStore {
   int64_t repacked_tensors_ = 0;
   uint64_t repacked_bytes_ = 0;
   std::vector<GgmlType> repacked_types_;
+  int64_t kept_tensors_ = 0;
+  uint64_t kept_growth_ = 0, growth_ = 0;
 };
 
 // The slice of F (in values) that group g of n gets: block-aligned, contiguous, covering [0, F).

@@ -1,4 +1,5 @@
 // Engine::Place: builds the pools and the expert store of a CpuPlacement (engine.h).
+#include <cmath>
 #include <sstream>
 #include <thread>
 
@@ -129,6 +130,11 @@ Status Engine::Place(const EngineOptions& options) {
   moe::RunGroupsFn run_groups;
   moe::ExpertStoreOptions so{.mode = p.mode, .copy = p.copy_single, .progress = options.progress};
   so.repack_for = p.repack ? kernels_ : nullptr;
+  so.repack_growth_limit =
+      p.repack_growth < 0
+          ? -1
+          : static_cast<int64_t>(p.repack_growth *
+                                 static_cast<double>(model_.file().total_file_bytes()));
   if (p.groups.empty()) {
     pool_ = std::make_unique<numa::ThreadPool>(ResolveThreads(options.n_threads));
     exec_ = pool_.get();
@@ -179,6 +185,17 @@ Status Engine::Place(const EngineOptions& options) {
                              store_->repacked_bytes() >> 20, " MiB as ",
                              TypeList(store_->repacked_types()),
                              " (16-row groups; --no-repack reads the file layout)"));
+  }
+  if (store_->kept_tensors() > 0) {
+    report_.push_back(StrCat(
+        "experts kept in the file layout: ", store_->kept_tensors(),
+        " tensors whose repack grows them (iq1_s_r16: 58 / 50 bytes): ", store_->growth() >> 20,
+        " MiB of growth made, ", store_->kept_growth() >> 20, " MiB more would exceed ",
+        p.repack_growth * 100, "% of the file (--repack-growth ",
+        static_cast<int>(std::ceil(100.0 * static_cast<double>(store_->growth() +
+                                                               store_->kept_growth()) /
+                                   static_cast<double>(model_.file().total_file_bytes()))),
+        " repacks them all: faster decode, more memory)"));
   }
   if (options.backend != nullptr) {
     weights_ = &model_.weights();  // the device gets the file's layout; the CPU repacks nothing

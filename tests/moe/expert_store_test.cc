@@ -194,6 +194,59 @@ TEST(ExpertStore, Errors) {
   EXPECT_NE(bad.status().ToString().find("999"), std::string::npos) << bad.status().ToString();
 }
 
+// IQ1_S's 16-row layout grows its tensors (58 / 50 bytes): repack_growth_limit caps what the
+// repacks may add, in layer order, the rest keeping the file layout; -1 repacks everything.
+// Each store's layer still computes what the plain fused path does.
+TEST(ExpertStore, RepackGrowthLimitKeepsTheRestInTheFileLayout) {
+  const gemv::GemvKernels& kernels = gemv::KernelsFor(cpu::BestTier(cpu::DetectCpuFeatures()));
+  if (gemv::LoadLayout(kernels, GgmlType::kIQ1_S, kF) != GgmlType::kIQ1_S_R16) {
+    GTEST_SKIP() << "no native iq1_s_r16 kernel on this CPU (AVX-512 VNNI + VBMI + GFNI)";
+  }
+  const Slab gate(GgmlType::kIQ1_S, kD, kF, kE, 1), up(GgmlType::kIQ1_S, kD, kF, kE, 2),
+      down(GgmlType::kQ8_0, kF, kD, kE, 3);
+  std::vector<ExpertEngine::Layer> layers(2);
+  layers[1] = {gate.view, up.view, down.view};
+  // One IQ1_S tensor grows by 8 bytes per 256 values: kF rows x kE experts x 8.
+  const int64_t one = kF * kE * (58 - 50) * (kD / 256);
+  struct Want {
+    int64_t limit;
+    GgmlType gate, up;
+    int64_t kept;
+  };
+  for (const Want& w : {Want{-1, GgmlType::kIQ1_S_R16, GgmlType::kIQ1_S_R16, 0},
+                        Want{one, GgmlType::kIQ1_S_R16, GgmlType::kIQ1_S, 1},
+                        Want{one - 1, GgmlType::kIQ1_S, GgmlType::kIQ1_S, 2}}) {
+    StatusOr<std::unique_ptr<ExpertStore>> store =
+        ExpertStore::Build(layers, {.nodes = {0},
+                                    .release_mapping = false,
+                                    .repack_for = &kernels,
+                                    .repack_growth_limit = w.limit});
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    const ExpertEngine::Layer& l = (*store)->layer(0, 1);
+    EXPECT_EQ(l.gate_exps.type, w.gate) << "limit " << w.limit;
+    EXPECT_EQ(l.up_exps.type, w.up) << "limit " << w.limit;
+    EXPECT_EQ(l.down_exps.type, kernels.native_layout[static_cast<size_t>(GgmlType::kQ8_0_R16)]
+                                    ? GgmlType::kQ8_0_R16
+                                    : GgmlType::kQ8_0);
+    EXPECT_EQ((*store)->kept_tensors(), w.kept) << "limit " << w.limit;
+    EXPECT_EQ((*store)->growth(), static_cast<uint64_t>(one * (2 - w.kept)));
+    EXPECT_EQ((*store)->kept_growth(), static_cast<uint64_t>(one * w.kept));
+    numa::ThreadPool pool(2);
+    ExpertEngine ref(&pool, &kernels);
+    GroupedExperts grouped(store->get(), {&pool}, nullptr, &kernels);
+    std::vector<float> x(kD, 0.5f);
+    for (int64_t i = 0; i < kD; ++i) x[i] = std::sin(0.1f * static_cast<float>(i));
+    const int32_t ids[2] = {1, 4};
+    const float wts[2] = {0.6f, 0.4f};
+    std::vector<float> want(kD), got(kD);
+    ref.Forward(layers[1], x.data(), 1, ids, wts, 2, want.data());
+    grouped.Forward(1, x.data(), 1, ids, wts, 2, got.data());
+    for (int64_t i = 0; i < kD; ++i) {
+      ASSERT_NEAR(got[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << "limit " << w.limit;
+    }
+  }
+}
+
 // Whether the page holding p is mapped in this process (/proc/self/pagemap bit 63; mincore
 // would answer for the page cache, which keeps a released file page).
 bool PagePresent(const void* p) {

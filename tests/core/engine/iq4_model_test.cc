@@ -1,7 +1,8 @@
 // The 4-bit make-model mixes: IQ4_XS (llama-quantize IQ4_XS without an importance matrix:
 // experts IQ4_XS, the 128-wide rows of ds-tiny's down projections and attn_k_b falling back to
 // IQ4_NL) and MXFP4_MOE (every routed expert MXFP4, the rest Q8_0); and UD-IQ2_XXS (gate / up
-// IQ2_XXS, repacked to iq2_xxs_r16; ds-tiny's 128-wide down rows Q4_0). Each file loads, every
+// IQ2_XXS, repacked to iq2_xxs_r16; ds-tiny's 128-wide down rows Q4_0) and UD-IQ1_S (gate / up
+// IQ1_S, repacked to iq1_s_r16, the base-3 layout). Each file loads, every
 // tensor type has a fast kernel at every tier (no reference-matmul fallback), the experts are
 // repacked where the tier has the 16-row layouts, and each tier's logits agree with the scalar
 // tier's (the reference dots), prompt and decode, repacked or not.
@@ -39,6 +40,7 @@ constexpr MixCase kMixes[] = {
     {synth::QuantMix::kMXFP4_MOE, GgmlType::kMXFP4, GgmlType::kMXFP4, GgmlType::kQ8_0, "mxfp4_r16"},
     {synth::QuantMix::kUdIQ2_XXS, GgmlType::kIQ2_XXS, GgmlType::kQ4_0, GgmlType::kQ6_K,
      "iq2_xxs_r16"},
+    {synth::QuantMix::kUdIQ1_S, GgmlType::kIQ1_S, GgmlType::kIQ4_NL, GgmlType::kQ6_K, "iq1_s_r16"},
 };
 
 class Iq4ModelTest : public ::testing::TestWithParam<std::tuple<cpu::IsaTier, int>> {
@@ -124,7 +126,7 @@ TEST_P(Iq4ModelTest, LogitsMatchTheScalarTier) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTiers, Iq4ModelTest,
-                         ::testing::Combine(testing::AllIsaTiers(), ::testing::Range(0, 3)),
+                         ::testing::Combine(testing::AllIsaTiers(), ::testing::Range(0, 4)),
                          [](const ::testing::TestParamInfo<std::tuple<cpu::IsaTier, int>>& info) {
                            std::string mix =
                                synth::QuantMixName(kMixes[std::get<1>(info.param)].mix);
