@@ -207,6 +207,17 @@ TEST(AutoPlacement, NoFlagsOnTwoSocketsUsesThePlan) {
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->mode, numa::NumaMode::kShard);
   EXPECT_EQ(p->groups.size(), 2u);
+  EXPECT_TRUE(p->repack);
+  EXPECT_DOUBLE_EQ(p->repack_growth, 0.08);  // --repack-growth's default, 8 %
+  // --no-repack and --repack-growth hold with every other flag, on the live topology too.
+  for (bool live : {false, true}) {
+    const PlacementFlags f{.numa = "single", .no_repack = true, .repack_growth_pct = 20};
+    p = live ? ResolvePlacement(f, 1, std::string(), nullptr)
+             : ResolvePlacement(f, 8, *two, path, nullptr);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    EXPECT_FALSE(p->repack) << "live " << live;
+    EXPECT_DOUBLE_EQ(p->repack_growth, 0.2) << "live " << live;
+  }
   // A model the planner cannot read is the reader's error, with the path.
   p = ResolvePlacement({}, 0, *two, "/nonexistent/auto.gguf", nullptr);
   ASSERT_FALSE(p.ok());
