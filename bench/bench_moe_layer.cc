@@ -8,7 +8,8 @@
 //   v3 / v2lite iq4_xs-iq4_xs / iq4_xs-iq4_nl (IQ4_XS files; repacked only)
 //   v3       q2_K-q2_K, q2_K-q3_K (UD-Q2_K_XL-like), q3_K-q3_K, q3_K-q4_K (Q3_K_M); repacked only
 //   v3       iq2_xxs-iq2_xxs, iq1_m-iq1_m, iq1_s-iq1_s, iq1_s-iq2_xxs, iq3_xxs-iq3_xxs,
-//            iq3_s-iq3_s, iq2_xs-iq2_xs, iq2_s-iq2_s (IQ2_XXS / IQ1_S / IQ3_XXS also repacked)
+//            iq3_s-iq3_s, iq2_xs-iq2_xs, iq2_s-iq2_s (IQ2_XXS / IQ1_S / IQ1_M / IQ3_XXS also
+//            repacked)
 //   v3 mxfp4-mxfp4 (MXFP4_MOE files), v3 / v2lite mxfp4-mxfp4/repacked
 // each in the file layout, and ".../repacked" (all four) as the engine stores
 // them by default: repacked at load into 16-row groups where the tier has the layouts
@@ -90,12 +91,13 @@ constexpr Variant kVariants[] = {
     {"v3/q3_K-q3_K/repacked", 7168, 2048, 256, 8, GgmlType::kQ3_K, GgmlType::kQ3_K, true},
     {"v3/q3_K-q4_K/repacked", 7168, 2048, 256, 8, GgmlType::kQ3_K, GgmlType::kQ4_K, true},
     // Lattice-type experts (Unsloth's UD-IQ2_XXS / UD-IQ1_M / UD-IQ1_S files): the file layout;
-    // IQ2_XXS and IQ1_S also repacked at load to iq2_xxs_r16 / iq1_s_r16 on AVX-512 VNNI with
-    // VBMI and GFNI (as the engine stores them); IQ1_M has no repacked layout.
+    // IQ2_XXS, IQ1_S and IQ1_M also repacked at load to iq2_xxs_r16 / iq1_s_r16 / iq1_m_r16 on
+    // AVX-512 VNNI with VBMI and GFNI (as the engine stores them).
     {"v3/iq2_xxs-iq2_xxs", 7168, 2048, 256, 8, GgmlType::kIQ2_XXS, GgmlType::kIQ2_XXS},
     {"v3/iq2_xxs-iq2_xxs/repacked", 7168, 2048, 256, 8, GgmlType::kIQ2_XXS, GgmlType::kIQ2_XXS,
      true},
     {"v3/iq1_m-iq1_m", 7168, 2048, 256, 8, GgmlType::kIQ1_M, GgmlType::kIQ1_M},
+    {"v3/iq1_m-iq1_m/repacked", 7168, 2048, 256, 8, GgmlType::kIQ1_M, GgmlType::kIQ1_M, true},
     {"v3/iq1_s-iq1_s", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ1_S},
     {"v3/iq1_s-iq1_s/repacked", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ1_S, true},
     {"v3/iq1_s-iq2_xxs", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ2_XXS},

@@ -63,6 +63,7 @@ constexpr TypeTraits kInternalTraits[] = {
     {T::kIQ2_XXS_R16, "iq2_xxs_r16", 256, 70, true},
     {T::kIQ3_XXS_R16, "iq3_xxs_r16", 256, 102, true},
     {T::kIQ1_S_R16, "iq1_s_r16", 256, 58, true},
+    {T::kIQ1_M_R16, "iq1_m_r16", 256, 66, true},
 };
 
 const TypeTraits* FindInternalTraits(GgmlType t) {

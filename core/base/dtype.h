@@ -90,10 +90,13 @@ enum class GgmlType : uint32_t {
   // grid entries stored as base-3 digits, 5 + 3 values per group: 13 bits where the grid's
   // index is 11).
   kIQ1_S_R16 = 77,
+  // IQ1_M the same way (repack.h): 66 bytes per row and block (IQ1_M: 56; each group's delta
+  // sign and the 3-bit scales beside the digits in one 30-bit word per 32 values).
+  kIQ1_M_R16 = 78,
 };
 
 inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
-inline constexpr uint32_t kTypeIdLimit = 78;      // ggml's ids and moesplit's internal layouts
+inline constexpr uint32_t kTypeIdLimit = 79;      // ggml's ids and moesplit's internal layouts
 
 // The rows a layout interleaves: 16 for the *_R16 layouts, 1 for every GGUF type. Matrices of such
 // a type are sliced only at multiples of this many rows.

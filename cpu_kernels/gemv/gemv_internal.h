@@ -300,6 +300,9 @@ void GemmIQ3XXSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows
 // kIQ1_S_R16: base-3 digits, two byte lookups and one field lookup per 64 groups.
 void GemmIQ1SR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// kIQ1_M_R16: the same with a scale per 16 values (two products per value) and a delta per group.
+void GemmIQ1MR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #endif
 // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: scalar reference dots in gemv_iq23_scalar.cc (generic
 // flags), AVX2 dots in gemv_iq23_avx2.cc (scalar grid loads, maddubs / madd: the avx2 and

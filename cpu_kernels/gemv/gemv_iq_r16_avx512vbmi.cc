@@ -1,5 +1,5 @@
-// IQ2_XXS / IQ3_XXS weights in the 16-row layouts kIQ2_XXS_R16 / kIQ3_XXS_R16
-// (cpu_kernels/quant/repack.h) x Q8_K activations: the AVX-512 VNNI tier's kernels on CPUs with
+// IQ2_XXS / IQ3_XXS / IQ1_S / IQ1_M weights in the 16-row layouts kIQ2_XXS_R16 /
+// kIQ3_XXS_R16 / kIQ1_S_R16 / kIQ1_M_R16 (cpu_kernels/quant/repack.h) x Q8_K activations: the AVX-512 VNNI tier's kernels on CPUs with
 // VBMI and GFNI. Compiled with MOESPLIT_FLAGS_AVX512VNNI + -mavx512vbmi -mgfni
 // (gemv/kquants.cmake); reached only through KernelsFor(IsaTier::kAvx512Vnni / kAmx) where
 // DetectCpuFeatures().avx512vbmi and .gfni. The integer per (row, block, token) is the scalar
@@ -33,10 +33,16 @@
 //   I += P * 8 (2 s_j + 1) + B * (2 s_j + 1) (e_j - 8)   (= (2 s_j + 1) (8 G + e_j B), the
 //     scalar dot's integer; e_j = -1 / +1 the delta's sign; both factors by vpermd from the
 //     word's bits 20-23; B from the Q8_K bsums)
-// ~36 vector ops per 512 weights where the file layout's kernel spends ~40 cycles per 256.
+// ~34 vector ops per 512 weights where the file layout's kernel spends ~40 cycles per 256.
+// IQ1_M (kIQ1_M_R16): the same digits; a scale per 16 values (groups 0-1, 2-3 of a lane's
+//   dword) and a delta sign per group. Each value's digit byte goes into two vpdpbusd, against
+//   the activations with groups 2-3 zeroed (P0) and with groups 0-1 zeroed (P1); per half h
+//   I += P_h * 8 (2 s_h + 1) + vpdpwssd((2 s_h + 1) (e_g - 8) for its 2 groups, their sums S_g)
+//   (the factors by one 32-entry vpermt2d each from the half's 5 bits; S_g by vpsadbw). ~46
+//   ops per 512 weights.
 // The activations are permuted once per call so that each (j, m) dword is contiguous:
-// IQ2_XXS / IQ1_S out[32 j + 4 k + g] = qs[32 j + 8 g + k]; IQ3_XXS out[16 i + 4 k + g] =
-// qs[16 i + 4 g + k] (one vpermb per 64 bytes); IQ1_S's B_j follow each token's quants.
+// IQ2_XXS / IQ1_S / IQ1_M out[32 j + 4 k + g] = qs[32 j + 8 g + k]; IQ3_XXS out[16 i + 4 k + g]
+// = qs[16 i + 4 g + k] (one vpermb per 64 bytes); the IQ1 sums follow all tokens' quants.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -53,6 +59,7 @@
 namespace moesplit::gemv::internal {
 namespace {
 
+using quant::BlockIQ1_M_R16;
 using quant::BlockIQ1_S_R16;
 using quant::BlockIQ2_XXS_R16;
 using quant::BlockIQ3_XXS_R16;
@@ -62,13 +69,23 @@ using quant::kR16Rows;
 
 #define IQ_INLINE inline __attribute__((always_inline))
 
-enum class Kind { kIQ2XXS, kIQ3XXS, kIQ1S };
+enum class Kind { kIQ2XXS, kIQ3XXS, kIQ1S, kIQ1M };
 
 template <Kind K>
 using GroupBlock = std::conditional_t<
     K == Kind::kIQ2XXS, BlockIQ2_XXS_R16,
-    std::conditional_t<K == Kind::kIQ3XXS, BlockIQ3_XXS_R16, BlockIQ1_S_R16>>;
-// Payload cache lines per group block: 17 / 25 / 14.
+    std::conditional_t<K == Kind::kIQ3XXS, BlockIQ3_XXS_R16,
+                       std::conditional_t<K == Kind::kIQ1S, BlockIQ1_S_R16, BlockIQ1_M_R16>>>;
+constexpr bool IsIq1(Kind k) { return k == Kind::kIQ1S || k == Kind::kIQ1M; }
+// Permuted activation bytes per block and token (IQ1_M: the quants twice, once with groups
+// 2-3 of each sub-block zeroed and once with groups 0-1, one per half's scale), and the i32 of
+// activation sums per block and token that follow all tokens' quants (IQ1_S: B_j per sub-block;
+// IQ1_M: per half the i16 pair of its two groups' sums).
+template <Kind K>
+constexpr int kActBytes = K == Kind::kIQ1M ? 2 * kQkK : kQkK;
+template <Kind K>
+constexpr int kAuxInts = K == Kind::kIQ1S ? 8 : K == Kind::kIQ1M ? 16 : 0;
+// Payload cache lines per group block: 17 / 25 / 14 / 16.
 template <Kind K>
 constexpr int kLines = static_cast<int>(sizeof(GroupBlock<K>) / 64);
 // d * d_a times this is the block's float factor: IQ2_XXS d (2 s + 1) / 8, IQ3_XXS / 4.
@@ -101,6 +118,11 @@ struct Consts {
   // << 3): 8 (2 s + 1) and (2 s + 1) (e - 8).
   uint8_t iq1_lo[256], iq1_d4[256], iq1_hi[64], iq1_spread[64], iq1_shift[64];
   int32_t iq1_ls8[16], iq1_cb[16];
+  // IQ1_M, by a half's 5 bits i = s | sign_0 << 3 | sign_1 << 4 (vpermt2d): 8 (2 s + 1), and
+  // the i16 pair (2 s + 1) (e_0 - 8), (2 s + 1) (e_1 - 8) for vpdpwssd with the groups' sums;
+  // the byte mask keeping groups 0-1 of each dword.
+  int32_t iq1m_ls8[32], iq1m_ec[32];
+  uint8_t iq1m_lo_groups[64];
 };
 constexpr Consts MakeConsts() {
   Consts c{};
@@ -121,6 +143,14 @@ constexpr Consts MakeConsts() {
     c.iq1_ls8[i] = 8 * ls;
     c.iq1_cb[i] = ls * (e - 8);
   }
+  for (int i = 0; i < 32; ++i) {
+    const int ls = 2 * (i & 7) + 1, e0 = i & 8 ? -1 : 1, e1 = i & 16 ? -1 : 1;
+    c.iq1m_ls8[i] = 8 * ls;
+    c.iq1m_ec[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(ls * (e0 - 8))) |
+                                        static_cast<uint32_t>(static_cast<uint16_t>(ls * (e1 - 8)))
+                                            << 16);
+  }
+  for (int b = 0; b < 64; ++b) c.iq1m_lo_groups[b] = b % 4 < 2 ? 0xFF : 0;
   for (int b = 0; b < 64; ++b) {
     // IQ2_XXS: out[32 h + 4 k + g] = in[32 h + 8 g + k]; IQ3_XXS: out[16 i + 4 k + g] =
     // in[16 i + 4 g + k].
@@ -134,22 +164,36 @@ constexpr Consts MakeConsts() {
 alignas(64) constexpr Consts kConsts = MakeConsts();
 
 // n_tok tokens' quants in the permuted order: out + t * (nb * 256), nb blocks each.
-// IQ1_S: then the tokens' [nb][8] i32 sub-block sums B_j (bsums 2 j + bsums 2 j + 1) at
-// out + n_tok * nb * 256, token t's at + t * nb * 32 bytes.
+// IQ1_S / IQ1_M: then the tokens' kAuxInts i32 per block at out + n_tok * nb * kActBytes.
 template <Kind K>
 void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb, uint8_t* out) {
   const __m512i ctrl = _mm512_load_si512(kConsts.perm[K == Kind::kIQ3XXS ? 1 : 0]);
+  const __m512i lo_groups = _mm512_load_si512(kConsts.iq1m_lo_groups);
+  auto* aux = reinterpret_cast<int32_t*>(out + n_tok * nb * kActBytes<K>);
   for (int64_t t = 0; t < n_tok; ++t) {
     const auto* at = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride);
-    uint8_t* o = out + t * nb * kQkK;
+    uint8_t* o = out + t * nb * kActBytes<K>;
     for (int64_t b = 0; b < nb; ++b) {
       for (int c = 0; c < 4; ++c) {
-        _mm512_storeu_si512(o + b * kQkK + 64 * c,
-                            _mm512_permutexvar_epi8(ctrl, _mm512_loadu_si512(at[b].qs + 64 * c)));
+        const __m512i q = _mm512_loadu_si512(at[b].qs + 64 * c);
+        const __m512i pq = _mm512_permutexvar_epi8(ctrl, q);
+        uint8_t* ob = o + b * kActBytes<K> + 64 * c;
+        if constexpr (K == Kind::kIQ1M) {
+          _mm512_storeu_si512(ob, _mm512_and_si512(pq, lo_groups));
+          _mm512_storeu_si512(ob + kQkK, _mm512_andnot_si512(lo_groups, pq));
+          // Each group's sum of 8 quants: vpsadbw of q + 128 against 0, less 8 x 128.
+          const __m512i sums = _mm512_sub_epi64(
+              _mm512_sad_epu8(_mm512_xor_si512(q, _mm512_set1_epi8(-128)), _mm512_setzero_si512()),
+              _mm512_set1_epi64(8 * 128));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(aux + (t * nb + b) * 16 + 4 * c),
+                           _mm512_cvtepi64_epi16(sums));
+        } else {
+          _mm512_storeu_si512(ob, pq);
+        }
       }
       if constexpr (K == Kind::kIQ1S) {
         const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at[b].bsums));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + n_tok * nb * kQkK + (t * nb + b) * 32),
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(aux + (t * nb + b) * 8),
                             _mm256_madd_epi16(bs, _mm256_set1_epi16(1)));
       }
     }
@@ -165,6 +209,7 @@ struct Tables {
   __m512i c0[4], c1[4];
   __m512i level[2];
   __m512i hi, spread, shift, ls8, cb;
+  __m512i m_ls8[2], m_ec[2];  // IQ1_M's 32-entry tables
 };
 template <Kind K>
 Tables LoadTables() {
@@ -174,7 +219,7 @@ Tables LoadTables() {
     if constexpr (K == Kind::kIQ2XXS) {
       r.c0[i] = _mm512_load_si512(t.iq2xxs_lo + 64 * i);
       r.c1[i] = _mm512_load_si512(t.iq2xxs_hi + 64 * i);
-    } else if constexpr (K == Kind::kIQ1S) {
+    } else if constexpr (IsIq1(K)) {
       r.c0[i] = _mm512_load_si512(kConsts.iq1_lo + 64 * i);
       r.c1[i] = _mm512_load_si512(kConsts.iq1_d4 + 64 * i);
     } else {
@@ -189,6 +234,10 @@ Tables LoadTables() {
   r.shift = _mm512_load_si512(kConsts.iq1_shift);
   r.ls8 = _mm512_load_si512(kConsts.iq1_ls8);
   r.cb = _mm512_load_si512(kConsts.iq1_cb);
+  for (int i = 0; i < 2; ++i) {
+    r.m_ls8[i] = _mm512_load_si512(kConsts.iq1m_ls8 + 16 * i);
+    r.m_ec[i] = _mm512_load_si512(kConsts.iq1m_ec + 16 * i);
+  }
   return r;
 }
 
@@ -239,7 +288,7 @@ constexpr int64_t kAhead = 2;
 // stream, stopping at pf_end.
 template <Kind K, int G, int T>
 void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_stride, const uint8_t* a,
-          size_t a_stride, const int32_t* /*bsum: IQ1_S's*/, int64_t nb, uintptr_t pf_end,
+          size_t a_stride, const int32_t* /*aux: IQ1's*/, int64_t nb, uintptr_t pf_end,
           const Tables& tab, float* y, int64_t ldy) {
   constexpr int kPerSub = (kLines<K> - 1) / 8;  // prefetched lines per sub-block (+1 per block)
   const __m512i zero = _mm512_setzero_si512();
@@ -333,23 +382,29 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
 }
 
 
-// IQ1_S's tile, as Tile, and bsum: token 0's [nb][8] B_j (PermuteTokens; tokens nb * 8 apart).
-template <int G, int T>
+// The IQ1 tiles, as Tile, and aux: token 0's kAuxInts<K> i32 per block (PermuteTokens; tokens
+// nb * kAuxInts<K> apart). IQ1_S: per sub-block I += P * 8 (2 s + 1) + B * (2 s + 1) (e - 8).
+// IQ1_M: P0 / P1 take the activations with groups 2-3 / 0-1 zeroed (one per half's scale), and
+// I += P_h * 8 (2 s_h + 1) + vpdpwssd of the half's pair (2 s_h + 1) (e_g - 8) with its groups'
+// activation sums: the same integer as the scalar dot's sum over groups of (2 s_h + 1) (8 G_g
+// + e_g S_g).
+template <Kind K, int G, int T>
 void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_stride,
-             const uint8_t* a, size_t a_stride, const int32_t* bsum, int64_t nb, uintptr_t pf_end,
+             const uint8_t* a, size_t a_stride, const int32_t* aux, int64_t nb, uintptr_t pf_end,
              const Tables& tab, float* y, int64_t ldy) {
-  constexpr Kind K = Kind::kIQ1S;
+  constexpr bool kM = K == Kind::kIQ1M;
+  constexpr int kH = kM ? 2 : 1;  // scales (halves) per sub-block
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[G][T];
   const uint16_t* dw[G];
-  const BlockIQ1_S_R16* blocks[G];
+  const GroupBlock<K>* blocks[G];
   for (int i = 0; i < G; ++i) {
     dw[i] = reinterpret_cast<const uint16_t*>(g + i * gstride);
     blocks[i] = GroupBlocks<K>(g + i * gstride, nb);
     for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockIQ1_S_R16* blk[G];
+    const GroupBlock<K>* blk[G];
     const char* ahead[G];  // as Tile's
     for (int i = 0; i < G; ++i) {
       blk[i] = blocks[i] + b;
@@ -361,38 +416,52 @@ void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_st
     for (int i = 0; pf && i < G; ++i) {
       _mm_prefetch(reinterpret_cast<const char*>(dw[i] + kR16Rows * (b + kAhead)), _MM_HINT_T1);
     }
-    const uint8_t* ab = act + b * kQkK;
+    const uint8_t* ab = act + b * kActBytes<K>;
     __m512i isum[G][T];
     for (int i = 0; i < G; ++i) {
       for (int t = 0; t < T; ++t) isum[i][t] = zero;
     }
 #pragma GCC unroll 2
     for (int j = 0; j < 8; ++j) {
-      // 14 lines per block: lines 2 j, 2 j + 1 of the block ahead during sub-blocks 0-6.
-      for (int i = 0; pf && j < 7 && i < G; ++i) {
+      // 14 / 16 lines per block: two lines of the block ahead per sub-block (IQ1_S: 0-6).
+      for (int i = 0; pf && (kM || j < 7) && i < G; ++i) {
         _mm_prefetch(ahead[i] + 128 * j, _MM_HINT_T1);
         _mm_prefetch(ahead[i] + 128 * j + 64, _MM_HINT_T1);
       }
-      __m512i c[G], d4[G], e[G], ls8[G], cb[G], P[G][T];
+      __m512i c[G], d4[G], e[G], ls8[G][kH], cb[G][kH], P[G][T][kH];
       for (int i = 0; i < G; ++i) {
         const __m512i x = _mm512_loadu_si512(blk[i]->a[j]);
         const __mmask64 bit7 = _mm512_movepi8_mask(x);
         c[i] = Lookup256(tab.c0, x, bit7);
         d4[i] = Lookup256(tab.c1, x, bit7);
-        const __m512i words = _mm512_permutexvar_epi8(
-            tab.spread, _mm512_maskz_loadu_epi8(0xFFFFFFFFFFFFull, blk[i]->f[j]));
+        __m512i words;
+        if constexpr (kM) {
+          words = _mm512_loadu_si512(blk[i]->w[j]);
+          for (int h = 0; h < 2; ++h) {
+            const __m512i sv = _mm512_srli_epi32(words, quant::kIq1mR16HalfShift[h]);
+            ls8[i][h] = _mm512_permutex2var_epi32(tab.m_ls8[0], sv, tab.m_ls8[1]);
+            cb[i][h] = _mm512_permutex2var_epi32(tab.m_ec[0], sv, tab.m_ec[1]);
+          }
+        } else {
+          words = _mm512_permutexvar_epi8(
+              tab.spread, _mm512_maskz_loadu_epi8(0xFFFFFFFFFFFFull, blk[i]->f[j]));
+          const __m512i sv = _mm512_srli_epi32(words, quant::kIq1R16ScaleShift);
+          ls8[i][0] = _mm512_permutexvar_epi32(sv, tab.ls8);
+          cb[i][0] = _mm512_permutexvar_epi32(sv, tab.cb);
+        }
         e[i] = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(tab.shift, words), tab.hi);
-        const __m512i sv = _mm512_srli_epi32(words, quant::kIq1R16ScaleShift);
-        ls8[i] = _mm512_permutexvar_epi32(sv, tab.ls8);
-        cb[i] = _mm512_permutexvar_epi32(sv, tab.cb);
-        for (int t = 0; t < T; ++t) P[i][t] = zero;
+        for (int t = 0; t < T; ++t) {
+          for (int h = 0; h < kH; ++h) P[i][t][h] = zero;
+        }
       }
 #pragma GCC unroll 8
       for (int m = 0; m < 8; ++m) {
-        __m512i at[T];
+        __m512i at[T][kH];
         for (int t = 0; t < T; ++t) {
-          at[t] =
-              _mm512_set1_epi32(static_cast<int>(LoadU32(ab + t * act_stride + 32 * j + 4 * m)));
+          for (int h = 0; h < kH; ++h) {
+            at[t][h] = _mm512_set1_epi32(
+                static_cast<int>(LoadU32(ab + t * act_stride + h * kQkK + 32 * j + 4 * m)));
+          }
         }
         for (int i = 0; i < G; ++i) {
           const __m512i u =
@@ -401,15 +470,23 @@ void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_st
               : m == 4 ? d4[i]
                        : _mm512_gf2p8affine_epi64_epi8(
                              e[i], _mm512_set1_epi64(static_cast<int64_t>(PickMatrix(m - 5))), 0);
-          for (int t = 0; t < T; ++t) P[i][t] = _mm512_dpbusd_epi32(P[i][t], u, at[t]);
+          for (int t = 0; t < T; ++t) {
+            for (int h = 0; h < kH; ++h) P[i][t][h] = _mm512_dpbusd_epi32(P[i][t][h], u, at[t][h]);
+          }
         }
       }
       for (int t = 0; t < T; ++t) {
-        const __m512i bj = _mm512_set1_epi32(bsum[t * nb * 8 + b * 8 + j]);
+        const int32_t* ax = aux + t * nb * kAuxInts<K> + b * kAuxInts<K>;
         for (int i = 0; i < G; ++i) {
-          isum[i][t] = _mm512_add_epi32(
-              isum[i][t], _mm512_add_epi32(_mm512_mullo_epi32(P[i][t], ls8[i]),
-                                           _mm512_mullo_epi32(cb[i], bj)));
+          for (int h = 0; h < kH; ++h) {
+            __m512i v = _mm512_add_epi32(isum[i][t], _mm512_mullo_epi32(P[i][t][h], ls8[i][h]));
+            if constexpr (kM) {  // the half's two groups' sums, an i16 pair
+              v = _mm512_dpwssd_epi32(v, cb[i][h], _mm512_set1_epi32(ax[2 * j + h]));
+            } else {
+              v = _mm512_add_epi32(v, _mm512_mullo_epi32(cb[i][h], _mm512_set1_epi32(ax[j])));
+            }
+            isum[i][t] = v;
+          }
         }
       }
     }
@@ -432,8 +509,8 @@ using TileFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, const ui
                         const int32_t*, int64_t, uintptr_t, const Tables&, float*, int64_t);
 template <Kind K, int G, int T>
 constexpr TileFn TileFor() {
-  if constexpr (K == Kind::kIQ1S) {
-    return TileIq1<G, T>;
+  if constexpr (IsIq1(K)) {
+    return TileIq1<K, G, T>;
   } else {
     return Tile<K, G, T>;
   }
@@ -458,22 +535,22 @@ void Gemm(const void* w_ptr, size_t w_stride, int64_t n_rows, const void* a_ptr,
   constexpr int64_t kStackBytes = 16384 + 2048;
   alignas(64) uint8_t stack[kStackBytes];
   std::vector<uint8_t> heap;
-  const int64_t perm_bytes = n_tok * nb * (kQkK + (K == Kind::kIQ1S ? 32 : 0));
+  const int64_t perm_bytes = n_tok * nb * (kActBytes<K> + 4 * kAuxInts<K>);
   if (perm_bytes > kStackBytes) heap.resize(static_cast<size_t>(perm_bytes));
   uint8_t* perm = perm_bytes > kStackBytes ? heap.data() : stack;
   PermuteTokens<K>(a, a_stride, n_tok, nb, perm);
-  const auto* bsum = reinterpret_cast<const int32_t*>(perm + n_tok * nb * kQkK);
-  const size_t act_stride = static_cast<size_t>(nb * kQkK);
+  const auto* aux = reinterpret_cast<const int32_t*>(perm + n_tok * nb * kActBytes<K>);
+  const size_t act_stride = static_cast<size_t>(nb * kActBytes<K>);
   auto group = [&](int64_t r0) { return w + static_cast<size_t>(r0) * w_stride; };
   if (n_tok == 1) {
     const uintptr_t end = PrefetchEnd(w, n_rows, w_stride);
     int64_t r0 = 0;
     for (; r0 + 2 * kR16Rows <= n_rows; r0 += 2 * kR16Rows) {
-      kTile<K, 2, 1>(group(r0), gstride, perm, act_stride, a, a_stride, bsum, nb, end, tab,
+      kTile<K, 2, 1>(group(r0), gstride, perm, act_stride, a, a_stride, aux, nb, end, tab,
                      y + r0, ldy);
     }
     if (r0 < n_rows) {
-      kTile<K, 1, 1>(group(r0), gstride, perm, act_stride, a, a_stride, bsum, nb, end, tab,
+      kTile<K, 1, 1>(group(r0), gstride, perm, act_stride, a, a_stride, aux, nb, end, tab,
                      y + r0, ldy);
     }
     return;
@@ -484,7 +561,7 @@ void Gemm(const void* w_ptr, size_t w_stride, int64_t n_rows, const void* a_ptr,
     for (int64_t t = 0; t < n_tok; t += 4) {
       const int64_t tn = n_tok - t < 4 ? n_tok - t : 4;
       kTiles[tn](group(r0), gstride, perm + t * act_stride, act_stride, a + t * a_stride, a_stride,
-                 bsum + t * nb * 8, nb, 0, tab, y + t * ldy + r0, ldy);
+                 aux + t * nb * kAuxInts<K>, nb, 0, tab, y + t * ldy + r0, ldy);
     }
   }
 }
@@ -506,6 +583,10 @@ void GemmIQ3XXSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows
 void GemmIQ1SR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   Gemm<Kind::kIQ1S>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmIQ1MR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  Gemm<Kind::kIQ1M>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 }  // namespace moesplit::gemv::internal

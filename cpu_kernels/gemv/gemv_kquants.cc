@@ -30,24 +30,27 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
           GemmByDots<DotQ3K_Q8K_##Tier>,                                                    \
           GemmR16ByUnpack<kQ2R16, GemmByDots<DotQ2K_Q8K_##Tier>>,                           \
           GemmR16ByUnpack<kQ3R16, GemmByDots<DotQ3K_Q8K_##Tier>>, false)
-  // IQ2_XXS / IQ1_S / IQ1_M: the file layouts, and IQ2_XXS's and IQ1_S's 16-row layouts (their
+  // IQ2_XXS / IQ1_S / IQ1_M: the file layouts, and their 16-row layouts (their
   // own kernels on the VNNI tier with VBMI and GFNI; elsewhere unpacked to the file layout's
   // gemm).
-  constexpr GgmlType kIq2R16 = GgmlType::kIQ2_XXS_R16, kIq1R16 = GgmlType::kIQ1_S_R16;
+  constexpr GgmlType kIq2R16 = GgmlType::kIQ2_XXS_R16, kIq1R16 = GgmlType::kIQ1_S_R16,
+                     kIq1mR16 = GgmlType::kIQ1_M_R16;
   auto set_iq = [&](DotFn iq2xxs, DotFn iq1s, DotFn iq1m, GemmFn g2, GemmFn g1s, GemmFn g1m,
-                    GemmFn g2_r16, GemmFn g1s_r16, bool native) {
+                    GemmFn g2_r16, GemmFn g1s_r16, GemmFn g1m_r16, bool native) {
     set(GgmlType::kIQ2_XXS, iq2xxs, g2);
     set(GgmlType::kIQ1_S, iq1s, g1s);
     set(GgmlType::kIQ1_M, iq1m, g1m);
     set_r16(g2_r16, native, kIq2R16);
     set_r16(g1s_r16, native, kIq1R16);
+    set_r16(g1m_r16, native, kIq1mR16);
   };
 #define MOESPLIT_IQ_BY_DOTS(Tier)                                          \
   set_iq(DotIQ2XXS_Q8K_##Tier, DotIQ1S_Q8K_##Tier, DotIQ1M_Q8K_##Tier,     \
          GemmByDots<DotIQ2XXS_Q8K_##Tier>, GemmByDots<DotIQ1S_Q8K_##Tier>, \
          GemmByDots<DotIQ1M_Q8K_##Tier>,                                   \
          GemmR16ByUnpack<kIq2R16, GemmByDots<DotIQ2XXS_Q8K_##Tier>>,       \
-         GemmR16ByUnpack<kIq1R16, GemmByDots<DotIQ1S_Q8K_##Tier>>, false)
+         GemmR16ByUnpack<kIq1R16, GemmByDots<DotIQ1S_Q8K_##Tier>>,         \
+         GemmR16ByUnpack<kIq1mR16, GemmByDots<DotIQ1M_Q8K_##Tier>>, false)
   // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: file layout only; one dot per (row, token) (the scalar or
   // AVX2 dots), except on the VNNI tier with VBMI: 1-4 tokens per decoded block.
   constexpr GgmlType kIq3R16 = GgmlType::kIQ3_XXS_R16;
@@ -135,7 +138,8 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       if (cpu::DetectCpuFeatures().avx512vbmi && cpu::DetectCpuFeatures().gfni) {
         set_iq(DotIQ2XXS_Q8K_Avx512Vbmi, DotIQ1S_Q8K_Avx512Vbmi, DotIQ1M_Q8K_Avx512Vbmi,
                GemmIQ2XXS_Q8K_Avx512Vbmi, GemmIQ1S_Q8K_Avx512Vbmi, GemmIQ1M_Q8K_Avx512Vbmi,
-               GemmIQ2XXSR16_Q8K_Avx512Vbmi, GemmIQ1SR16_Q8K_Avx512Vbmi, true);
+               GemmIQ2XXSR16_Q8K_Avx512Vbmi, GemmIQ1SR16_Q8K_Avx512Vbmi,
+               GemmIQ1MR16_Q8K_Avx512Vbmi, true);
       } else {
         MOESPLIT_IQ_BY_DOTS(Avx2);
       }

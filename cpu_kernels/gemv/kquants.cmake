@@ -41,7 +41,8 @@ set_source_files_properties(gemv/gemv_iq_avx2.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX2}")
 set_source_files_properties(gemv/gemv_iq_avx512vbmi.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI};-mavx512vbmi;-mbmi2;-mgfni")
-# IQ2_XXS's / IQ3_XXS's 16-row layouts (kIQ2_XXS_R16 / kIQ3_XXS_R16): VNNI + VBMI + GFNI.
+# IQ2_XXS's / IQ3_XXS's / IQ1_S's / IQ1_M's 16-row layouts (kIQ2_XXS_R16 / kIQ3_XXS_R16 /
+# kIQ1_S_R16 / kIQ1_M_R16): VNNI + VBMI + GFNI.
 target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_iq_r16_avx512vbmi.cc)
 set_source_files_properties(gemv/gemv_iq_r16_avx512vbmi.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI};-mavx512vbmi;-mgfni")

@@ -132,6 +132,13 @@
 // tensors, which a file mixing them with wider down projections keeps under 1.1x overall
 // (docs/PERFORMANCE.md). Lossless: the unpack finds each digit pattern's grid index.
 //
+// kIQ1_M_R16: IQ1_M the same way. IQ1_M has a 3-bit scale per 16 values and a delta sign per
+// group, so the word of row r and sub-block j is 30 bits, one dword: bits 5 g .. 5 g + 4 group
+// g's values 5-7, then per half h (groups 2 h, 2 h + 1) five bits at 20 + 5 h: the scale
+// s_{2 j + h} (3 bits) and the two groups' delta signs (set: -1/8), so that one 32-entry vpermd
+// table lookup of word >> (20 + 5 h) gives a half's factors. The f16 d (spread over IQ1_M's
+// scale words) sits whole in the group head. 16 x 66 bytes per 256 values (IQ1_M: 56; 1.18x).
+//
 // A matrix of R rows (R a multiple of 16) and n columns is R / 16 groups back to back, each
 // n / 256 (Q4_K) or n / 32 (legacy) blocks: rows [16 g, 16 g + 16) start at byte
 // g * 16 * RowBytes(type, n), i.e. the usual row * row_bytes addressing holds at multiples of
@@ -230,8 +237,17 @@ static_assert(sizeof(BlockIQ1_S_R16) + kR16Rows * 2 == kR16Rows * 58);
 inline constexpr int kIq1R16ScaleShift = 20;
 inline constexpr int kIq1R16SignBit = 23;
 
+struct BlockIQ1_M_R16 {
+  uint8_t a[8][4 * kR16Rows];  // [sub-block j][4 r + g] base-3 digits of values 0-4 of a group
+  uint32_t w[8][kR16Rows];     // [j][row r] values 5-7 of the 4 groups, the halves' scales, signs
+};
+static_assert(sizeof(BlockIQ1_M_R16) == 16 * 64, "16 cache lines");
+static_assert(sizeof(BlockIQ1_M_R16) + kR16Rows * 2 == kR16Rows * 66);
+// Half h's 5 bits (scale | sign of group 2 h << 3 | sign of group 2 h + 1 << 4) start here.
+inline constexpr int kIq1mR16HalfShift[2] = {20, 25};
+
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
-// Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS, IQ3_XXS and IQ1_S with rows
+// Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS, IQ3_XXS, IQ1_S and IQ1_M with rows
 // a multiple of 16 repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
@@ -282,9 +298,11 @@ void RepackIQ2XXSRows16(const void* src, size_t src_stride, int64_t n, void* dst
 void UnpackIQ2XXSRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 void RepackIQ3XXSRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ3XXSRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
-// The same for IQ1_S (kIQ1_S_R16; repack_iq1_r16.cc).
+// The same for IQ1_S (kIQ1_S_R16) and IQ1_M (kIQ1_M_R16; repack_iq1_r16.cc).
 void RepackIQ1SRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ1SRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
+void RepackIQ1MRows16(const void* src, size_t src_stride, int64_t n, void* dst);
+void UnpackIQ1MRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
 // 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q4_0 / IQ4_NL /
 // MXFP4) at

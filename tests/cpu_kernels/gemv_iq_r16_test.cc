@@ -1,7 +1,8 @@
-// IQ2_XXS's, IQ3_XXS's and IQ1_S's 16-row layouts kIQ2_XXS_R16 / kIQ3_XXS_R16 / kIQ1_S_R16
-// (cpu_kernels/quant/repack.h):
-//   - the repack is lossless on random bytes (every sign index, grid index, scale and IQ1_S
-//     delta sign), 70 / 102 / 58 bytes per row and block, never a file type;
+// IQ2_XXS's, IQ3_XXS's, IQ1_S's and IQ1_M's 16-row layouts kIQ2_XXS_R16 / kIQ3_XXS_R16 /
+// kIQ1_S_R16 / kIQ1_M_R16 (cpu_kernels/quant/repack.h):
+//   - the repack is lossless on random bytes (every sign index, grid index, scale and IQ1
+//     delta sign, IQ1_M's d nibbles), 70 / 102 / 58 / 66 bytes per row and block, never a file
+//     type;
 //   - every tier's R16 gemm (the VNNI tier's own kernel where the CPU has VBMI and GFNI, the
 //     unpack to the file layout's gemm elsewhere) matches the scalar dot of the original rows:
 //     decode (two groups per pass and the odd one) and 2-9 tokens, 1-4 groups, widths of 1, 8,
@@ -37,7 +38,8 @@ using test_util::Matrix;
 using test_util::Random;
 using test_util::TierAvailable;
 
-constexpr GgmlType kTypes[] = {GgmlType::kIQ2_XXS, GgmlType::kIQ3_XXS, GgmlType::kIQ1_S};
+constexpr GgmlType kTypes[] = {GgmlType::kIQ2_XXS, GgmlType::kIQ3_XXS, GgmlType::kIQ1_S,
+                               GgmlType::kIQ1_M};
 constexpr IsaTier kTiers[] = {IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
                               IsaTier::kAvx512Vnni, IsaTier::kAmx};
 
@@ -65,7 +67,8 @@ TEST(IqR16Test, LosslessRoundTrip) {
   for (GgmlType wt : kTypes) {
     const GgmlType r16 = wt == GgmlType::kIQ2_XXS   ? GgmlType::kIQ2_XXS_R16
                          : wt == GgmlType::kIQ3_XXS ? GgmlType::kIQ3_XXS_R16
-                                                    : GgmlType::kIQ1_S_R16;
+                         : wt == GgmlType::kIQ1_S   ? GgmlType::kIQ1_S_R16
+                                                    : GgmlType::kIQ1_M_R16;
     EXPECT_EQ(quant::RepackedType(wt, 32), r16);
     EXPECT_EQ(quant::RepackedType(wt, 24), wt) << "rows not a multiple of 16 stay";
     EXPECT_EQ(quant::UnpackedType(r16), wt);
@@ -74,7 +77,8 @@ TEST(IqR16Test, LosslessRoundTrip) {
     EXPECT_EQ(RowBytes(r16, 7168), 7168 / 256 *
                                        (wt == GgmlType::kIQ2_XXS   ? 70
                                         : wt == GgmlType::kIQ3_XXS ? 102
-                                                                   : 58));
+                                        : wt == GgmlType::kIQ1_S   ? 58
+                                                                   : 66));
     const int64_t n = 2304, rows = 48;
     const Matrix w = RandomRows(wt, rows, n, 3);
     const std::vector<uint8_t> packed = Repack(w, rows);

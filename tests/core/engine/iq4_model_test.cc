@@ -1,8 +1,9 @@
 // The 4-bit make-model mixes: IQ4_XS (llama-quantize IQ4_XS without an importance matrix:
 // experts IQ4_XS, the 128-wide rows of ds-tiny's down projections and attn_k_b falling back to
 // IQ4_NL) and MXFP4_MOE (every routed expert MXFP4, the rest Q8_0); and UD-IQ2_XXS (gate / up
-// IQ2_XXS, repacked to iq2_xxs_r16; ds-tiny's 128-wide down rows Q4_0) and UD-IQ1_S (gate / up
-// IQ1_S, repacked to iq1_s_r16, the base-3 layout). Each file loads, every
+// IQ2_XXS, repacked to iq2_xxs_r16; ds-tiny's 128-wide down rows Q4_0), UD-IQ1_S and UD-IQ1_M
+// (gate / up IQ1_S / IQ1_M, repacked to iq1_s_r16 / iq1_m_r16, the base-3 layouts). Each file
+// loads, every
 // tensor type has a fast kernel at every tier (no reference-matmul fallback), the experts are
 // repacked where the tier has the 16-row layouts, and each tier's logits agree with the scalar
 // tier's (the reference dots), prompt and decode, repacked or not.
@@ -41,6 +42,7 @@ constexpr MixCase kMixes[] = {
     {synth::QuantMix::kUdIQ2_XXS, GgmlType::kIQ2_XXS, GgmlType::kQ4_0, GgmlType::kQ6_K,
      "iq2_xxs_r16"},
     {synth::QuantMix::kUdIQ1_S, GgmlType::kIQ1_S, GgmlType::kIQ4_NL, GgmlType::kQ6_K, "iq1_s_r16"},
+    {synth::QuantMix::kUdIQ1_M, GgmlType::kIQ1_M, GgmlType::kIQ4_NL, GgmlType::kQ6_K, "iq1_m_r16"},
 };
 
 class Iq4ModelTest : public ::testing::TestWithParam<std::tuple<cpu::IsaTier, int>> {
@@ -76,9 +78,12 @@ class Iq4ModelTest : public ::testing::TestWithParam<std::tuple<cpu::IsaTier, in
   static const std::string& Path() { return (*paths_)[std::get<1>(GetParam())]; }
   // Logits of a 7-token prompt (every row) and one decode step after it.
   static std::vector<float> Logits(const Model& model, cpu::IsaTier tier, bool repack,
-                                   std::vector<std::string>* report = nullptr) {
-    Session s(model,
-              {.ctx_size = 64, .n_threads = 2, .isa_tier = tier, .placement = {.repack = repack}});
+                                   std::vector<std::string>* report = nullptr,
+                                   double repack_growth = 0.08) {
+    Session s(model, {.ctx_size = 64,
+                      .n_threads = 2,
+                      .isa_tier = tier,
+                      .placement = {.repack = repack, .repack_growth = repack_growth}});
     if (report != nullptr) *report = s.placement_report();
     std::vector<float> all = *s.Eval(std::vector<int32_t>{1, 5, 9, 200, 17, 3, 44}, true);
     const std::vector<float> next = *s.Eval(std::vector<int32_t>{8}, false);
@@ -125,8 +130,31 @@ TEST_P(Iq4ModelTest, LogitsMatchTheScalarTier) {
   }
 }
 
+// --repack-growth 0: IQ1_S's layout is larger than the file's, so its experts stay in the file
+// layout, the report says so, and the logits are the scalar tier's as before.
+TEST_P(Iq4ModelTest, RepackGrowthZeroKeepsIq1sInTheFileLayout) {
+  if (Mix().mix != synth::QuantMix::kUdIQ1_S) GTEST_SKIP() << "IQ1_S's mix only";
+  if (gemv::LoadLayout(gemv::KernelsFor(Tier()), GgmlType::kIQ1_S, 16) == GgmlType::kIQ1_S) {
+    GTEST_SKIP() << "no iq1_s_r16 kernel at this tier";
+  }
+  std::unique_ptr<Model> model = *Model::Load(Path());
+  std::vector<std::string> report;
+  const std::vector<float> got = Logits(*model, Tier(), true, &report, 0.0);
+  const std::vector<float> want = Logits(*model, cpu::IsaTier::kScalar, false);
+  bool kept = false, repacked = false;
+  for (const std::string& l : report) {
+    kept = kept || l.find("experts kept in the file layout") != std::string::npos;
+    repacked = repacked || (l.find("experts repacked at load") != std::string::npos &&
+                            l.find("iq1_s_r16") != std::string::npos);
+  }
+  EXPECT_TRUE(kept);
+  EXPECT_FALSE(repacked);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_GT(Pearson(got.data(), want.data(), static_cast<int64_t>(got.size())), 0.99999);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTiers, Iq4ModelTest,
-                         ::testing::Combine(testing::AllIsaTiers(), ::testing::Range(0, 4)),
+                         ::testing::Combine(testing::AllIsaTiers(), ::testing::Range(0, 5)),
                          [](const ::testing::TestParamInfo<std::tuple<cpu::IsaTier, int>>& info) {
                            std::string mix =
                                synth::QuantMixName(kMixes[std::get<1>(info.param)].mix);
