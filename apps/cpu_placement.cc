@@ -38,13 +38,13 @@ void AddPlacementFlags(CLI::App* cmd, PlacementFlags* f) {
       "Q5_0 / Q4_0 experts and dense matrices (attention projections, dense FFN, output "
       "head) into 16-row groups at load (repacking needs the AVX-512 VNNI kernel tier "
       "and replaces the file's pages with the repacked copy)");
-  // Why: IQ1_S's 16-row layout stores base-3 digits (58 bytes per 256 values where the file
-  // has 50) and decodes ~4x faster; a file of IQ1_S experts repacked whole is ~1.16x its size,
-  // over the 1.1x resident-memory budget (docs/PERFORMANCE.md).
+  // Why: IQ1_S's / IQ1_M's 16-row layouts store base-3 digits (58 / 66 bytes per 256 values
+  // where the files have 50 / 56) and decode ~3-4x faster; a file of such experts repacked
+  // whole is ~1.16-1.18x its size, over the 1.1x resident-memory budget (docs/PERFORMANCE.md).
   cmd->add_option("--repack-growth", f->repack_growth_pct,
-                  "percent of the file's size that repacked expert layouts may add (only IQ1_S's "
-                  "grows much, 16%); tensors past it stay in the file layout and decode slower. "
-                  "-1: no limit")
+                  "percent of the file's size that repacked expert layouts may add (IQ1_S's and "
+                  "IQ1_M's grow 16% / 18%, IQ2_XXS's 6%); tensors past it stay in the file layout "
+                  "and decode slower. -1: no limit")
       ->default_val(8)
       ->check(CLI::Range(-1.0, 1000.0));
   AddDeviceFlags(cmd, &f->device, /*with_device=*/true);

@@ -54,8 +54,9 @@ struct ExpertStoreOptions {
   // replaces the mapping).
   const gemv::GemvKernels* repack_for = nullptr;
   // Bytes by which repacked layouts may outgrow the file layout's, over all expert tensors and
-  // copies (-1: no limit). Only kIQ1_S_R16 grows much (58 / 50 bytes; kIQ2_XXS_R16 70 / 66,
-  // kIQ3_XXS_R16 102 / 98; the others keep the size): such repacks are made in layer order
+  // copies (-1: no limit). kIQ1_S_R16 / kIQ1_M_R16 grow much (58 / 50, 66 / 56 bytes;
+  // kIQ2_XXS_R16 70 / 66, kIQ3_XXS_R16 102 / 98; the others keep the size): such repacks are
+  // made in layer order
   // while their growth fits, the rest of those tensors keep the file layout (kept_tensors).
   int64_t repack_growth_limit = -1;
   // Called after each layer is placed: (bytes placed so far, total bytes to place).
