@@ -101,8 +101,7 @@ constexpr Variant kVariants[] = {
     {"v3/iq1_s-iq1_s", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ1_S},
     {"v3/iq1_s-iq1_s/repacked", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ1_S, true},
     {"v3/iq1_s-iq2_xxs", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ2_XXS},
-    {"v3/iq1_s-iq2_xxs/repacked", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ2_XXS,
-     true},
+    {"v3/iq1_s-iq2_xxs/repacked", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ2_XXS, true},
     // The IQ3 / IQ2 lattice types of llama.cpp's IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S mixes (the
     // file layout; IQ3_XXS also repacked to iq3_xxs_r16; random codes: no quantizer here).
     {"v3/iq3_xxs-iq3_xxs", 7168, 2048, 256, 8, GgmlType::kIQ3_XXS, GgmlType::kIQ3_XXS},

@@ -141,9 +141,9 @@ Status CheckLayer(const Layer& l, int64_t il) {
   return Status::Ok();
 }
 
-// Repacks that grow their tensor (kIQ1_S_R16 by 16%, kIQ1_M_R16 18%), decided before anything is placed: in
-// layer order (gate, up, down; routed, then shared), each is made while the growth of those
-// made stays within `limit` bytes (-1: all are made); the others keep the file layout.
+// Repacks that grow their tensor (kIQ1_S_R16 by 16%, kIQ1_M_R16 18%), decided before anything is
+// placed: in layer order (gate, up, down; routed, then shared), each is made while the growth of
+// those made stays within `limit` bytes (-1: all are made); the others keep the file layout.
 struct GrowthPlan {
   std::vector<const TensorView*> kept;  // tensors in `layers` left in the file layout
   uint64_t made = 0, refused = 0;       // bytes added by the repacks made / that were refused
@@ -187,9 +187,8 @@ StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Build(std::vector<Layer> lay
     return InvalidArgumentError("expert store: ", o.copiers.size(), " copier pools for ", n_groups,
                                 " groups");
   }
-  const GrowthPlan growth =
-      PlanGrowth(layers, o.repack_for, o.repack_growth_limit,
-                 o.mode == NumaMode::kReplicate ? n_groups : 1);
+  const GrowthPlan growth = PlanGrowth(layers, o.repack_for, o.repack_growth_limit,
+                                       o.mode == NumaMode::kReplicate ? n_groups : 1);
   auto cuts = [&](const Layer& l, int g) {
     const int parts = o.mode == NumaMode::kShard ? n_groups : 1;
     const int part = o.mode == NumaMode::kShard ? g : 0;
@@ -198,7 +197,8 @@ StatusOr<std::unique_ptr<ExpertStore>> ExpertStore::Build(std::vector<Layer> lay
       const FSlice sl = ShardSlice(gate.ne[1], DownBlock(down), part, parts);
       const int64_t Fn = sl.f1 - sl.f0;
       auto stored = [&](const TensorView& t, int64_t rows) {
-        const bool hold = std::find(growth.kept.begin(), growth.kept.end(), &t) != growth.kept.end();
+        const bool hold =
+            std::find(growth.kept.begin(), growth.kept.end(), &t) != growth.kept.end();
         return o.repack_for == nullptr || hold ? t.type
                                                : gemv::LoadLayout(*o.repack_for, t.type, rows);
       };

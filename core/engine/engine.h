@@ -92,8 +92,8 @@ struct CpuPlacement {
   // stores them (`--no-repack`).
   bool repack = true;
   // Of the file's bytes, how much the repacked expert layouts may add in all (IQ1_S's and
-  // IQ1_M's grow much: 58 / 50, 66 / 56 bytes); tensors past it keep the file layout. 0.08 keeps the peak
-  // resident memory within 1.1x the file (the runtime's own buffers take ~1-2%); < 0: no
+  // IQ1_M's grow much: 58 / 50, 66 / 56 bytes); tensors past it keep the file layout. 0.08 keeps
+  // the peak resident memory within 1.1x the file (the runtime's own buffers take ~1-2%); < 0: no
   // limit (`--repack-growth`).
   double repack_growth = 0.08;
 };

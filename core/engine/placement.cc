@@ -190,12 +190,12 @@ Status Engine::Place(const EngineOptions& options) {
     report_.push_back(StrCat(
         "experts kept in the file layout: ", store_->kept_tensors(),
         " tensors whose repacked layout is larger (iq1_s_r16 58 / 50 bytes, iq1_m_r16 66 / 56, "
-        "iq2_xxs_r16 70 / 66, iq3_xxs_r16 102 / 98): ", store_->growth() >> 20,
-        " MiB of growth made, ", store_->kept_growth() >> 20, " MiB more would exceed ",
-        p.repack_growth * 100, "% of the file (--repack-growth ",
-        static_cast<int>(std::ceil(100.0 * static_cast<double>(store_->growth() +
-                                                               store_->kept_growth()) /
-                                   static_cast<double>(model_.file().total_file_bytes()))),
+        "iq2_xxs_r16 70 / 66, iq3_xxs_r16 102 / 98): ",
+        store_->growth() >> 20, " MiB of growth made, ", store_->kept_growth() >> 20,
+        " MiB more would exceed ", p.repack_growth * 100, "% of the file (--repack-growth ",
+        static_cast<int>(
+            std::ceil(100.0 * static_cast<double>(store_->growth() + store_->kept_growth()) /
+                      static_cast<double>(model_.file().total_file_bytes()))),
         " repacks them all: faster decode, more memory)"));
   }
   if (options.backend != nullptr) {

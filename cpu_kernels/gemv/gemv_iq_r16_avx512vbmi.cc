@@ -1,9 +1,9 @@
 // IQ2_XXS / IQ3_XXS / IQ1_S / IQ1_M weights in the 16-row layouts kIQ2_XXS_R16 /
-// kIQ3_XXS_R16 / kIQ1_S_R16 / kIQ1_M_R16 (cpu_kernels/quant/repack.h) x Q8_K activations: the AVX-512 VNNI tier's kernels on CPUs with
-// VBMI and GFNI. Compiled with MOESPLIT_FLAGS_AVX512VNNI + -mavx512vbmi -mgfni
-// (gemv/kquants.cmake); reached only through KernelsFor(IsaTier::kAvx512Vnni / kAmx) where
-// DetectCpuFeatures().avx512vbmi and .gfni. The integer per (row, block, token) is the scalar
-// dot's (gemv_iq_scalar.cc, gemv_iq23_scalar.cc):
+// kIQ3_XXS_R16 / kIQ1_S_R16 / kIQ1_M_R16 (cpu_kernels/quant/repack.h) x Q8_K activations: the
+// AVX-512 VNNI tier's kernels on CPUs with VBMI and GFNI. Compiled with MOESPLIT_FLAGS_AVX512VNNI +
+// -mavx512vbmi -mgfni (gemv/kquants.cmake); reached only through KernelsFor(IsaTier::kAvx512Vnni /
+// kAmx) where DetectCpuFeatures().avx512vbmi and .gfni. The integer per (row, block, token) is the
+// scalar dot's (gemv_iq_scalar.cc, gemv_iq23_scalar.cc):
 //   sum_j (2 s_j + 1) sum_i grid_i sign_i q8_i, times d d_a / 8 (IQ2_XXS) or / 4 (IQ3_XXS).
 //
 // Per group block (16 rows x 256 values) and sub-block j, lane r = row r:
@@ -84,7 +84,9 @@ constexpr bool IsIq1(Kind k) { return k == Kind::kIQ1S || k == Kind::kIQ1M; }
 template <Kind K>
 constexpr int kActBytes = K == Kind::kIQ1M ? 2 * kQkK : kQkK;
 template <Kind K>
-constexpr int kAuxInts = K == Kind::kIQ1S ? 8 : K == Kind::kIQ1M ? 16 : 0;
+constexpr int kAuxInts = K == Kind::kIQ1S   ? 8
+                         : K == Kind::kIQ1M ? 16
+                                            : 0;
 // Payload cache lines per group block: 17 / 25 / 14 / 16.
 template <Kind K>
 constexpr int kLines = static_cast<int>(sizeof(GroupBlock<K>) / 64);
@@ -146,9 +148,9 @@ constexpr Consts MakeConsts() {
   for (int i = 0; i < 32; ++i) {
     const int ls = 2 * (i & 7) + 1, e0 = i & 8 ? -1 : 1, e1 = i & 16 ? -1 : 1;
     c.iq1m_ls8[i] = 8 * ls;
-    c.iq1m_ec[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(ls * (e0 - 8))) |
-                                        static_cast<uint32_t>(static_cast<uint16_t>(ls * (e1 - 8)))
-                                            << 16);
+    c.iq1m_ec[i] =
+        static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(ls * (e0 - 8))) |
+                             static_cast<uint32_t>(static_cast<uint16_t>(ls * (e1 - 8))) << 16);
   }
   for (int b = 0; b < 64; ++b) c.iq1m_lo_groups[b] = b % 4 < 2 ? 0xFF : 0;
   for (int b = 0; b < 64; ++b) {
@@ -381,7 +383,6 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
   }
 }
 
-
 // The IQ1 tiles, as Tile, and aux: token 0's kAuxInts<K> i32 per block (PermuteTokens; tokens
 // nb * kAuxInts<K> apart). IQ1_S: per sub-block I += P * 8 (2 s + 1) + B * (2 s + 1) (e - 8).
 // IQ1_M: P0 / P1 take the activations with groups 2-3 / 0-1 zeroed (one per half's scale), and
@@ -443,8 +444,8 @@ void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_st
             cb[i][h] = _mm512_permutex2var_epi32(tab.m_ec[0], sv, tab.m_ec[1]);
           }
         } else {
-          words = _mm512_permutexvar_epi8(
-              tab.spread, _mm512_maskz_loadu_epi8(0xFFFFFFFFFFFFull, blk[i]->f[j]));
+          words = _mm512_permutexvar_epi8(tab.spread,
+                                          _mm512_maskz_loadu_epi8(0xFFFFFFFFFFFFull, blk[i]->f[j]));
           const __m512i sv = _mm512_srli_epi32(words, quant::kIq1R16ScaleShift);
           ls8[i][0] = _mm512_permutexvar_epi32(sv, tab.ls8);
           cb[i][0] = _mm512_permutexvar_epi32(sv, tab.cb);
@@ -465,8 +466,8 @@ void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_st
         }
         for (int i = 0; i < G; ++i) {
           const __m512i u =
-              m < 4    ? _mm512_gf2p8affine_epi64_epi8(
-                             c[i], _mm512_set1_epi64(static_cast<int64_t>(PickMatrix(m))), 0)
+              m < 4 ? _mm512_gf2p8affine_epi64_epi8(
+                          c[i], _mm512_set1_epi64(static_cast<int64_t>(PickMatrix(m))), 0)
               : m == 4 ? d4[i]
                        : _mm512_gf2p8affine_epi64_epi8(
                              e[i], _mm512_set1_epi64(static_cast<int64_t>(PickMatrix(m - 5))), 0);
@@ -546,12 +547,12 @@ void Gemm(const void* w_ptr, size_t w_stride, int64_t n_rows, const void* a_ptr,
     const uintptr_t end = PrefetchEnd(w, n_rows, w_stride);
     int64_t r0 = 0;
     for (; r0 + 2 * kR16Rows <= n_rows; r0 += 2 * kR16Rows) {
-      kTile<K, 2, 1>(group(r0), gstride, perm, act_stride, a, a_stride, aux, nb, end, tab,
-                     y + r0, ldy);
+      kTile<K, 2, 1>(group(r0), gstride, perm, act_stride, a, a_stride, aux, nb, end, tab, y + r0,
+                     ldy);
     }
     if (r0 < n_rows) {
-      kTile<K, 1, 1>(group(r0), gstride, perm, act_stride, a, a_stride, aux, nb, end, tab,
-                     y + r0, ldy);
+      kTile<K, 1, 1>(group(r0), gstride, perm, act_stride, a, a_stride, aux, nb, end, tab, y + r0,
+                     ldy);
     }
     return;
   }

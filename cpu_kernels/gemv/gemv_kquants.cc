@@ -138,8 +138,8 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       if (cpu::DetectCpuFeatures().avx512vbmi && cpu::DetectCpuFeatures().gfni) {
         set_iq(DotIQ2XXS_Q8K_Avx512Vbmi, DotIQ1S_Q8K_Avx512Vbmi, DotIQ1M_Q8K_Avx512Vbmi,
                GemmIQ2XXS_Q8K_Avx512Vbmi, GemmIQ1S_Q8K_Avx512Vbmi, GemmIQ1M_Q8K_Avx512Vbmi,
-               GemmIQ2XXSR16_Q8K_Avx512Vbmi, GemmIQ1SR16_Q8K_Avx512Vbmi,
-               GemmIQ1MR16_Q8K_Avx512Vbmi, true);
+               GemmIQ2XXSR16_Q8K_Avx512Vbmi, GemmIQ1SR16_Q8K_Avx512Vbmi, GemmIQ1MR16_Q8K_Avx512Vbmi,
+               true);
       } else {
         MOESPLIT_IQ_BY_DOTS(Avx2);
       }

@@ -17,12 +17,12 @@ namespace {
 
 // {file type, its 16-row layout}.
 constexpr GgmlType kLayouts[][2] = {
-    {GgmlType::kQ4_K, GgmlType::kQ4_K_R16},      {GgmlType::kQ5_K, GgmlType::kQ5_K_R16},
-    {GgmlType::kQ6_K, GgmlType::kQ6_K_R16},      {GgmlType::kQ8_0, GgmlType::kQ8_0_R16},
-    {GgmlType::kQ5_0, GgmlType::kQ5_0_R16},      {GgmlType::kQ4_0, GgmlType::kQ4_0_R16},
-    {GgmlType::kIQ4_NL, GgmlType::kIQ4_NL_R16},  {GgmlType::kIQ4_XS, GgmlType::kIQ4_XS_R16},
-    {GgmlType::kQ2_K, GgmlType::kQ2_K_R16},      {GgmlType::kQ3_K, GgmlType::kQ3_K_R16},
-    {GgmlType::kMXFP4, GgmlType::kMXFP4_R16},    {GgmlType::kIQ2_XXS, GgmlType::kIQ2_XXS_R16},
+    {GgmlType::kQ4_K, GgmlType::kQ4_K_R16},       {GgmlType::kQ5_K, GgmlType::kQ5_K_R16},
+    {GgmlType::kQ6_K, GgmlType::kQ6_K_R16},       {GgmlType::kQ8_0, GgmlType::kQ8_0_R16},
+    {GgmlType::kQ5_0, GgmlType::kQ5_0_R16},       {GgmlType::kQ4_0, GgmlType::kQ4_0_R16},
+    {GgmlType::kIQ4_NL, GgmlType::kIQ4_NL_R16},   {GgmlType::kIQ4_XS, GgmlType::kIQ4_XS_R16},
+    {GgmlType::kQ2_K, GgmlType::kQ2_K_R16},       {GgmlType::kQ3_K, GgmlType::kQ3_K_R16},
+    {GgmlType::kMXFP4, GgmlType::kMXFP4_R16},     {GgmlType::kIQ2_XXS, GgmlType::kIQ2_XXS_R16},
     {GgmlType::kIQ3_XXS, GgmlType::kIQ3_XXS_R16}, {GgmlType::kIQ1_S, GgmlType::kIQ1_S_R16},
     {GgmlType::kIQ1_M, GgmlType::kIQ1_M_R16}};
 
