@@ -284,6 +284,58 @@ IQ_INLINE const GroupBlock<K>* GroupBlocks(const uint8_t* g, int64_t nb) {
 // Q3_K tiles (one block is read in less than a DRAM miss).
 constexpr int64_t kAhead = 2;
 
+// The G streams' d rows and payloads (group i at g + i * gstride), and zero accumulators.
+template <Kind K, int G, int T>
+IQ_INLINE void InitStreams(const uint8_t* g, size_t gstride, int64_t nb, const uint16_t** dw,
+                           const GroupBlock<K>** blocks, __m512 (&acc)[G][T]) {
+  for (int i = 0; i < G; ++i) {
+    dw[i] = reinterpret_cast<const uint16_t*>(g + i * gstride);
+    blocks[i] = GroupBlocks<K>(g + i * gstride, nb);
+    for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
+  }
+}
+template <int G, int T>
+IQ_INLINE void StoreTile(const __m512 (&acc)[G][T], float* y, int64_t ldy) {
+  for (int i = 0; i < G; ++i) {
+    for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy + 16 * i, acc[i][t]);
+  }
+}
+
+// Block b's payload of each of the G streams, and the block each reads kAhead blocks on (past
+// the last: the next group's, which that stream reads next). Returns whether to prefetch
+// (decode, and the last stream's block ahead is inside the matrix); then the d's ahead are.
+template <Kind K, int G, int T>
+IQ_INLINE bool BlockPointers(const uint8_t* g, size_t gstride, const GroupBlock<K>* const* blocks,
+                             const uint16_t* const* dw, int64_t b, int64_t nb, uintptr_t pf_end,
+                             const GroupBlock<K>** blk, const char** ahead) {
+  for (int i = 0; i < G; ++i) {
+    blk[i] = blocks[i] + b;
+    ahead[i] = reinterpret_cast<const char*>(
+        b + kAhead < nb ? blocks[i] + b + kAhead
+                        : GroupBlocks<K>(g + (i + G) * gstride, nb) + (b + kAhead - nb));
+  }
+  const bool pf = T == 1 && reinterpret_cast<uintptr_t>(ahead[G - 1]) < pf_end;
+  for (int i = 0; pf && i < G; ++i) {
+    _mm_prefetch(reinterpret_cast<const char*>(dw[i] + kR16Rows * (b + kAhead)), _MM_HINT_T1);
+  }
+  return pf;
+}
+
+// acc += block b's integers times d * d_a * kScale, per stream and token.
+template <Kind K, int G, int T>
+IQ_INLINE void AccumulateBlock(const uint16_t* const* dw, int64_t b, const uint8_t* a,
+                               size_t a_stride, const __m512i (&isum)[G][T], __m512 (&acc)[G][T]) {
+  for (int i = 0; i < G; ++i) {
+    const __m512 d = _mm512_cvtph_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dw[i] + kR16Rows * b)));
+    for (int t = 0; t < T; ++t) {
+      const float da = kScale<K> * reinterpret_cast<const BlockQ8_K*>(a + t * a_stride)[b].d;
+      acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][t]),
+                                  _mm512_mul_ps(d, _mm512_set1_ps(da)), acc[i][t]);
+    }
+  }
+}
+
 // y[t * ldy + 16 i + r] = row r of group i . token t, G groups (at g + i * gstride) x T tokens
 // over nb blocks. act: token 0's permuted quants (tokens act_stride bytes apart); a: token 0's
 // Q8_K row (a_stride apart, for the d's). Decode (T = 1) prefetches kAhead blocks ahead per
@@ -297,26 +349,12 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
   __m512 acc[G][T];
   const uint16_t* dw[G];
   const GroupBlock<K>* blocks[G];
-  for (int i = 0; i < G; ++i) {
-    dw[i] = reinterpret_cast<const uint16_t*>(g + i * gstride);
-    blocks[i] = GroupBlocks<K>(g + i * gstride, nb);
-    for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
-  }
+  InitStreams<K, G, T>(g, gstride, nb, dw, blocks, acc);
   for (int64_t b = 0; b < nb; ++b) {
     const GroupBlock<K>* blk[G];
-    const char* ahead[G];  // the block this stream reads kAhead blocks on (past the last: the
-                           // next group's, which this stream reads next)
-    for (int i = 0; i < G; ++i) {
-      blk[i] = blocks[i] + b;
-      ahead[i] = reinterpret_cast<const char*>(
-          b + kAhead < nb ? blocks[i] + b + kAhead
-                          : GroupBlocks<K>(g + (i + G) * gstride, nb) + (b + kAhead - nb));
-    }
-    const bool pf = T == 1 && reinterpret_cast<uintptr_t>(ahead[G - 1]) < pf_end;
-    for (int i = 0; pf && i < G; ++i) {
-      _mm_prefetch(ahead[i] + 64 * (kLines<K> - 1), _MM_HINT_T1);
-      _mm_prefetch(reinterpret_cast<const char*>(dw[i] + kR16Rows * (b + kAhead)), _MM_HINT_T1);
-    }
+    const char* ahead[G];
+    const bool pf = BlockPointers<K, G, T>(g, gstride, blocks, dw, b, nb, pf_end, blk, ahead);
+    for (int i = 0; pf && i < G; ++i) _mm_prefetch(ahead[i] + 64 * (kLines<K> - 1), _MM_HINT_T1);
     const uint8_t* ab = act + b * kQkK;
     __m512i isum[G][T];
     for (int i = 0; i < G; ++i) {
@@ -368,19 +406,9 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
         }
       }
     }
-    for (int i = 0; i < G; ++i) {
-      const __m512 d = _mm512_cvtph_ps(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dw[i] + kR16Rows * b)));
-      for (int t = 0; t < T; ++t) {
-        const float da = kScale<K> * reinterpret_cast<const BlockQ8_K*>(a + t * a_stride)[b].d;
-        acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][t]),
-                                    _mm512_mul_ps(d, _mm512_set1_ps(da)), acc[i][t]);
-      }
-    }
+    AccumulateBlock<K, G, T>(dw, b, a, a_stride, isum, acc);
   }
-  for (int i = 0; i < G; ++i) {
-    for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy + 16 * i, acc[i][t]);
-  }
+  StoreTile<G, T>(acc, y, ldy);
 }
 
 // The IQ1 tiles, as Tile, and aux: token 0's kAuxInts<K> i32 per block (PermuteTokens; tokens
@@ -399,24 +427,11 @@ void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_st
   __m512 acc[G][T];
   const uint16_t* dw[G];
   const GroupBlock<K>* blocks[G];
-  for (int i = 0; i < G; ++i) {
-    dw[i] = reinterpret_cast<const uint16_t*>(g + i * gstride);
-    blocks[i] = GroupBlocks<K>(g + i * gstride, nb);
-    for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
-  }
+  InitStreams<K, G, T>(g, gstride, nb, dw, blocks, acc);
   for (int64_t b = 0; b < nb; ++b) {
     const GroupBlock<K>* blk[G];
-    const char* ahead[G];  // as Tile's
-    for (int i = 0; i < G; ++i) {
-      blk[i] = blocks[i] + b;
-      ahead[i] = reinterpret_cast<const char*>(
-          b + kAhead < nb ? blocks[i] + b + kAhead
-                          : GroupBlocks<K>(g + (i + G) * gstride, nb) + (b + kAhead - nb));
-    }
-    const bool pf = T == 1 && reinterpret_cast<uintptr_t>(ahead[G - 1]) < pf_end;
-    for (int i = 0; pf && i < G; ++i) {
-      _mm_prefetch(reinterpret_cast<const char*>(dw[i] + kR16Rows * (b + kAhead)), _MM_HINT_T1);
-    }
+    const char* ahead[G];
+    const bool pf = BlockPointers<K, G, T>(g, gstride, blocks, dw, b, nb, pf_end, blk, ahead);
     const uint8_t* ab = act + b * kActBytes<K>;
     __m512i isum[G][T];
     for (int i = 0; i < G; ++i) {
@@ -491,19 +506,9 @@ void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_st
         }
       }
     }
-    for (int i = 0; i < G; ++i) {
-      const __m512 d = _mm512_cvtph_ps(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dw[i] + kR16Rows * b)));
-      for (int t = 0; t < T; ++t) {
-        const float da = kScale<K> * reinterpret_cast<const BlockQ8_K*>(a + t * a_stride)[b].d;
-        acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][t]),
-                                    _mm512_mul_ps(d, _mm512_set1_ps(da)), acc[i][t]);
-      }
-    }
+    AccumulateBlock<K, G, T>(dw, b, a, a_stride, isum, acc);
   }
-  for (int i = 0; i < G; ++i) {
-    for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy + 16 * i, acc[i][t]);
-  }
+  StoreTile<G, T>(acc, y, ldy);
 }
 
 using TileFn = void (*)(const uint8_t*, size_t, const uint8_t*, size_t, const uint8_t*, size_t,
