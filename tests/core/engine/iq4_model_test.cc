@@ -142,17 +142,14 @@ TEST_P(Iq4ModelTest, LogitsMatchTheScalarTier) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTiers, Iq4ModelTest,
-                         ::testing::Combine(testing::AllIsaTiers(), ::testing::Range(0, 5)),
-                         [](const ::testing::TestParamInfo<std::tuple<cpu::IsaTier, int>>& info) {
-                           std::string mix =
-                               synth::QuantMixName(kMixes[std::get<1>(info.param)].mix);
-                           mix.erase(std::remove_if(mix.begin(), mix.end(),
-                                                    [](char c) { return c == '_' || c == '-'; }),
-                                     mix.end());
-                           return std::string(cpu::IsaTierName(std::get<0>(info.param))) + "_" +
-                                  mix;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    AllTiers, Iq4ModelTest, ::testing::Combine(testing::AllIsaTiers(), ::testing::Range(0, 5)),
+    [](const ::testing::TestParamInfo<std::tuple<cpu::IsaTier, int>>& info) {
+      std::string mix = synth::QuantMixName(kMixes[std::get<1>(info.param)].mix);
+      mix.erase(std::remove_if(mix.begin(), mix.end(), [](char c) { return c == '_' || c == '-'; }),
+                mix.end());
+      return std::string(cpu::IsaTierName(std::get<0>(info.param))) + "_" + mix;
+    });
 
 // UD-IQ1_S only (kMixes[3]).
 class Iq1GrowthTest : public Iq4ModelTest {};
