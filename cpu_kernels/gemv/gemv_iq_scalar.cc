@@ -27,6 +27,7 @@ using quant::BlockIQ1_M;
 using quant::BlockIQ1_S;
 using quant::BlockIQ2_XXS;
 using quant::BlockQ8_K;
+using quant::Iq1mD;
 using quant::kQkK;
 namespace qi = quant::internal;
 
@@ -41,12 +42,6 @@ int32_t Iq1Group(uint64_t entry, int delta8, const int8_t* q8) {
     s += (8 * g + delta8) * q8[k];
   }
   return s;
-}
-
-// IQ1_M's f16 super-scale: the top nibbles of its four scale words (blocks_iq.h).
-uint16_t Iq1mD(const uint16_t* sc) {
-  return static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) |
-                               (sc[3] & 0xF000));
 }
 
 IqTables BuildIqTables() {

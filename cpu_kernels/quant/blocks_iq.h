@@ -123,6 +123,14 @@ static_assert(sizeof(BlockMXFP4) == 17);
 static_assert(alignof(BlockIQ2_XXS) == 2 && alignof(BlockIQ1_S) == 2);
 static_assert(alignof(BlockIQ1_M) == 1 && alignof(BlockMXFP4) == 1);
 
+// IQ1_M's f16 super-scale d from its four scale words (the top nibbles, SetLatticeBlockScale's
+// inverse). For generic-flag files (the ISA-flagged kernels spell it out: an inline function
+// used from files of different flags could be merged into one copy).
+inline uint16_t Iq1mD(const uint16_t* sc) {
+  return static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) |
+                               (sc[3] & 0xF000));
+}
+
 // Writes the f16 scale d into one 256-value block of a lattice type: IQ2_XXS / IQ2_XS / IQ2_S /
 // IQ3_XXS / IQ3_S / IQ1_S open the block with it; IQ1_M spreads its 4 nibbles over the top
 // nibbles of the 4 scale words (bytes 48..55). For tests and benchmarks that build blocks from

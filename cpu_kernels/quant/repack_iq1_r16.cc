@@ -18,30 +18,32 @@ using internal::kIq1SGridSize;
 
 constexpr int kPatterns = 6561;  // 3^8 digit patterns of a group
 
-// The base-3 number of grid entry e: sum_k (t_k + 1) 3^k over its 8 values t_k in {-1, 0, 1}.
-int Pattern(int e) {
-  int p = 0;
-  for (int k = 7; k >= 0; --k) {
-    const int t = static_cast<int8_t>(kIq1SGrid[e] >> (8 * k));
-    MOESPLIT_CHECK(t >= -1 && t <= 1, "iq1s grid value ", t);
-    p = 3 * p + t + 1;
-  }
-  return p;
-}
-
-// Pattern -> grid index (-1: no entry), built once.
-const std::array<int16_t, kPatterns>& InverseGrid() {
-  static const std::array<int16_t, kPatterns> inverse = [] {
-    std::array<int16_t, kPatterns> inv;
-    inv.fill(-1);
+// The base-3 number of every grid entry e, sum_k (t_k + 1) 3^k over its 8 values t_k in
+// {-1, 0, 1}, and the inverse (pattern -> grid index, -1: no entry). Built once: the repack
+// looks one up per 8 weights (a V3 IQ1_S file has ~80 G groups).
+struct GridPatterns {
+  std::array<int16_t, kIq1SGridSize> pattern;
+  std::array<int16_t, kPatterns> inverse;
+};
+const GridPatterns& Patterns() {
+  static const GridPatterns patterns = [] {
+    GridPatterns g;
+    g.inverse.fill(-1);
     for (int e = 0; e < kIq1SGridSize; ++e) {
-      const int p = Pattern(e);
-      MOESPLIT_CHECK(inv[p] < 0, "iq1s grid entries ", inv[p], " and ", e, " are equal");
-      inv[p] = static_cast<int16_t>(e);
+      int p = 0;
+      for (int k = 7; k >= 0; --k) {
+        const int t = static_cast<int8_t>(kIq1SGrid[e] >> (8 * k));
+        MOESPLIT_CHECK(t >= -1 && t <= 1, "iq1s grid value ", t);
+        p = 3 * p + t + 1;
+      }
+      MOESPLIT_CHECK(g.inverse[p] < 0, "iq1s grid entries ", g.inverse[p], " and ", e,
+                     " are equal");
+      g.pattern[e] = static_cast<int16_t>(p);
+      g.inverse[p] = static_cast<int16_t>(e);
     }
-    return inv;
+    return g;
   }();
-  return inverse;
+  return patterns;
 }
 
 // Grid index of the digits of a group: byte a (values 0-4) and field f (values 5-7).
@@ -52,12 +54,8 @@ int GridIndex(const std::array<int16_t, kPatterns>& inverse, int a, int f, const
   return e;
 }
 
-// IQ1_M's 3-bit scale of half h (16 values) and its f16 d (the scale words' top nibbles).
+// IQ1_M's 3-bit scale of half h (16 values).
 int Iq1mScale(const uint16_t* sc, int h) { return (sc[h / 4] >> (3 * (h % 4))) & 7; }
-uint16_t Iq1mD(const uint16_t* sc) {
-  return static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) |
-                               (sc[3] & 0xF000));
-}
 
 }  // namespace
 
@@ -67,6 +65,7 @@ void RepackIQ1SRows16(const void* src, size_t src_stride, int64_t n, void* dst) 
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint16_t*>(dst);  // [nb][16] f16, then the payloads
   auto* out = reinterpret_cast<BlockIQ1_S_R16*>(static_cast<uint8_t*>(dst) + nb * kR16Rows * 2);
+  const auto& pattern = Patterns().pattern;
   for (int64_t b = 0; b < nb; ++b) {
     BlockIQ1_S_R16& o = out[b];
     for (int r = 0; r < kR16Rows; ++r) {
@@ -77,7 +76,7 @@ void RepackIQ1SRows16(const void* src, size_t src_stride, int64_t n, void* dst) 
         const uint32_t qh = in.qh[j];
         uint32_t word = ((qh >> 12) & 7) << kIq1R16ScaleShift | (qh >> 15) << kIq1R16SignBit;
         for (int g = 0; g < 4; ++g) {
-          const int p = Pattern(static_cast<int>(in.qs[4 * j + g] | ((qh >> (3 * g)) & 7) << 8));
+          const int p = pattern[in.qs[4 * j + g] | ((qh >> (3 * g)) & 7) << 8];
           o.a[j][4 * r + g] = static_cast<uint8_t>(p % 243);  // values 0-4
           word |= static_cast<uint32_t>(p / 243) << (5 * g);  // values 5-7
         }
@@ -90,7 +89,7 @@ void RepackIQ1SRows16(const void* src, size_t src_stride, int64_t n, void* dst) 
 void UnpackIQ1SRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
   MOESPLIT_CHECK(n % kQkK == 0, "IQ1_S row of ", n, " values");
   const int64_t nb = n / kQkK;
-  const auto& inverse = InverseGrid();
+  const auto& inverse = Patterns().inverse;
   const auto* d = static_cast<const uint16_t*>(src);
   const auto* in =
       reinterpret_cast<const BlockIQ1_S_R16*>(static_cast<const uint8_t*>(src) + nb * kR16Rows * 2);
@@ -122,6 +121,7 @@ void RepackIQ1MRows16(const void* src, size_t src_stride, int64_t n, void* dst) 
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint16_t*>(dst);  // [nb][16] f16, then the payloads
   auto* out = reinterpret_cast<BlockIQ1_M_R16*>(static_cast<uint8_t*>(dst) + nb * kR16Rows * 2);
+  const auto& pattern = Patterns().pattern;
   for (int64_t b = 0; b < nb; ++b) {
     BlockIQ1_M_R16& o = out[b];
     for (int r = 0; r < kR16Rows; ++r) {
@@ -135,7 +135,7 @@ void RepackIQ1MRows16(const void* src, size_t src_stride, int64_t n, void* dst) 
         for (int g = 0; g < 4; ++g) {
           const int G = 4 * j + g;  // the block's group
           const int nibble = (in.qh[G / 2] >> (4 * (G % 2))) & 15;
-          const int p = Pattern(in.qs[G] | (nibble & 7) << 8);
+          const int p = pattern[in.qs[G] | (nibble & 7) << 8];
           o.a[j][4 * r + g] = static_cast<uint8_t>(p % 243);
           word |= static_cast<uint32_t>(p / 243) << (5 * g);
           word |= static_cast<uint32_t>(nibble >> 3) << (kIq1mR16HalfShift[g / 2] + 3 + g % 2);
@@ -152,7 +152,7 @@ void RepackIQ1MRows16(const void* src, size_t src_stride, int64_t n, void* dst) 
 void UnpackIQ1MRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
   MOESPLIT_CHECK(n % kQkK == 0, "IQ1_M row of ", n, " values");
   const int64_t nb = n / kQkK;
-  const auto& inverse = InverseGrid();
+  const auto& inverse = Patterns().inverse;
   const auto* d = static_cast<const uint16_t*>(src);
   const auto* in =
       reinterpret_cast<const BlockIQ1_M_R16*>(static_cast<const uint8_t*>(src) + nb * kR16Rows * 2);
