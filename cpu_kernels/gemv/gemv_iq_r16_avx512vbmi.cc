@@ -535,9 +535,9 @@ void Gemm(const void* w_ptr, size_t w_stride, int64_t n_rows, const void* a_ptr,
   const int64_t nb = n / kQkK;
   const size_t gstride = static_cast<size_t>(kR16Rows) * w_stride;
   const Tables tab = LoadTables<K>();
-  // The permuted quants of every token (and IQ1_S's sub-block sums, 32 bytes per block and
-  // token): on the stack for one token of up to 16384 values (a decode call), else on the heap
-  // (prefill: n_tok x n bytes).
+  // The permuted quants of every token (IQ1_M's twice) and the IQ1 activation sums (IQ1_S 32,
+  // IQ1_M 64 bytes per block and token): on the stack for one token of up to 16384 values
+  // (IQ1_M: 7168, 576 bytes per 256; a decode call), else on the heap (prefill).
   constexpr int64_t kStackBytes = 16384 + 2048;
   alignas(64) uint8_t stack[kStackBytes];
   std::vector<uint8_t> heap;
