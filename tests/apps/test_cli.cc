@@ -128,6 +128,20 @@ TEST(Cli, NumaHelpNamesTheDefault) {
   }
 }
 
+// --repack-growth takes a percent from -1 (no limit) up: anything else is refused before a model
+// is opened, naming the flag.
+TEST(Cli, RepackGrowthOutOfRangeIsAUsageError) {
+  for (const char* name : {"run", "bench", "serve"}) {
+    for (const char* bad : {"-5", "abc"}) {
+      SCOPED_TRACE(std::string(name) + " " + bad);
+      const Result r = Invoke({name, "-m", "/nonexistent/x.gguf", "--repack-growth", bad});
+      EXPECT_NE(r.rc, 0);
+      EXPECT_NE(r.err.find("--repack-growth"), std::string::npos) << r.err;
+      EXPECT_EQ(r.err.find("/nonexistent/x.gguf"), std::string::npos) << r.err;
+    }
+  }
+}
+
 TEST(Cli, UnknownSubcommandIsAUsageError) {
   // A typo names the word and lists the commands instead of "A subcommand is required".
   const Result r = Invoke({"frobnicate", "-m", "x.gguf"});
