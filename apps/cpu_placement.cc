@@ -35,7 +35,7 @@ void AddPlacementFlags(CLI::App* cmd, PlacementFlags* f) {
   cmd->add_flag(
       "--no-repack", f->no_repack,
       "read the weights in their file layout instead of repacking Q4_K / Q5_K / Q6_K / Q8_0 / "
-      "Q5_0 / Q4_0 experts and dense matrices (attention projections, dense FFN, output "
+      "Q5_0 / Q5_1 / Q4_0 experts and dense matrices (attention projections, dense FFN, output "
       "head) into 16-row groups at load (repacking needs the AVX-512 VNNI kernel tier "
       "and replaces the file's pages with the repacked copy)");
   // Why: IQ1_S's / IQ1_M's 16-row layouts store base-3 digits (58 / 66 bytes per 256 values

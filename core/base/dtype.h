@@ -93,10 +93,13 @@ enum class GgmlType : uint32_t {
   // IQ1_M the same way (repack.h): 66 bytes per row and block (IQ1_M: 56; each group's delta
   // sign and the 3-bit scales beside the digits in one 30-bit word per 32 values).
   kIQ1_M_R16 = 78,
+  // Q5_1 with 16 rows interleaved (repack.h): kQ5_0_R16's payload with each block's 16 f16 d's
+  // and 16 f16 m's in the group's head, 24 bytes per row and block as the file type.
+  kQ5_1_R16 = 79,
 };
 
 inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
-inline constexpr uint32_t kTypeIdLimit = 79;      // ggml's ids and moesplit's internal layouts
+inline constexpr uint32_t kTypeIdLimit = 80;      // ggml's ids and moesplit's internal layouts
 
 // The rows a layout interleaves: 16 for the *_R16 layouts, 1 for every GGUF type. Matrices of such
 // a type are sliced only at multiples of this many rows.

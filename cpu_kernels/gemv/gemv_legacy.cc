@@ -22,6 +22,7 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Scalar, GemmByDots<DotQ4_0_Q8_0_Scalar>);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Scalar, GemmByDots<DotQ5_0_Q8_0_Scalar>);
       set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Scalar, GemmByDots<DotQ5_1_Q8_0_Scalar>);
+      set_r16(T::kQ5_1_R16, GemmR16ByUnpack<T::kQ5_1_R16, GemmByDots<DotQ5_1_Q8_0_Scalar>>, false);
       set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmByDots<DotQ8_0_Q8_0_Scalar>>, false);
       set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmByDots<DotQ5_0_Q8_0_Scalar>>, false);
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmByDots<DotQ4_0_Q8_0_Scalar>>, false);
@@ -38,6 +39,7 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx2, GemmQ4_0_Q8_0_Avx2);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx2, GemmQ5_0_Q8_0_Avx2);
       set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmByDots<DotQ5_1_Q8_0_Avx2>);
+      set_r16(T::kQ5_1_R16, GemmR16ByUnpack<T::kQ5_1_R16, GemmByDots<DotQ5_1_Q8_0_Avx2>>, false);
       set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmQ8_0_Q8_0_Avx2>, false);
       set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmQ5_0_Q8_0_Avx2>, false);
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmQ4_0_Q8_0_Avx2>, false);
@@ -51,6 +53,7 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx512, GemmQ4_0_Q8_0_Avx512);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx512, GemmQ5_0_Q8_0_Avx512);
       set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmByDots<DotQ5_1_Q8_0_Avx2>);
+      set_r16(T::kQ5_1_R16, GemmR16ByUnpack<T::kQ5_1_R16, GemmByDots<DotQ5_1_Q8_0_Avx2>>, false);
       set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmQ8_0_Q8_0_Avx512>, false);
       set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmQ5_0_Q8_0_Avx512>, false);
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmQ4_0_Q8_0_Avx512>, false);
@@ -63,7 +66,8 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx512Vnni, GemmQ8_0_Q8_0_Avx512Vnni);
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx512Vnni, GemmQ4_0_Q8_0_Avx512Vnni);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx512Vnni, GemmQ5_0_Q8_0_Avx512Vnni);
-      set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmByDots<DotQ5_1_Q8_0_Avx2>);
+      set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmQ5_1_Q8_0_Avx512Vnni);
+      set_r16(T::kQ5_1_R16, GemmQ5_1R16_Q8_0_Avx512Vnni, true);
       set_r16(T::kQ8_0_R16, GemmQ8_0R16_Q8_0_Avx512Vnni, true);
       set_r16(T::kQ5_0_R16, GemmQ5_0R16_Q8_0_Avx512Vnni, true);
       set_r16(T::kQ4_0_R16, GemmQ4_0R16_Q8_0_Avx512Vnni, true);

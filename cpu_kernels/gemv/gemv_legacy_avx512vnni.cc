@@ -1,4 +1,5 @@
-// Legacy-block kernels (Q8_0 / Q4_0 / Q5_0 / IQ4_NL weights x Q8_0 activations), AVX-512 VNNI
+// Legacy-block kernels (Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 weights x Q8_0 activations),
+// AVX-512 VNNI
 // tier (vpdpbusd integer dots). Compiled with MOESPLIT_FLAGS_AVX512VNNI (gemv/legacy.cmake);
 // reached only through KernelsFor(IsaTier::kAvx512Vnni). The bodies are in
 // gemv_legacy_avx512_impl.inc.
@@ -84,6 +85,31 @@ void GemmQ5_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows,
 void GemmQ4_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   LegacyR16Gemm<GgmlType::kQ4_0_R16, BlockQ4_0>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+
+// Q5_1 in the file layout: 16-row groups in the row-lane tile for several tokens; the other rows,
+// and one token, one AVX2 dot per (row, token) (a call into gemv_legacy_avx2.cc: no template of
+// another tier is instantiated under this file's flags).
+void GemmQ5_1_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                              size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  int64_t r = 0;
+  if (n_tok >= kLegacyRowLaneMinTokens && n / kQk <= kLegacyTokValues) {
+    r = n_rows / kRowLaneRows * kRowLaneRows;
+    LegacyRowLaneGemm<quant::BlockQ5_1>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
+  }
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(a);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t i = r; i < n_rows; ++i) {
+      y[t * ldy + i] = DotQ5_1_Q8_0_Avx2(wb + i * w_stride, ab + t * a_stride, n);
+    }
+  }
+}
+
+void GemmQ5_1R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  LegacyR16Gemm<GgmlType::kQ5_1_R16, quant::BlockQ5_1>(w, w_stride, n_rows, a, a_stride, n_tok, n,
+                                                       y, ldy);
 }
 
 float DotIQ4NL_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) {

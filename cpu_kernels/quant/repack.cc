@@ -24,7 +24,7 @@ constexpr GgmlType kLayouts[][2] = {
     {GgmlType::kQ2_K, GgmlType::kQ2_K_R16},       {GgmlType::kQ3_K, GgmlType::kQ3_K_R16},
     {GgmlType::kMXFP4, GgmlType::kMXFP4_R16},     {GgmlType::kIQ2_XXS, GgmlType::kIQ2_XXS_R16},
     {GgmlType::kIQ3_XXS, GgmlType::kIQ3_XXS_R16}, {GgmlType::kIQ1_S, GgmlType::kIQ1_S_R16},
-    {GgmlType::kIQ1_M, GgmlType::kIQ1_M_R16}};
+    {GgmlType::kIQ1_M, GgmlType::kIQ1_M_R16},     {GgmlType::kQ5_1, GgmlType::kQ5_1_R16}};
 
 // The other member of t's pair (side 0: t is a file type; 1: t is a layout), or t itself.
 GgmlType Partner(GgmlType t, int side) {
@@ -239,22 +239,36 @@ namespace {
 // The legacy file blocks' fields at a block's bytes (each starts with its scale: the f16 d, or
 // MXFP4's E8M0 byte).
 struct LegacyFields {
-  const uint8_t* qs;  // Q8_0: [32] quants; Q4_0 / Q5_0 / IQ4_NL / MXFP4: [16] nibble pairs
-  uint32_t qh;        // Q5_0: bit j = value j's 5th bit; 0 otherwise
+  const uint8_t* qs;  // Q8_0: [32] quants; Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4: [16] nibble pairs
+  uint32_t qh;        // Q5_0 / Q5_1: bit j = value j's 5th bit; 0 otherwise
 };
 
-// Where a legacy file block's quants start: after the f16 d (Q5_0: and its 4 qh bytes), or after
-// MXFP4's 1-byte exponent.
+// Where a legacy file block's quants start: after the f16 d (Q5_0: and its 4 qh bytes; Q5_1:
+// d, m and qh), or after MXFP4's 1-byte exponent.
 size_t LegacyQsOffset(GgmlType t) {
   return t == GgmlType::kQ5_0    ? offsetof(BlockQ5_0, qs)
+         : t == GgmlType::kQ5_1  ? offsetof(BlockQ5_1, qs)
          : t == GgmlType::kMXFP4 ? offsetof(BlockMXFP4, qs)
                                  : 2;
 }
 
+bool HasHighBits(GgmlType t) { return t == GgmlType::kQ5_0 || t == GgmlType::kQ5_1; }
+size_t QhOffset(GgmlType t) {
+  return t == GgmlType::kQ5_0 ? offsetof(BlockQ5_0, qh) : offsetof(BlockQ5_1, qh);
+}
+
 LegacyFields ReadLegacy(GgmlType t, const uint8_t* blk) {
   LegacyFields f{blk + LegacyQsOffset(t), 0};
-  if (t == GgmlType::kQ5_0) std::memcpy(&f.qh, blk + offsetof(BlockQ5_0, qh), 4);
+  if (HasHighBits(t)) std::memcpy(&f.qh, blk + QhOffset(t), 4);
   return f;
+}
+
+// Row r's scales of block b in a group's head (sb bytes per row and block): at [b][r] for one
+// scale; Q5_1's d and m (sb = 4, 2 bytes each) at [b][0][r] and [b][1][r] (repack.h). Part
+// i < LegacyScaleParts(sb) is file bytes [i * sb / parts, (i + 1) * sb / parts) of the block.
+int64_t LegacyScaleParts(int64_t sb) { return sb == 4 ? 2 : 1; }
+int64_t LegacyHeadOffset(int64_t b, int r, int64_t sb, int64_t i) {
+  return sb == 4 ? (2 * b + i) * kR16Rows * 2 + 2 * r : (b * kR16Rows + r) * sb;
 }
 
 }  // namespace
@@ -265,15 +279,19 @@ void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64
   MOESPLIT_CHECK(payload > 0 && n % kQk == 0, TypeName(from), " row of ", n, " values");
   const auto* s = static_cast<const uint8_t*>(src);
   const int64_t sb = LegacyR16ScaleBytes(to);
-  auto* d = static_cast<uint8_t*>(dst);   // [nb][16] f16 d (MXFP4: u8 exponent)
+  auto* d = static_cast<uint8_t*>(dst);   // [nb][16] f16 d (MXFP4: u8 exponent; Q5_1: [nb][2][16])
   uint8_t* out = d + nb * kR16Rows * sb;  // payloads
   const int dwords = from == GgmlType::kQ8_0 ? 8 : 4;
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* p = out + b * payload;
-    uint64_t h[8] = {};  // Q5_0's byte masks
+    uint64_t h[8] = {};  // Q5_0 / Q5_1: the byte masks
     for (int r = 0; r < kR16Rows; ++r) {
       const uint8_t* blk = s + r * src_stride + b * bb;
-      std::memcpy(d + (b * kR16Rows + r) * sb, blk, static_cast<size_t>(sb));
+      const int64_t parts = LegacyScaleParts(sb);
+      for (int64_t i = 0; i < parts; ++i) {
+        std::memcpy(d + LegacyHeadOffset(b, r, sb, i), blk + i * sb / parts,
+                    static_cast<size_t>(sb / parts));
+      }
       const LegacyFields f = ReadLegacy(from, blk);
       for (int k = 0; k < dwords; ++k) {
         uint32_t q;
@@ -283,7 +301,7 @@ void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64
       }
       for (int g = 0; g < 8; ++g) h[g] |= static_cast<uint64_t>((f.qh >> (4 * g)) & 0xF) << (4 * r);
     }
-    if (from == GgmlType::kQ5_0) std::memcpy(p + 4 * 64, h, sizeof(h));
+    if (HasHighBits(from)) std::memcpy(p + 4 * 64, h, sizeof(h));
   }
 }
 
@@ -292,17 +310,21 @@ void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, siz
   const int64_t payload = LegacyR16Payload(r16), bb = RowBytes(to, kQk), nb = n / kQk;
   MOESPLIT_CHECK(payload > 0 && n % kQk == 0, TypeName(r16), " row of ", n, " values");
   const int64_t sb = LegacyR16ScaleBytes(r16);
-  const auto* d = static_cast<const uint8_t*>(src);  // [nb][16] f16 d (MXFP4: u8 exponent)
+  const auto* d = static_cast<const uint8_t*>(src);  // the head, as RepackLegacyRows16's
   const uint8_t* in = d + nb * kR16Rows * sb;
   auto* o = static_cast<uint8_t*>(dst);
   const int dwords = to == GgmlType::kQ8_0 ? 8 : 4;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* p = in + b * payload;
     uint64_t h[8] = {};
-    if (to == GgmlType::kQ5_0) std::memcpy(h, p + 4 * 64, sizeof(h));
+    if (HasHighBits(to)) std::memcpy(h, p + 4 * 64, sizeof(h));
     for (int r = 0; r < kR16Rows; ++r) {
       uint8_t* blk = o + r * dst_stride + b * bb;
-      std::memcpy(blk, d + (b * kR16Rows + r) * sb, static_cast<size_t>(sb));
+      const int64_t parts = LegacyScaleParts(sb);
+      for (int64_t i = 0; i < parts; ++i) {
+        std::memcpy(blk + i * sb / parts, d + LegacyHeadOffset(b, r, sb, i),
+                    static_cast<size_t>(sb / parts));
+      }
       uint8_t* qs = blk + LegacyQsOffset(to);
       for (int k = 0; k < dwords; ++k) {
         uint32_t q;
@@ -310,10 +332,10 @@ void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, siz
         if (to == GgmlType::kQ8_0) q ^= 0x80808080u;
         std::memcpy(qs + 4 * k, &q, 4);
       }
-      if (to == GgmlType::kQ5_0) {
+      if (HasHighBits(to)) {
         uint32_t qh = 0;
         for (int g = 0; g < 8; ++g) qh |= static_cast<uint32_t>((h[g] >> (4 * r)) & 0xF) << (4 * g);
-        std::memcpy(blk + offsetof(BlockQ5_0, qh), &qh, 4);
+        std::memcpy(blk + QhOffset(to), &qh, 4);
       }
     }
   }

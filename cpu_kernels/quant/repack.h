@@ -23,8 +23,10 @@
 //   Q5_0: Q4_0's q, then u64 h[8]: bit 4r + b of h[g] = the 5th bit of row r's value 4g + b, so
 //         h[g] is the AVX-512 byte mask (vpaddb {k}) that adds 16 to dword g's values
 //         (g < 4: the low nibbles of q[g], g >= 4: the high nibbles of q[g - 4]).
+//   Q5_1: Q5_0's payload (q, then h); its head holds per block the 16 f16 d's, then the 16 f16
+//         m's ([nb][2][16]: one 64-byte line per block), so one vcvtph2ps loads each.
 // Bytes per 16 x 32 values: Q8_0 512 + 32 = 16 x 34, Q5_0 320 + 32 = 16 x 22, Q4_0 256 + 32 =
-// 16 x 18.
+// 16 x 18, Q5_1 320 + 64 = 16 x 24.
 //
 // kQ6_K_R16: Q6_K with 16 rows interleaved, one BlockQ6_K_R16 per (16-row group, 256 columns),
 // at exactly Q6_K's 210 bytes per row and block (16 x 210 = 3360). The 6-bit levels L (0..63)
@@ -247,7 +249,7 @@ static_assert(sizeof(BlockIQ1_M_R16) + kR16Rows * 2 == kR16Rows * 66);
 inline constexpr int kIq1mR16HalfShift[2] = {20, 25};
 
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
-// Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS, IQ3_XXS, IQ1_S and
+// Q5_K, Q6_K, Q8_0, Q5_0, Q5_1, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS, IQ3_XXS, IQ1_S and
 // IQ1_M with rows a multiple of 16 repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
@@ -258,13 +260,17 @@ GgmlType UnpackedType(GgmlType t);
 constexpr int64_t LegacyR16Payload(GgmlType t) {
   return t == GgmlType::kQ8_0_R16     ? 8 * 64
          : t == GgmlType::kQ5_0_R16   ? 4 * 64 + 64
+         : t == GgmlType::kQ5_1_R16   ? 4 * 64 + 64
          : t == GgmlType::kQ4_0_R16   ? 4 * 64
          : t == GgmlType::kIQ4_NL_R16 ? 4 * 64
          : t == GgmlType::kMXFP4_R16  ? 4 * 64
                                       : 0;
 }
-// Bytes of one row's scale in a legacy R16 group's head: 2 (f16 d), 1 for kMXFP4_R16 (E8M0).
-constexpr int64_t LegacyR16ScaleBytes(GgmlType t) { return t == GgmlType::kMXFP4_R16 ? 1 : 2; }
+// Bytes of one row's scales in a legacy R16 group's head: 2 (f16 d), 1 for kMXFP4_R16 (E8M0),
+// 4 for kQ5_1_R16 (f16 d and m).
+constexpr int64_t LegacyR16ScaleBytes(GgmlType t) {
+  return t == GgmlType::kMXFP4_R16 ? 1 : t == GgmlType::kQ5_1_R16 ? 4 : 2;
+}
 
 // 16 rows of n values (n a multiple of 256) of Q4_K at src (rows src_stride bytes apart) ->
 // n / 256 BlockQ4_K_R16 at dst. Lossless: UnpackQ4KRows16 gives the same bytes back.
@@ -304,10 +310,8 @@ void UnpackIQ1SRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 void RepackIQ1MRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ1MRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
-// 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q4_0 / IQ4_NL /
-// MXFP4) at
-// src
-// -> one group of RepackedType(from, 16) at dst; and the inverse (`r16` the repacked type).
+// 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q5_1 / Q4_0 /
+// IQ4_NL / MXFP4) at src -> one group of RepackedType(from, 16) at dst; and the inverse (`r16` the repacked type).
 void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, size_t dst_stride);
 
