@@ -249,8 +249,8 @@ static_assert(sizeof(BlockIQ1_M_R16) + kR16Rows * 2 == kR16Rows * 66);
 inline constexpr int kIq1mR16HalfShift[2] = {20, 25};
 
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
-// Q5_K, Q6_K, Q8_0, Q5_0, Q5_1, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS, IQ3_XXS, IQ1_S and
-// IQ1_M with rows a multiple of 16 repack).
+// Q5_K, Q6_K, Q8_0, Q5_0, Q5_1, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS, IQ3_XXS, IQ1_S
+// and IQ1_M with rows a multiple of 16 repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
 GgmlType UnpackedType(GgmlType t);
@@ -311,7 +311,8 @@ void RepackIQ1MRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ1MRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
 // 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q5_1 / Q4_0 /
-// IQ4_NL / MXFP4) at src -> one group of RepackedType(from, 16) at dst; and the inverse (`r16` the repacked type).
+// IQ4_NL / MXFP4) at src -> one group of RepackedType(from, 16) at dst; and the inverse (`r16` the
+// repacked type).
 void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, size_t dst_stride);
 

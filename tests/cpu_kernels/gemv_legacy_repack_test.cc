@@ -211,8 +211,9 @@ TEST_P(LegacyR16GemmTest, MatchesScalarDot) {
 }
 
 // Every quant at its maximum / minimum (Q8_0 -128 included, every Q5_0 / Q5_1 5th bit set or
-// clear), scales (and Q5_1's m) 1.0, activations all +127 or all -127: the largest integer sums; with these scales every
-// product is an exact integer, so the results match float64 to f32 rounding.
+// clear), scales (and Q5_1's m) 1.0, activations all +127 or all -127: the largest integer sums;
+// with these scales every product is an exact integer, so the results match float64 to f32
+// rounding.
 TEST_P(LegacyR16GemmTest, ExtremeBlocksMatchFloat64) {
   const IsaTier tier = GetParam();
   if (!TierAvailable(tier)) GTEST_SKIP() << "this CPU lacks ISA tier " << cpu::IsaTierName(tier);
@@ -285,8 +286,8 @@ TEST(LegacyR16VnniTest, RowsLongerThanOnePass) {
     const Rows w = Quantized(type, rows, n, 21);
     const std::vector<uint8_t> packed = Repack(w);
     const Rows a = Acts(2, n, 22);
-    const std::vector<float> y = RunR16(IsaTier::kAvx512Vnni, quant::RepackedType(type, rows),
-                                        packed, rows, n, a, 2, rows);
+    const std::vector<float> y =
+        RunR16(IsaTier::kAvx512Vnni, quant::RepackedType(type, rows), packed, rows, n, a, 2, rows);
     for (int64_t t = 0; t < 2; ++t) {
       for (int64_t r = 0; r < rows; ++r) {
         const Exact e = ExactDot(type, w.Row(r), a.Row(t), n, GgmlType::kQ8_0);
