@@ -154,6 +154,10 @@ Status Dispatch(GgmlType type, const Job& j) {
       return LaunchJob<GgmlType::kQ4_0>(j);
     case GgmlType::kQ5_0:
       return LaunchJob<GgmlType::kQ5_0>(j);
+    case GgmlType::kQ4_1:
+      return LaunchJob<GgmlType::kQ4_1>(j);
+    case GgmlType::kQ5_1:
+      return LaunchJob<GgmlType::kQ5_1>(j);
     case GgmlType::kQ8_0:
       return LaunchJob<GgmlType::kQ8_0>(j);
     case GgmlType::kQ4_K:

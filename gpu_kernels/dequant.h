@@ -13,7 +13,8 @@
 
 namespace moesplit::gpu {
 
-// Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, F32, F16, BF16.
+// The types of quant_blocks_hd.h (kHdDecodableTypes: the legacy blocks, IQ4_NL, the K-quants,
+// IQ4_XS, F32, F16, BF16).
 bool GpuDequantSupports(GgmlType type);
 
 // Argument checks of the calls below, without touching the GPU (InvalidArgument naming the value

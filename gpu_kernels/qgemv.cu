@@ -195,6 +195,10 @@ Status Dispatch(GgmlType type, const GemvJob& j) {
       return LaunchType<GgmlType::kQ4_0>(j);
     case GgmlType::kQ5_0:
       return LaunchType<GgmlType::kQ5_0>(j);
+    case GgmlType::kQ4_1:
+      return LaunchType<GgmlType::kQ4_1>(j);
+    case GgmlType::kQ5_1:
+      return LaunchType<GgmlType::kQ5_1>(j);
     case GgmlType::kQ8_0:
       return LaunchType<GgmlType::kQ8_0>(j);
     case GgmlType::kQ4_K:

@@ -21,8 +21,7 @@ namespace moesplit::gpu {
 
 inline constexpr int kQGemvMaxTokens = 8;
 
-// True for the weight types QuantGemv accepts: Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, F32, F16,
-// BF16.
+// True for the weight types QuantGemv accepts: those of quant_blocks_hd.h (kHdDecodableTypes).
 bool QuantGemvSupports(GgmlType type);
 
 // Checks the arguments of QuantGemv without touching the GPU: InvalidArgument for an

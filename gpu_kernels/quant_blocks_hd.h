@@ -6,6 +6,8 @@
 //   type   block values  block bytes  units/block  value
 //   Q4_0        32           18            1       (q - 8) * d
 //   Q5_0        32           22            1       (q - 16) * d
+//   Q4_1        32           20            1       q * d + m
+//   Q5_1        32           24            1       q * d + m
 //   Q8_0        32           34            1       q * d
 //   Q4_K       256          144            8       (d * s_j) * q - dmin * m_j   (sub-block j)
 //   Q5_K       256          176            8       (d * s_j) * q - dmin * m_j
@@ -52,6 +54,8 @@ MOESPLIT_HD constexpr int HdBlockValues(GgmlType t) {
     case GgmlType::kBF16:
     case GgmlType::kQ4_0:
     case GgmlType::kQ5_0:
+    case GgmlType::kQ4_1:
+    case GgmlType::kQ5_1:
     case GgmlType::kQ8_0:
     case GgmlType::kIQ4_NL:
       return 32;
@@ -78,6 +82,10 @@ MOESPLIT_HD constexpr int HdBlockBytes(GgmlType t) {
       return 18;  // f16 d + 16 B nibbles
     case GgmlType::kQ5_0:
       return 22;  // f16 d + 4 B high bits + 16 B nibbles
+    case GgmlType::kQ4_1:
+      return 20;  // f16 d, f16 m + 16 B nibbles
+    case GgmlType::kQ5_1:
+      return 24;  // f16 d, f16 m + 4 B high bits + 16 B nibbles
     case GgmlType::kQ8_0:
       return 34;  // f16 d + 32 B int8
     case GgmlType::kQ4_K:
@@ -102,7 +110,7 @@ MOESPLIT_HD constexpr int HdBlockBytes(GgmlType t) {
 MOESPLIT_HD constexpr bool HdCanDecode(GgmlType t) { return HdBlockValues(t) != 0; }
 // The types above, for error messages.
 inline constexpr char kHdDecodableTypes[] =
-    "q4_0, q5_0, q8_0, iq4_nl, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs, f32, f16, bf16";
+    "q4_0, q5_0, q4_1, q5_1, q8_0, iq4_nl, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs, f32, f16, bf16";
 MOESPLIT_HD constexpr bool HdIsPlainFloat(GgmlType t) {
   return t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16;
 }
@@ -183,6 +191,34 @@ MOESPLIT_HD void HdDecodeQ4_0(const uint8_t* b, float* out) {
   for (int l = 0; l < 16; ++l) {
     out[l] = HdMul(static_cast<float>((qs[l] & 0xF) - 8), d);
     out[l + 16] = HdMul(static_cast<float>((qs[l] >> 4) - 8), d);
+  }
+}
+
+// 20 B: d at 0, m at 2, qs[16] at 4 (Q4_0's nibble order); value q * d + m, rounded after the
+// multiply and after the add, as ggml's dequantize_row_q4_1.
+MOESPLIT_HD void HdDecodeQ4_1(const uint8_t* b, float* out) {
+  const float d = HdHalfToFloat(HdLoadU16(b));
+  const float m = HdHalfToFloat(HdLoadU16(b + 2));
+  const uint8_t* qs = b + 4;
+  MOESPLIT_HD_UNROLL
+  for (int l = 0; l < 16; ++l) {
+    out[l] = HdAdd(HdMul(static_cast<float>(qs[l] & 0xF), d), m);
+    out[l + 16] = HdAdd(HdMul(static_cast<float>(qs[l] >> 4), d), m);
+  }
+}
+
+// 24 B: d at 0, m at 2, qh (bit l -> value l's fifth bit) at 4, qs[16] at 8; q * d + m.
+MOESPLIT_HD void HdDecodeQ5_1(const uint8_t* b, float* out) {
+  const float d = HdHalfToFloat(HdLoadU16(b));
+  const float m = HdHalfToFloat(HdLoadU16(b + 2));
+  const uint32_t qh = HdLoadU32(b + 4);
+  const uint8_t* qs = b + 8;
+  MOESPLIT_HD_UNROLL
+  for (int l = 0; l < 16; ++l) {
+    const int h0 = static_cast<int>((qh >> l) & 1u) << 4;
+    const int h1 = static_cast<int>((qh >> (l + 16)) & 1u) << 4;
+    out[l] = HdAdd(HdMul(static_cast<float>((qs[l] & 0xF) | h0), d), m);
+    out[l + 16] = HdAdd(HdMul(static_cast<float>((qs[l] >> 4) | h1), d), m);
   }
 }
 
@@ -379,6 +415,10 @@ MOESPLIT_HD void HdDecodeUnit(const uint8_t* b, int j, float* out) {
     HdDecodeQ4_0(b, out);
   } else if constexpr (kType == GgmlType::kQ5_0) {
     HdDecodeQ5_0(b, out);
+  } else if constexpr (kType == GgmlType::kQ4_1) {
+    HdDecodeQ4_1(b, out);
+  } else if constexpr (kType == GgmlType::kQ5_1) {
+    HdDecodeQ5_1(b, out);
   } else if constexpr (kType == GgmlType::kQ8_0) {
     HdDecodeQ8_0(b, out);
   } else if constexpr (kType == GgmlType::kQ4_K) {
@@ -413,6 +453,12 @@ MOESPLIT_HD bool HdDecodeUnit(GgmlType t, const uint8_t* b, int j, float* out) {
       return true;
     case GgmlType::kQ5_0:
       HdDecodeUnit<GgmlType::kQ5_0>(b, j, out);
+      return true;
+    case GgmlType::kQ4_1:
+      HdDecodeUnit<GgmlType::kQ4_1>(b, j, out);
+      return true;
+    case GgmlType::kQ5_1:
+      HdDecodeUnit<GgmlType::kQ5_1>(b, j, out);
       return true;
     case GgmlType::kQ8_0:
       HdDecodeUnit<GgmlType::kQ8_0>(b, j, out);

@@ -81,7 +81,8 @@ TEST(QGemvArgs, RejectsUnsupportedType) {
   const Status s = QuantGemv(GgmlType::kIQ2_XXS, nullptr, 4, 256, nullptr, 1, nullptr, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("iq2_xxs"), std::string::npos) << s.ToString();
-  EXPECT_FALSE(QuantGemvSupports(GgmlType::kQ4_1));
+  EXPECT_FALSE(QuantGemvSupports(GgmlType::kMXFP4));
+  EXPECT_TRUE(QuantGemvSupports(GgmlType::kQ5_1));
   EXPECT_TRUE(QuantGemvSupports(GgmlType::kQ6_K));
 }
 

@@ -21,7 +21,8 @@
 namespace moesplit::gpu::testing {
 
 inline constexpr GgmlType kGpuQuantTypes[] = {
-    GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kIQ4_NL, GgmlType::kQ2_K,
+    GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_1, GgmlType::kQ5_1,  GgmlType::kQ8_0,
+    GgmlType::kIQ4_NL, GgmlType::kQ2_K,
     GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,  GgmlType::kIQ4_XS,
     GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16};
 
