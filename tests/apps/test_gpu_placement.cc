@@ -251,8 +251,9 @@ TEST(HybridSplit, BlockerNamesTheFirstTensorWithoutAGpuKernel) {
 #ifndef MOESPLIT_HAVE_CUDA
   EXPECT_FALSE(CudaHasKernel(GgmlType::kQ4_K));
 #else
+  // Q5_1: the first dense ffn_down of the ds-v2-lite IQ4_XS / Q3_K_M mixes (Q5_K's fallback).
   for (GgmlType t : {GgmlType::kQ4_K, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kIQ4_NL,
-                     GgmlType::kIQ4_XS}) {
+                     GgmlType::kIQ4_XS, GgmlType::kQ5_1, GgmlType::kQ4_1}) {
     EXPECT_TRUE(CudaHasKernel(t)) << TypeName(t);
   }
   EXPECT_FALSE(CudaHasKernel(GgmlType::kIQ2_XXS));
