@@ -80,8 +80,8 @@ float DotQ8_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
 float DotQ4_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 float DotQ5_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 // Q5_1 (value d * u + m; Q5_K's fallback in llama-quantize's mixes): the scalar dot and one
-// AVX2 dot that every x86 tier uses (GemmByDots below AVX-512 VNNI; the VNNI tier's tiles, file
-// layout and kQ5_1_R16, are further down).
+// AVX2 dot that every x86 tier uses; tiles: GemmQ5_1_Q8_0_Avx2 (the AVX2 and AVX-512 tiers), the
+// VNNI tier's row-lane tile and kQ5_1_R16 further down.
 float DotQ5_1_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 // IQ4_NL: Q4_0's block with the nibbles indexing kIq4Values (same Q8_0 activations).
 float DotIQ4NL_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
@@ -92,6 +92,8 @@ float DotMXFP4_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 float DotQ4_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotQ5_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotQ5_1_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
+void GemmQ5_1_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 float DotQ4_0_Q8_0_Avx512(const void* w_row, const void* a_row, int64_t n);
 float DotQ5_0_Q8_0_Avx512(const void* w_row, const void* a_row, int64_t n);
 float DotQ4_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);

@@ -38,8 +38,8 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx2, GemmQ8_0_Q8_0_Avx2);
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx2, GemmQ4_0_Q8_0_Avx2);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx2, GemmQ5_0_Q8_0_Avx2);
-      set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmByDots<DotQ5_1_Q8_0_Avx2>);
-      set_r16(T::kQ5_1_R16, GemmR16ByUnpack<T::kQ5_1_R16, GemmByDots<DotQ5_1_Q8_0_Avx2>>, false);
+      set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmQ5_1_Q8_0_Avx2);
+      set_r16(T::kQ5_1_R16, GemmR16ByUnpack<T::kQ5_1_R16, GemmQ5_1_Q8_0_Avx2>, false);
       set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmQ8_0_Q8_0_Avx2>, false);
       set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmQ5_0_Q8_0_Avx2>, false);
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmQ4_0_Q8_0_Avx2>, false);
@@ -52,8 +52,8 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx512, GemmQ8_0_Q8_0_Avx512);
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx512, GemmQ4_0_Q8_0_Avx512);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx512, GemmQ5_0_Q8_0_Avx512);
-      set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmByDots<DotQ5_1_Q8_0_Avx2>);
-      set_r16(T::kQ5_1_R16, GemmR16ByUnpack<T::kQ5_1_R16, GemmByDots<DotQ5_1_Q8_0_Avx2>>, false);
+      set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmQ5_1_Q8_0_Avx2);
+      set_r16(T::kQ5_1_R16, GemmR16ByUnpack<T::kQ5_1_R16, GemmQ5_1_Q8_0_Avx2>, false);
       set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmQ8_0_Q8_0_Avx512>, false);
       set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmQ5_0_Q8_0_Avx512>, false);
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmQ4_0_Q8_0_Avx512>, false);

@@ -1,6 +1,6 @@
 // AVX2 + FMA tier of the legacy-block kernels: Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 dots and the
-// Q8_0 / Q4_0 / Q5_0 / IQ4_NL / MXFP4 gemm tiles, all against Q8_0 activations. Compiled with
-// MOESPLIT_FLAGS_AVX2 (gemv/legacy.cmake); reached only through KernelsFor(IsaTier::kAvx2).
+// Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 gemm tiles, all against Q8_0 activations. Compiled
+// with MOESPLIT_FLAGS_AVX2 (gemv/legacy.cmake); reached only through KernelsFor(IsaTier::kAvx2).
 //
 // Integer scheme (maddubs needs one unsigned operand, pairs must fit i16):
 //   Q4_0 / Q5_0: the raw quants u in [0, 15] / [0, 31] are the unsigned operand, and the offset
@@ -113,6 +113,29 @@ struct KindQ5_0 {
   [[gnu::always_inline]] static __m256i Dot(W w, const Act& a) { return OffsetDot<16>(w, a); }
 };
 
+// Q5_1 (d u + m, u in [0, 31]): Dot is sum u a (maddubs pairs <= 2 * 31 * 127, then madd);
+// the tiles add m * d_a * sum a, sum a ([8] i32 partial sums) made once per activation block.
+struct KindQ5_1 {
+  static constexpr size_t kBytes = sizeof(quant::BlockQ5_1);
+  static constexpr bool kMin = true;
+  using W = __m256i;  // [32] u8 in [0, 31]
+  struct Act {
+    __m256i a;    // [32] i8
+    __m256i sum;  // [8] i32 whose sum is sum a
+  };
+  [[gnu::always_inline]] static W Unpack(const uint8_t* p) {
+    return _mm256_or_si256(UnpackNibbles(p + offsetof(quant::BlockQ5_1, qs)),
+                           HighBitsQ5(p + offsetof(quant::BlockQ5_1, qh)));
+  }
+  [[gnu::always_inline]] static Act MakeAct(__m256i a) {
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), a);
+    return {a, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))};
+  }
+  [[gnu::always_inline]] static __m256i Dot(W w, const Act& a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w, a.a), _mm256_set1_epi16(1));
+  }
+};
+
 struct KindQ8_0 {
   static constexpr size_t kBytes = sizeof(BlockQ8_0);
   struct W {
@@ -196,8 +219,9 @@ float DotImpl(const void* w_row, const void* a_row, int64_t n) {
 #include "cpu_kernels/gemv/gemv_legacy_rows.inc"
 
 // kR rows x kT tokens: each weight block is unpacked once and used for kT tokens, each activation
-// block once for kR rows. Per (row, token, block): y += d_w * d_a * Dot, the float scale applied
-// per block. Not inlined: each tile shape gets its own register allocation.
+// block once for kR rows. Per (row, token, block): y += d_w * d_a * Dot (Q5_1: + m_w * d_a * sum
+// a), the float scales applied per block. Not inlined: each tile shape gets its own register
+// allocation.
 template <class K, int kR, int kT>
 [[gnu::noinline]] void Tile(const TileRows<kR>& tr, const uint8_t* a, size_t a_stride, int64_t nb,
                             float* y, int64_t ldy) {
@@ -209,11 +233,13 @@ template <class K, int kR, int kT>
   if (tr.first) PrefetchStart(tr, row_bytes);
   for (int64_t b = 0, off = 0, ao = 0; b < nb; ++b, off += K::kBytes, ao += kActBytes) {
     if (b % PrefetchEvery(K::kBytes) == 0) PrefetchAhead(tr, off);
+    constexpr bool kMin = requires { K::kMin; };
     typename K::W w[kR];
-    __m256 dw[kR];  // [kR] broadcast weight scales
+    __m256 dw[kR], mw[kR];  // [kR] broadcast weight scales (and Q5_1's mins)
     for (int r = 0; r < kR; ++r) {
       w[r] = K::Unpack(tr.rows[r] + off);
       dw[r] = _mm256_set1_ps(WeightScale<K>(tr.rows[r] + off));
+      if constexpr (kMin) mw[r] = _mm256_set1_ps(LoadHalf(tr.rows[r] + off + 2));
     }
     for (int t = 0; t < kT; ++t) {
       const uint8_t* ab = a + t * a_stride + ao;
@@ -222,6 +248,10 @@ template <class K, int kR, int kT>
       for (int r = 0; r < kR; ++r) {
         const __m256 isum = _mm256_cvtepi32_ps(K::Dot(w[r], act));
         acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw[r], da), isum, acc[r][t]);
+        if constexpr (kMin) {
+          acc[r][t] =
+              _mm256_fmadd_ps(_mm256_mul_ps(mw[r], da), _mm256_cvtepi32_ps(act.sum), acc[r][t]);
+        }
       }
     }
   }
@@ -287,8 +317,8 @@ float DotQ4_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
 
 // Q5_1 (d * u + m, u in [0, 31]): per block the two integers of the scalar dot, sum u a
 // (maddubs pairs <= 2 * 31 * 127, then madd) and sum a (maddubs of ones), each times its own
-// scale (d d_a, m d_a) into one accumulator. Decode-only weight type (Q5_K's fallback for rows
-// whose width is not a multiple of 256): one dot per (row, token), no tile.
+// scale (d d_a, m d_a) into one accumulator (the dot of rows the tiles leave; GemmQ5_1_Q8_0_Avx2
+// below runs the tiles, KindQ5_1).
 float DotQ5_1_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
   const auto* w = static_cast<const uint8_t*>(w_row);  // [n / 32] BlockQ5_1 (24 B)
   const auto* a = static_cast<const uint8_t*>(a_row);  // [n / 32] BlockQ8_0 (34 B)
@@ -305,6 +335,11 @@ float DotQ5_1_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sa), _mm256_set1_ps(LoadHalf(w + 2) * da), acc);
   }
   return HorizontalSum(acc);
+}
+
+void GemmQ5_1_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  GemmImpl<KindQ5_1>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 float DotQ5_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {

@@ -88,8 +88,8 @@ void GemmQ4_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows,
 }
 
 // Q5_1 in the file layout: 16-row groups in the row-lane tile for several tokens; the other rows,
-// and one token, one AVX2 dot per (row, token) (a call into gemv_legacy_avx2.cc: no template of
-// another tier is instantiated under this file's flags).
+// and fewer tokens, the AVX2 tiles (a call into gemv_legacy_avx2.cc: no template of another tier
+// is instantiated under this file's flags).
 void GemmQ5_1_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   int64_t r = 0;
@@ -97,13 +97,9 @@ void GemmQ5_1_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, co
     r = n_rows / kRowLaneRows * kRowLaneRows;
     LegacyRowLaneGemm<quant::BlockQ5_1>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
   }
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* ab = static_cast<const uint8_t*>(a);
-  for (int64_t t = 0; t < n_tok; ++t) {
-    for (int64_t i = r; i < n_rows; ++i) {
-      y[t * ldy + i] = DotQ5_1_Q8_0_Avx2(wb + i * w_stride, ab + t * a_stride, n);
-    }
-  }
+  if (r == n_rows) return;
+  GemmQ5_1_Q8_0_Avx2(static_cast<const uint8_t*>(w) + r * w_stride, w_stride, n_rows - r, a,
+                     a_stride, n_tok, n, y + r, ldy);
 }
 
 void GemmQ5_1R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
