@@ -153,7 +153,7 @@ void GemmQ5_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows,
 void GemmQ4_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 // Q5_1 on the AVX-512 VNNI tier: the file layout (the row-lane tile for 16-row groups and 4+
-// tokens, DotQ5_1_Q8_0_Avx2 per row and token for the rest) and kQ5_1_R16.
+// tokens, GemmQ5_1_Q8_0_Avx2 for the rest) and kQ5_1_R16.
 void GemmQ5_1_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmQ5_1R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,

@@ -322,17 +322,13 @@ float DotQ4_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
 float DotQ5_1_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
   const auto* w = static_cast<const uint8_t*>(w_row);  // [n / 32] BlockQ5_1 (24 B)
   const auto* a = static_cast<const uint8_t*>(a_row);  // [n / 32] BlockQ8_0 (34 B)
-  const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
   __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQk; ++b, w += sizeof(quant::BlockQ5_1), a += kActBytes) {
-    const __m256i u = _mm256_or_si256(UnpackNibbles(w + offsetof(quant::BlockQ5_1, qs)),
-                                      HighBitsQ5(w + offsetof(quant::BlockQ5_1, qh)));
-    const __m256i q = Load256(a + 2);
-    const __m256i ua = _mm256_madd_epi16(_mm256_maddubs_epi16(u, q), ones16);      // [8] i32
-    const __m256i sa = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);  // [8] i32
+  for (int64_t b = 0; b < n / kQk; ++b, w += KindQ5_1::kBytes, a += kActBytes) {
+    const KindQ5_1::Act act = KindQ5_1::MakeAct(Load256(a + 2));
+    const __m256i ua = KindQ5_1::Dot(KindQ5_1::Unpack(w), act);  // [8] i32
     const float da = LoadHalf(a);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ua), _mm256_set1_ps(LoadHalf(w) * da), acc);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sa), _mm256_set1_ps(LoadHalf(w + 2) * da), acc);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(act.sum), _mm256_set1_ps(LoadHalf(w + 2) * da), acc);
   }
   return HorizontalSum(acc);
 }

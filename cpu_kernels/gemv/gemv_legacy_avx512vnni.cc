@@ -1,7 +1,6 @@
 // Legacy-block kernels (Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 weights x Q8_0 activations),
-// AVX-512 VNNI
-// tier (vpdpbusd integer dots). Compiled with MOESPLIT_FLAGS_AVX512VNNI (gemv/legacy.cmake);
-// reached only through KernelsFor(IsaTier::kAvx512Vnni). The bodies are in
+// AVX-512 VNNI tier (vpdpbusd integer dots). Compiled with MOESPLIT_FLAGS_AVX512VNNI
+// (gemv/legacy.cmake); reached only through KernelsFor(IsaTier::kAvx512Vnni). The bodies are in
 // gemv_legacy_avx512_impl.inc.
 #include <immintrin.h>
 
@@ -87,19 +86,30 @@ void GemmQ4_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows,
   LegacyR16Gemm<GgmlType::kQ4_0_R16, BlockQ4_0>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
-// Q5_1 in the file layout: 16-row groups in the row-lane tile for several tokens; the other rows,
-// and fewer tokens, the AVX2 tiles (a call into gemv_legacy_avx2.cc: no template of another tier
-// is instantiated under this file's flags).
-void GemmQ5_1_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                              size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+// Blocks with no block-major tile here (IQ4_NL, MXFP4, Q5_1) in the file layout (tensors that
+// are not repacked; experts are, to their *_R16 layouts): 16-row groups in the row-lane tile for
+// several tokens, kRest for one token and the remaining rows (IQ4_NL / MXFP4: the pair tiles of
+// gemv_legacy_avx512_impl.inc; Q5_1: the AVX2 tiles, a call into gemv_legacy_avx2.cc, so no
+// template of another tier is instantiated under this file's flags).
+namespace {  // internal linkage: this file's ISA flags stay in it (gemv_internal.h)
+template <class Block, GemmFn kRest>
+void RowLaneFileGemm(const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+                     int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   int64_t r = 0;
   if (n_tok >= kLegacyRowLaneMinTokens && n / kQk <= kLegacyTokValues) {
     r = n_rows / kRowLaneRows * kRowLaneRows;
-    LegacyRowLaneGemm<quant::BlockQ5_1>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
+    LegacyRowLaneGemm<Block>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
   }
   if (r == n_rows) return;
-  GemmQ5_1_Q8_0_Avx2(static_cast<const uint8_t*>(w) + r * w_stride, w_stride, n_rows - r, a,
-                     a_stride, n_tok, n, y + r, ldy);
+  kRest(static_cast<const uint8_t*>(w) + r * w_stride, w_stride, n_rows - r, a, a_stride, n_tok, n,
+        y + r, ldy);
+}
+}  // namespace
+
+void GemmQ5_1_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                              size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  RowLaneFileGemm<quant::BlockQ5_1, GemmQ5_1_Q8_0_Avx2>(w, w_stride, n_rows, a, a_stride, n_tok, n,
+                                                        y, ldy);
 }
 
 void GemmQ5_1R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
@@ -112,29 +122,10 @@ float DotIQ4NL_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) 
   return DotImpl<KindIQ4NL<true>>(w_row, a_row, n);
 }
 
-// The 4-bit non-linear blocks (IQ4_NL, MXFP4) in the file layout (tensors that are not
-// repacked; experts are, to kIQ4_NL_R16 / kMXFP4_R16): 16-row groups in the row-lane tile for
-// several tokens, the pair tiles K for one token and the remaining rows (no block-major tile: the
-// file layout is the minority case).
-namespace {  // internal linkage: this file's ISA flags stay in it (gemv_internal.h)
-template <class Block, class K>
-void NonLinear4FileGemm(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  int64_t r = 0;
-  if (n_tok >= kLegacyRowLaneMinTokens && n / kQk <= kLegacyTokValues) {
-    r = n_rows / kRowLaneRows * kRowLaneRows;
-    LegacyRowLaneGemm<Block>(w, w_stride, r, a, a_stride, n_tok, n, y, ldy);
-  }
-  if (r == n_rows) return;
-  GemmImpl<K>(static_cast<const uint8_t*>(w) + r * w_stride, w_stride, n_rows - r, a, a_stride,
-              n_tok, n, y + r, ldy);
-}
-}  // namespace
-
 void GemmIQ4NL_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  NonLinear4FileGemm<quant::BlockIQ4_NL, KindIQ4NL<true>>(w, w_stride, n_rows, a, a_stride, n_tok,
-                                                          n, y, ldy);
+  RowLaneFileGemm<quant::BlockIQ4_NL, GemmImpl<KindIQ4NL<true>>>(w, w_stride, n_rows, a, a_stride,
+                                                                 n_tok, n, y, ldy);
 }
 
 void GemmIQ4NLR16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
@@ -150,8 +141,8 @@ float DotMXFP4_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) 
 
 void GemmMXFP4_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  NonLinear4FileGemm<quant::BlockMXFP4, KindMXFP4<true>>(w, w_stride, n_rows, a, a_stride, n_tok, n,
-                                                         y, ldy);
+  RowLaneFileGemm<quant::BlockMXFP4, GemmImpl<KindMXFP4<true>>>(w, w_stride, n_rows, a, a_stride,
+                                                                n_tok, n, y, ldy);
 }
 
 void GemmMXFP4R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,

@@ -263,12 +263,13 @@ LegacyFields ReadLegacy(GgmlType t, const uint8_t* blk) {
   return f;
 }
 
-// Row r's scales of block b in a group's head (sb bytes per row and block): at [b][r] for one
-// scale; Q5_1's d and m (sb = 4, 2 bytes each) at [b][0][r] and [b][1][r] (repack.h). Part
-// i < LegacyScaleParts(sb) is file bytes [i * sb / parts, (i + 1) * sb / parts) of the block.
+// A group's head holds per block `parts` rows of 16 scales (repack.h): [nb][16] of one scale
+// (sb bytes per row and block), Q5_1's [nb][2][16] of d and m (sb = 4, 2 bytes each). Part
+// i < parts is the block's file bytes [i * sb / parts, (i + 1) * sb / parts).
 int64_t LegacyScaleParts(int64_t sb) { return sb == 4 ? 2 : 1; }
 int64_t LegacyHeadOffset(int64_t b, int r, int64_t sb, int64_t i) {
-  return sb == 4 ? (2 * b + i) * kR16Rows * 2 + 2 * r : (b * kR16Rows + r) * sb;
+  const int64_t parts = LegacyScaleParts(sb), bytes = sb / parts;
+  return ((b * parts + i) * kR16Rows + r) * bytes;
 }
 
 }  // namespace
@@ -279,6 +280,7 @@ void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64
   MOESPLIT_CHECK(payload > 0 && n % kQk == 0, TypeName(from), " row of ", n, " values");
   const auto* s = static_cast<const uint8_t*>(src);
   const int64_t sb = LegacyR16ScaleBytes(to);
+  const int64_t parts = LegacyScaleParts(sb);  // scale rows per block in the head
   auto* d = static_cast<uint8_t*>(dst);   // [nb][16] f16 d (MXFP4: u8 exponent; Q5_1: [nb][2][16])
   uint8_t* out = d + nb * kR16Rows * sb;  // payloads
   const int dwords = from == GgmlType::kQ8_0 ? 8 : 4;
@@ -287,7 +289,6 @@ void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64
     uint64_t h[8] = {};  // Q5_0 / Q5_1: the byte masks
     for (int r = 0; r < kR16Rows; ++r) {
       const uint8_t* blk = s + r * src_stride + b * bb;
-      const int64_t parts = LegacyScaleParts(sb);
       for (int64_t i = 0; i < parts; ++i) {
         std::memcpy(d + LegacyHeadOffset(b, r, sb, i), blk + i * sb / parts,
                     static_cast<size_t>(sb / parts));
@@ -310,6 +311,7 @@ void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, siz
   const int64_t payload = LegacyR16Payload(r16), bb = RowBytes(to, kQk), nb = n / kQk;
   MOESPLIT_CHECK(payload > 0 && n % kQk == 0, TypeName(r16), " row of ", n, " values");
   const int64_t sb = LegacyR16ScaleBytes(r16);
+  const int64_t parts = LegacyScaleParts(sb);        // scale rows per block in the head
   const auto* d = static_cast<const uint8_t*>(src);  // the head, as RepackLegacyRows16's
   const uint8_t* in = d + nb * kR16Rows * sb;
   auto* o = static_cast<uint8_t*>(dst);
@@ -320,7 +322,6 @@ void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, siz
     if (HasHighBits(to)) std::memcpy(h, p + 4 * 64, sizeof(h));
     for (int r = 0; r < kR16Rows; ++r) {
       uint8_t* blk = o + r * dst_stride + b * bb;
-      const int64_t parts = LegacyScaleParts(sb);
       for (int64_t i = 0; i < parts; ++i) {
         std::memcpy(blk + i * sb / parts, d + LegacyHeadOffset(b, r, sb, i),
                     static_cast<size_t>(sb / parts));
