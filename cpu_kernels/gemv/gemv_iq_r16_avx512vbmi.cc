@@ -9,20 +9,24 @@
 // Per group block (16 rows x 256 values) and sub-block j, lane r = row r:
 //   IQ2_XXS: x = q[j], 64 grid indices (byte 4 r + g = row r's group g of 8 values), looked up
 //     in IqTables::iq2xxs_lo / hi (256 entries: two masked vpermi2b, bit 7 of x choosing the
-//     pair) into C_lo / C_hi, the 2-bit level codes of values 0-3 / 4-7 of every group; value m
-//     of the groups: u = vgf2p8affineqb(C, m), the level byte {8, 25, 43}.
+//     pair) into C_lo / C_hi, the 2-bit level codes of values 0-3 / 4-7 of every group; with
+//     the sign bytes S = sgn[j] four bit selects give V0 = C_lo & 15 | S & 48, V1 = S & 3 |
+//     (C_lo >> 2) & 60, V2 / V3 the same from C_hi and S >> 2: each value's code and sign in a
+//     6-bit field (repack.h); value m: u = vpermb(V_{m/2}, the table of 43 + its signed level),
+//     0 .. 86; a = the token's dword (4 activations of the 4 lanes' groups at value m) in all
+//     lanes; P = vpdpbusd(P, u, a) from P = -43 B_j (B_j the sub-block's activation sum, from
+//     the Q8_K bsums), so P = sum sign level q8.
 //   IQ3_XXS: x = q[j][h] (h = 0, 1; groups of 4 values), each looked up into A (3-bit codes of
 //     values 0-1: iq3xxs_lo, bits 0-5 used) and B (values 2-3: the code's bits 6-11); value m =
 //     4 h + k: u = vpermb(A or B, the 64-entry table of the low / high 3 bits' level
-//     {4, 12, .., 52, 62}) (IQ3_XXS's levels are no affine map of the code: 62, not 60).
-//   for m < 8: a = the token's dword (4 activations of the 4 lanes' groups at value m) in all
-//     lanes, negated under sgn[j][m] (|a| <= 127: exact); P = vpdpbusd(P, u, a)
+//     {4, 12, .., 52, 62}) (IQ3_XXS's levels are no affine map of the code: 62, not 60);
+//     a as IQ2_XXS's, negated under the mask sgn[j][m] (|a| <= 127: exact); P = vpdpbusd(P, u, a)
 //   I += P * (2 s_j + 1)     [16] i32: |I| <= 8 x 31 x 32 x 62 x 127 < 2^31
-// per block and token: acc += cvt(I) * d * d_a / 8 (or / 4). IQ2_XXS: ~31 vector ops per 512
+// per block and token: acc += cvt(I) * d * d_a / 8 (or / 4). IQ2_XXS: ~28 vector ops per 512
 // weights (1 token), where the file layout's block decode (gemv_iq_avx512vbmi.cc) takes ~90: no
-// per-value shuffle, the signs are mask loads, and no horizontal sums (the lanes are rows).
-// IQ3_XXS: ~37 per 512 (two lookups per sub-block, vpermb levels) where the file layout's
-// gemm (gemv_iq23_avx512vbmi.cc) takes ~100.
+// per-value shuffle of the activations, no sign ops per value and token, and no horizontal
+// sums (the lanes are rows). IQ3_XXS: ~37 per 512 (two lookups per sub-block, vpermb levels)
+// where the file layout's gemm (gemv_iq23_avx512vbmi.cc) takes ~100.
 // IQ1_S (kIQ1_S_R16, base-3 digits t + 1 of the grid values t): per sub-block j,
 //   x = a[j] looked up (two masked vpermi2b each) into C (digits of values 0-3 as 2-bit
 //     fields) and D4 (value 4's digit); f[j]'s 16 words spread into the dword lanes (vpermb),
@@ -80,13 +84,13 @@ constexpr bool IsIq1(Kind k) { return k == Kind::kIQ1S || k == Kind::kIQ1M; }
 // Permuted activation bytes per block and token (IQ1_M: the quants twice, once with groups
 // 2-3 of each sub-block zeroed and once with groups 0-1, one per half's scale), and the i32 of
 // activation sums per block and token that follow all tokens' quants (IQ1_S: B_j per sub-block;
-// IQ1_M: per half the i16 pair of its two groups' sums).
+// IQ2_XXS: -43 B_j; IQ1_M: per half the i16 pair of its two groups' sums).
 template <Kind K>
 constexpr int kActBytes = K == Kind::kIQ1M ? 2 * kQkK : kQkK;
 template <Kind K>
-constexpr int kAuxInts = K == Kind::kIQ1S   ? 8
-                         : K == Kind::kIQ1M ? 16
-                                            : 0;
+constexpr int kAuxInts = K == Kind::kIQ1S || K == Kind::kIQ2XXS ? 8
+                         : K == Kind::kIQ1M                     ? 16
+                                                                : 0;
 // Payload cache lines per group block: 17 / 25 / 14 / 16.
 template <Kind K>
 constexpr int kLines = static_cast<int>(sizeof(GroupBlock<K>) / 64);
@@ -94,14 +98,8 @@ constexpr int kLines = static_cast<int>(sizeof(GroupBlock<K>) / 64);
 template <Kind K>
 constexpr float kScale = K == Kind::kIQ3XXS ? 0.25f : 0.125f;
 
-// vgf2p8affineqb matrix turning IQ2_XXS's 2-bit code of value k (bits 2 (k % 4), 2 (k % 4) + 1
-// of a code byte: c0, c1, never both set) into its level 8 ^ 17 c0 ^ 35 c1 (25 = 8 ^ 17,
-// 43 = 8 ^ 35; the 8 is the instruction's constant). Byte 7 - i of the matrix selects the
-// source bits of result bit i: bit 0 <- c0 ^ c1, bit 1 <- c1, bit 4 <- c0, bit 5 <- c1.
-constexpr uint64_t LevelMatrix(int k) {
-  const uint64_t c0 = uint64_t{1} << (2 * (k % 4)), c1 = c0 << 1;
-  return (c0 | c1) << 56 | c1 << 48 | c0 << 24 | c1 << 16;
-}
+// IQ2_XXS's offset of the signed levels -43 .. 43 into vpdpbusd's unsigned range.
+constexpr int kIq2Offset = 43;
 // vgf2p8affineqb matrix taking bits 2 k, 2 k + 1 of a byte to bits 0, 1 (IQ1_S's 2-bit digit
 // fields -> the digit byte 0, 1, 2).
 constexpr uint64_t PickMatrix(int k) {
@@ -112,6 +110,9 @@ constexpr uint64_t PickMatrix(int k) {
 struct Consts {
   uint8_t perm[2][64];       // [kind] vpermb control of the activation permutation per 64 bytes
   uint8_t iq3_level[2][64];  // vpermb tables: level of bits 0-2 / bits 3-5 of a 6-bit code
+  // IQ2_XXS's vpermb tables, value m of the groups from V_{m/2} by table m % 4: kIq2Offset +
+  // the level of the code at bits 0-1 / 2-3 / 2-3 / 4-5, negated when bit 4 / 5 / 0 / 1 is set.
+  uint8_t iq2_level[4][64];
   // IQ1_S: byte v < 243 (5 digits) -> digits 0-3 as 2-bit fields / digit 4; field i & 31 < 27
   // (3 digits; bit 5 of the vpermb index is the next field's, hence the doubled table) -> its
   // digits as 2-bit fields; the vpermb control spreading 16 3-byte words into dword lanes
@@ -160,6 +161,12 @@ constexpr Consts MakeConsts() {
     c.perm[1][b] = static_cast<uint8_t>(16 * (b / 16) + 4 * (b % 4) + (b % 16) / 4);
     c.iq3_level[0][b] = kIq3Levels[b & 7];
     c.iq3_level[1][b] = kIq3Levels[(b >> 3) & 7];
+    constexpr int kCodeShift[4] = {0, 2, 2, 4}, kSignBit[4] = {4, 5, 0, 1};
+    constexpr int kIq2Levels[4] = {8, 25, 43, 0};  // code 3 never occurs
+    for (int t = 0; t < 4; ++t) {
+      const int level = kIq2Levels[(b >> kCodeShift[t]) & 3];
+      c.iq2_level[t][b] = static_cast<uint8_t>(kIq2Offset + ((b >> kSignBit[t]) & 1 ? -level : level));
+    }
   }
   return c;
 }
@@ -193,10 +200,11 @@ void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb,
           _mm512_storeu_si512(ob, pq);
         }
       }
-      if constexpr (K == Kind::kIQ1S) {
+      if constexpr (K == Kind::kIQ1S || K == Kind::kIQ2XXS) {  // B_j or -43 B_j
         const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at[b].bsums));
+        const int16_t f = K == Kind::kIQ1S ? 1 : -kIq2Offset;
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(aux + (t * nb + b) * 8),
-                            _mm256_madd_epi16(bs, _mm256_set1_epi16(1)));
+                            _mm256_madd_epi16(bs, _mm256_set1_epi16(f)));
       }
     }
   }
@@ -209,7 +217,7 @@ void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb,
 // factors.
 struct Tables {
   __m512i c0[4], c1[4];
-  __m512i level[2];
+  __m512i level[2], iq2_level[4];
   __m512i hi, spread, shift, ls8, cb;
   __m512i m_ls8[2], m_ec[2];  // IQ1_M's 32-entry tables
 };
@@ -231,6 +239,7 @@ Tables LoadTables() {
   }
   r.level[0] = _mm512_load_si512(kConsts.iq3_level[0]);
   r.level[1] = _mm512_load_si512(kConsts.iq3_level[1]);
+  for (int t = 0; t < 4; ++t) r.iq2_level[t] = _mm512_load_si512(kConsts.iq2_level[t]);
   r.hi = _mm512_load_si512(kConsts.iq1_hi);
   r.spread = _mm512_load_si512(kConsts.iq1_spread);
   r.shift = _mm512_load_si512(kConsts.iq1_shift);
@@ -250,8 +259,8 @@ IQ_INLINE __m512i Lookup256(const __m512i* t, __m512i x, __mmask64 bit7) {
   return _mm512_mask2_permutex2var_epi8(t[2], low, bit7, t[3]);
 }
 
-// The code vectors of sub-block j: IQ2_XXS c[0..1] (values 0-3, 4-7 of the groups), IQ3_XXS
-// c[0..3] (A, B of half 0, then of half 1).
+// The code vectors of sub-block j: IQ2_XXS c[0..3] = V0 .. V3 (codes and signs of values 0-1,
+// 2-3, 4-5, 6-7 of the groups), IQ3_XXS c[0..3] (A, B of half 0, then of half 1).
 template <Kind K>
 IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i* c) {
   constexpr int kVectors = K == Kind::kIQ2XXS ? 1 : 2;
@@ -261,14 +270,26 @@ IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i
     c[2 * h] = Lookup256(tab.c0, x, bit7);
     c[2 * h + 1] = Lookup256(tab.c1, x, bit7);
   }
+  if constexpr (K == Kind::kIQ2XXS) {
+    // Bit selects (vpternlogq 0xE4: third ? first : second, the codes being the operand the
+    // instruction overwrites, not the mask constant); the 16-bit shifts move no bit that a
+    // select keeps across a byte boundary.
+    const __m512i sg = _mm512_loadu_si512(blk.sgn[j]), sg2 = _mm512_srli_epi16(sg, 2);
+    const __m512i lo4 = _mm512_set1_epi8(0x0F), mid4 = _mm512_set1_epi8(0x3C);
+    const __m512i lo = c[0], hi = c[1];
+    c[0] = _mm512_ternarylogic_epi64(lo, sg, lo4, 0xE4);
+    c[1] = _mm512_ternarylogic_epi64(_mm512_srli_epi16(lo, 2), sg, mid4, 0xE4);
+    c[2] = _mm512_ternarylogic_epi64(hi, sg2, lo4, 0xE4);
+    c[3] = _mm512_ternarylogic_epi64(_mm512_srli_epi16(hi, 2), sg2, mid4, 0xE4);
+  }
 }
 
-// The level bytes of value m of the groups (IQ3_XXS: m = 4 h + k).
+// The level bytes of value m of the groups (IQ3_XXS: m = 4 h + k; IQ2_XXS: kIq2Offset + the
+// signed level).
 template <Kind K>
 IQ_INLINE __m512i Levels(const __m512i* c, int m, const Tables& tab) {
   if constexpr (K == Kind::kIQ2XXS) {
-    return _mm512_gf2p8affine_epi64_epi8(
-        c[m / 4], _mm512_set1_epi64(static_cast<int64_t>(LevelMatrix(m))), 8);
+    return _mm512_permutexvar_epi8(c[m / 2], tab.iq2_level[m % 4]);
   } else {
     return _mm512_permutexvar_epi8(c[m / 2], tab.level[m % 2]);
   }
@@ -338,11 +359,11 @@ IQ_INLINE void AccumulateBlock(const uint16_t* const* dw, int64_t b, const uint8
 
 // y[t * ldy + 16 i + r] = row r of group i . token t, G groups (at g + i * gstride) x T tokens
 // over nb blocks. act: token 0's permuted quants (tokens act_stride bytes apart); a: token 0's
-// Q8_K row (a_stride apart, for the d's). Decode (T = 1) prefetches kAhead blocks ahead per
-// stream, stopping at pf_end.
+// Q8_K row (a_stride apart, for the d's); aux (IQ2_XXS): token 0's -43 B_j per block (tokens
+// nb * 8 apart). Decode (T = 1) prefetches kAhead blocks ahead per stream, stopping at pf_end.
 template <Kind K, int G, int T>
 void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_stride, const uint8_t* a,
-          size_t a_stride, const int32_t* /*aux: IQ1's*/, int64_t nb, uintptr_t pf_end,
+          size_t a_stride, const int32_t* aux, int64_t nb, uintptr_t pf_end,
           const Tables& tab, float* y, int64_t ldy) {
   constexpr int kPerSub = (kLines<K> - 1) / 8;  // prefetched lines per sub-block (+1 per block)
   const __m512i zero = _mm512_setzero_si512();
@@ -379,9 +400,15 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
           }
         }
         __m512i c[G][4], P[G][T];
+        __m512i p0[T];  // IQ2_XXS: -43 B_j of each token
+        for (int t = 0; t < T; ++t) {
+          p0[t] = K == Kind::kIQ2XXS
+                      ? _mm512_set1_epi32(aux[t * nb * kAuxInts<K> + b * kAuxInts<K> + j])
+                      : zero;
+        }
         for (int i = 0; i < G; ++i) {
           Codes<K>(*blk[i], j, tab, c[i]);
-          for (int t = 0; t < T; ++t) P[i][t] = zero;
+          for (int t = 0; t < T; ++t) P[i][t] = p0[t];
         }
 #pragma GCC unroll 8
         for (int m = 0; m < 8; ++m) {
@@ -392,10 +419,10 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
           }
           for (int i = 0; i < G; ++i) {
             const __m512i u = Levels<K>(c[i], m, tab);
-            const __mmask64 neg = blk[i]->sgn[j][m];
             for (int t = 0; t < T; ++t) {
-              P[i][t] =
-                  _mm512_dpbusd_epi32(P[i][t], u, _mm512_mask_sub_epi8(at[t], neg, zero, at[t]));
+              __m512i a = at[t];
+              if constexpr (K == Kind::kIQ3XXS) a = _mm512_mask_sub_epi8(a, blk[i]->sgn[j][m], zero, a);
+              P[i][t] = _mm512_dpbusd_epi32(P[i][t], u, a);
             }
           }
         }

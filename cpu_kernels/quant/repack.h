@@ -94,17 +94,22 @@
 // A group of nb = n / 256 blocks is the group's [nb][16] f16 d's, then nb BlockIQ2_XXS_R16
 // payloads of 1088 bytes (17 cache lines). Per sub-block j (values 32 j .. 32 j + 31 of a row):
 //   q[j]      byte 4 r + g = row r's grid index of group g (values 32 j + 8 g .. + 7)
-//   sgn[j][k] bit 4 r + g  = value 32 j + 8 g + k of row r is negative: the 64-bit mask of
-//             the activation bytes a kernel negates for value k of every group
+//   sgn[j]    byte 4 r + g = the signs of that group's 8 values: value k negative at bit
+//             kIq2R16SignBit[k] (4 5 0 1 6 7 2 3, so that one select puts two values' signs
+//             beside their level codes, below)
 //   sc[p]     byte r = s_2p | s_2p+1 << 4 (row r's 4-bit scales of sub-blocks 2p, 2p + 1)
-// The file's 7-bit sign index of a group is the low 7 bits of its sign byte (bit 7 is their
+// The file's 7-bit sign index of a group is its sign byte's values 0-6 (value 7's bit is their
 // parity, Iq2SignByte), so the unpack recovers it. Why this shape: the kernel turns the 64
-// indices into 2-bit level codes with four vpermi2b, then value k of every group is one
-// vgf2p8affineqb (code -> level byte), one masked negate of the token's 4 activations
-// (broadcast: lane r's dword = values 32 j + 8 g + k, g < 4, of the permuted activations) and
-// one vpdpbusd: ~31 vector ops per 512 weights where the file layout's block decode took ~90.
-// 16 x 70 bytes per 256 values (IQ2_XXS: 66; the sign bytes are 8 bits per group where the
-// file stores 7).
+// indices into 2-bit level codes with four vpermi2b (C_lo: values 0-3, C_hi: 4-7, 2 bits each
+// in value order), then merges codes and signs with one bit select per two values:
+// V0 = C_lo bits 0-3 | sgn bits 4-5 (values 0, 1), V1 = sgn bits 0-1 | (C_lo >> 2) bits 2-5
+// (values 2, 3), and V2 / V3 the same from C_hi and sgn >> 2 (values 4-7); each value's 6-bit
+// field is then one vpermb to 43 + its signed level (0 .. 86, unsigned for vpdpbusd), whose
+// extra 43 x the sub-block's activation sum starts the accumulator negated. Per 512 weights
+// ~28 vector ops and no mask loads, where a masked negate of the activations per value (the
+// layout before: 64-bit sign masks, one mask load and one blend per value) took ~39 and the
+// file layout's block decode ~90. 16 x 70 bytes per 256 values (IQ2_XXS: 66; the sign bytes
+// are 8 bits per group where the file stores 7).
 //
 // kIQ3_XXS_R16: IQ3_XXS the same way. Its grid entries are 4 values, so a sub-block's 8 indices
 // per row fill two vectors: q[j][h] byte 4 r + g = row r's index of values 32 j + 16 h + 4 g ..
@@ -213,10 +218,12 @@ static_assert(sizeof(BlockQ3_K_R16) == 28 * 64, "28 cache lines");
 static_assert(sizeof(BlockQ3_K_R16) + kR16Rows * 2 == kR16Rows * 114);
 
 struct BlockIQ2_XXS_R16 {
-  uint8_t q[8][4 * kR16Rows];  // [sub-block j][4 r + g] grid index of row r's group g
-  uint64_t sgn[8][8];          // [j][value k of a group] bit 4 r + g: value negative
-  uint8_t sc[4][kR16Rows];     // [pair p][row r] s_2p | s_2p+1 << 4
+  uint8_t q[8][4 * kR16Rows];    // [sub-block j][4 r + g] grid index of row r's group g
+  uint8_t sgn[8][4 * kR16Rows];  // [j][4 r + g] bit kIq2R16SignBit[k]: value k negative
+  uint8_t sc[4][kR16Rows];       // [pair p][row r] s_2p | s_2p+1 << 4
 };
+// Where value k of a group keeps its sign in a kIQ2_XXS_R16 sign byte.
+inline constexpr int kIq2R16SignBit[8] = {4, 5, 0, 1, 6, 7, 2, 3};
 static_assert(sizeof(BlockIQ2_XXS_R16) == 17 * 64, "17 cache lines");
 // With its [16] f16 d's at the group head: 16 x 70 bytes per block.
 static_assert(sizeof(BlockIQ2_XXS_R16) + kR16Rows * 2 == kR16Rows * 70);

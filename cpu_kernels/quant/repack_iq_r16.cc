@@ -3,6 +3,7 @@
 // 7-bit sign index is the low 7 bits of its sign byte, Iq2SignByte).
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "core/base/status.h"
 #include "cpu_kernels/quant/blocks_iq.h"
@@ -18,16 +19,18 @@ using internal::Iq2SignByte;
 //   kIdx grid indices (IQ2_XXS 4 of 8 values, IQ3_XXS 8 of 4), at IdxBytes(block, j);
 //   the u32 of four 7-bit sign indices (values 8 G .. 8 G + 7 for G < 4) and the scale << 28,
 //     at AuxBytes(block, j);
-//   where value v < 32 sits in the group block: the sign mask sgn[j][Mask(v)], lane group
-//     Lane(v) (bit 4 r + Lane(v)). Index i < kIdx goes to vector i / 4, lane group i % 4.
+//   where value v < 32 of row r keeps its sign: SignBit(j, r, v), a byte of the group block's
+//     sgn array and a bit. Index i < kIdx goes to vector i / 4, lane group i % 4.
 struct Iq2Traits {
   using Block = BlockIQ2_XXS;
   using Group = BlockIQ2_XXS_R16;
   static constexpr int kIdx = 4;
   static uint8_t* IdxBytes(Block& b, int j) { return reinterpret_cast<uint8_t*>(b.qs) + 8 * j; }
   static uint8_t* AuxBytes(Block& b, int j) { return IdxBytes(b, j) + 4; }
-  static int Mask(int v) { return v % 8; }  // v = 8 g + k
-  static int Lane(int v) { return v / 8; }
+  // v = 8 g + k: byte 4 r + g of sgn[j], bit kIq2R16SignBit[k].
+  static std::pair<int, int> SignBit(int j, int r, int v) {
+    return {64 * j + 4 * r + v / 8, kIq2R16SignBit[v % 8]};
+  }
 };
 struct Iq3Traits {
   using Block = BlockIQ3_XXS;
@@ -35,8 +38,11 @@ struct Iq3Traits {
   static constexpr int kIdx = 8;
   static uint8_t* IdxBytes(Block& b, int j) { return b.qs + 8 * j; }
   static uint8_t* AuxBytes(Block& b, int j) { return b.qs + kQkK / 4 + 4 * j; }
-  static int Mask(int v) { return 4 * (v / 16) + v % 4; }  // v = 16 h + 4 g + k
-  static int Lane(int v) { return (v % 16) / 4; }
+  // v = 16 h + 4 g + k: the mask sgn[j][4 h + k], bit 4 r + g (x86: little-endian bytes).
+  static std::pair<int, int> SignBit(int j, int r, int v) {
+    const int bit = 4 * r + (v % 16) / 4;
+    return {8 * (8 * j + 4 * (v / 16) + v % 4) + bit / 8, bit % 8};
+  }
 };
 
 // The group payload's index bytes of sub-block j ([kIdx / 4][64]).
@@ -68,9 +74,10 @@ void Repack(const void* src, size_t src_stride, int64_t n, void* dst) {
         uint32_t aux;
         std::memcpy(&aux, Tr::AuxBytes(in, j), 4);
         for (int v = 0; v < 32; ++v) {
-          const uint64_t neg =
+          const int neg =
               (Iq2SignByte(static_cast<int>((aux >> (7 * (v / 8))) & 127)) >> (v % 8)) & 1;
-          o.sgn[j][Tr::Mask(v)] |= neg << (4 * r + Tr::Lane(v));
+          const auto [byte, bit] = Tr::SignBit(j, r, v);
+          reinterpret_cast<uint8_t*>(o.sgn)[byte] |= static_cast<uint8_t>(neg << bit);
         }
         o.sc[j / 2][r] |= static_cast<uint8_t>((aux >> 28) << (4 * (j % 2)));
       }
@@ -99,7 +106,8 @@ void Unpack(const void* src, int64_t n, void* dst, size_t dst_stride) {
         auto aux = static_cast<uint32_t>((g.sc[j / 2][r] >> (4 * (j % 2))) & 15) << 28;
         for (int v = 0; v < 32; ++v) {
           if (v % 8 == 7) continue;  // the parity bit: not stored in the file
-          const uint64_t neg = (g.sgn[j][Tr::Mask(v)] >> (4 * r + Tr::Lane(v))) & 1;
+          const auto [byte, bit] = Tr::SignBit(j, r, v);
+          const int neg = (reinterpret_cast<const uint8_t*>(g.sgn)[byte] >> bit) & 1;
           aux |= static_cast<uint32_t>(neg) << (7 * (v / 8) + v % 8);
         }
         std::memcpy(Tr::AuxBytes(out, j), &aux, 4);
