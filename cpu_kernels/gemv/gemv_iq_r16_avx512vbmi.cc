@@ -165,7 +165,8 @@ constexpr Consts MakeConsts() {
     constexpr int kIq2Levels[4] = {8, 25, 43, 0};  // code 3 never occurs
     for (int t = 0; t < 4; ++t) {
       const int level = kIq2Levels[(b >> kCodeShift[t]) & 3];
-      c.iq2_level[t][b] = static_cast<uint8_t>(kIq2Offset + ((b >> kSignBit[t]) & 1 ? -level : level));
+      c.iq2_level[t][b] =
+          static_cast<uint8_t>(kIq2Offset + ((b >> kSignBit[t]) & 1 ? -level : level));
     }
   }
   return c;
@@ -363,8 +364,8 @@ IQ_INLINE void AccumulateBlock(const uint16_t* const* dw, int64_t b, const uint8
 // nb * 8 apart). Decode (T = 1) prefetches kAhead blocks ahead per stream, stopping at pf_end.
 template <Kind K, int G, int T>
 void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_stride, const uint8_t* a,
-          size_t a_stride, const int32_t* aux, int64_t nb, uintptr_t pf_end,
-          const Tables& tab, float* y, int64_t ldy) {
+          size_t a_stride, const int32_t* aux, int64_t nb, uintptr_t pf_end, const Tables& tab,
+          float* y, int64_t ldy) {
   constexpr int kPerSub = (kLines<K> - 1) / 8;  // prefetched lines per sub-block (+1 per block)
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[G][T];
@@ -421,7 +422,8 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
             const __m512i u = Levels<K>(c[i], m, tab);
             for (int t = 0; t < T; ++t) {
               __m512i a = at[t];
-              if constexpr (K == Kind::kIQ3XXS) a = _mm512_mask_sub_epi8(a, blk[i]->sgn[j][m], zero, a);
+              if constexpr (K == Kind::kIQ3XXS)
+                a = _mm512_mask_sub_epi8(a, blk[i]->sgn[j][m], zero, a);
               P[i][t] = _mm512_dpbusd_epi32(P[i][t], u, a);
             }
           }
