@@ -5,7 +5,6 @@
 
 #include "core/base/int_math.h"
 #include "core/base/status.h"
-#include "cpu_kernels/ops/ops.h"
 
 namespace moesplit::moe {
 
@@ -224,7 +223,7 @@ void FusedFfn::RunUpTask(const FfnJob& job, const JobPlan& plan, int64_t f0, int
     for (int64_t i = 0; i < nt; ++i) {
       float* h = g + i * nb;  // h = silu(gate) * up: this task's slice of the intermediate row
       const float* ui = u + i * nb;
-      for (int64_t f = 0; f < nb; ++f) h[f] = ops::Silu(h[f]) * ui[f];
+      kernels_->swiglu(h, ui, nb);
       uint8_t* dst = mid_base_ + plan.mid_offset + (i0 + i) * plan.mid_stride + slice_offset;
       if (quantize != nullptr) {
         quantize(h, dst, nb);  // whole activation blocks: f0 and nb are block multiples

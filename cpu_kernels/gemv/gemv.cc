@@ -42,6 +42,7 @@ GemvKernels BuildTable(cpu::IsaTier tier) {
   k.quantize_q8k = QuantizeQ8K;
   k.quantize_q8_0 = QuantizeQ8_0;
   k.scaled_softmax = ScaledSoftmaxScalar;
+  k.swiglu = ops::SwiGluInPlace;
 #if defined(MOESPLIT_GEMV_X86)
   if (tier == cpu::IsaTier::kAvx2) {
     k.quantize_q8k = internal::QuantizeQ8K_Avx2;
@@ -50,6 +51,7 @@ GemvKernels BuildTable(cpu::IsaTier tier) {
     k.quantize_q8k = internal::QuantizeQ8K_Avx512;
     k.quantize_q8_0 = internal::QuantizeQ8_0_Avx512;
     k.scaled_softmax = internal::ScaledSoftmax_Avx512;
+    k.swiglu = internal::SwiGlu_Avx512;
   }
 #endif
   internal::AddKQuantKernels(tier, &k);

@@ -44,6 +44,7 @@ using DotFn = float (*)(const void* w_row, const void* a_row, int64_t n);
 // n_tok == 1 is the GEMV of decode. n_rows >= 1, n_tok >= 1, any values (no multiple of a tile
 // size required). Results equal `dot` per (r, t) up to float summation order.
 using ScaledSoftmaxFn = void (*)(float* x, int64_t valid, int64_t n, float scale);
+using SwiGluFn = void (*)(float* gate, const float* up, int64_t n);
 using GemmFn = void (*)(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 
@@ -83,6 +84,9 @@ struct GemvKernels {
   // x[0..valid) = softmax(scale * x[0..valid)), x[valid..n) = 0: an attention score row with
   // its causal tail. Every tier: the scalar reference (ops::Softmax), AVX-512 from kAvx512 on.
   ScaledSoftmaxFn scaled_softmax = nullptr;
+  // gate[i] = silu(gate[i]) * up[i] for i < n: the SwiGLU of the FFNs (moe/fused_ffn.cc). Every
+  // tier: the scalar reference (ops::SwiGluInPlace, expf), AVX-512 from kAvx512 on.
+  SwiGluFn swiglu = nullptr;
 
   // The kernels for weight type t, or nullptr when there are none.
   const TypeKernels* For(GgmlType t) const;

@@ -28,8 +28,9 @@ void AddFloatKernels(cpu::IsaTier tier, GemvKernels* k);
 // The AMX tier: *k holds the AVX-512 VNNI table; replaces the gemms that AMX tiles run faster
 // (gemv_amx.cc).
 void AddAmxKernels(GemvKernels* k);
-// scaled_softmax from kAvx512 on (softmax_avx512.cc).
+// scaled_softmax and swiglu from kAvx512 on (softmax_avx512.cc).
 void ScaledSoftmax_Avx512(float* x, int64_t valid, int64_t n, float scale);
+void SwiGlu_Avx512(float* gate, const float* up, int64_t n);
 // The AMX tier's F32 x F32 GEMM on AMX-BF16 tiles (gemv_float_amx.cc): f32_gemm_bf16x3.
 void AddAmxFloatKernels(GemvKernels* k);
 

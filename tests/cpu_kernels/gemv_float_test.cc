@@ -408,6 +408,38 @@ TEST(SoftmaxTest, EveryTierMatchesTheReference) {
   }
 }
 
+// ---- SwiGLU of the FFNs -----------------------------------------------------------------------
+
+// Every tier's swiglu against the scalar reference (ops::SwiGluInPlace: expf): odd lengths,
+// gates from -120 to 120 (e^-g overflowing to inf and underflowing to 0), NaN guards past n.
+TEST(SwiGluTest, EveryTierMatchesTheReference) {
+  const SwiGluFn ref = KernelsFor(IsaTier::kScalar).swiglu;
+  ASSERT_NE(ref, nullptr);
+  std::mt19937 rng(12);
+  std::normal_distribution<float> dist(0.0f, 4.0f);
+  for (int t = 0; t < cpu::kNumIsaTiers; ++t) {
+    const auto tier = static_cast<IsaTier>(t);
+    if (!TierAvailable(tier)) continue;
+    const SwiGluFn fn = KernelsFor(tier).swiglu;
+    ASSERT_NE(fn, nullptr) << cpu::IsaTierName(tier);
+    for (const int64_t n : {1, 7, 16, 17, 100, 1408, 1409}) {
+      std::vector<float> g(static_cast<size_t>(n + 5), kNaN), u(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        g[i] = i % 13 == 3 ? static_cast<float>(i % 241) - 120.0f : dist(rng);
+        u[i] = dist(rng);
+      }
+      std::vector<float> h = g;
+      ref(g.data(), u.data(), n);
+      fn(h.data(), u.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(h[i], g[i], 1e-6f * std::fabs(g[i]) + 1e-30f)
+            << cpu::IsaTierName(tier) << " n " << n << " i " << i;
+      }
+      for (int64_t i = n; i < n + 5; ++i) ASSERT_TRUE(std::isnan(h[i])) << "wrote past n";
+    }
+  }
+}
+
 // ---- the table ------------------------------------------------------------------------------
 
 TEST(FloatTableTest, EveryTierHasFloatKernelsWithF32Activations) {
