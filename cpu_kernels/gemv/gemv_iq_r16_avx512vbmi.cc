@@ -100,6 +100,16 @@ constexpr float kScale = K == Kind::kIQ3XXS ? 0.25f : 0.125f;
 
 // IQ2_XXS's offset of the signed levels -43 .. 43 into vpdpbusd's unsigned range.
 constexpr int kIq2Offset = 43;
+// The sign bits Codes' selects rely on: values 0, 1 at bits 4, 5 and 2, 3 at 0, 1 (kept where
+// V0's / V1's fields have them), values 4-7 two bits higher than 0-3 (sgn >> 2 brings them there).
+static_assert(quant::kIq2R16SignBit[0] == 4 && quant::kIq2R16SignBit[1] == 5 &&
+              quant::kIq2R16SignBit[2] == 0 && quant::kIq2R16SignBit[3] == 1);
+static_assert([] {
+  for (int k = 0; k < 4; ++k) {
+    if (quant::kIq2R16SignBit[k + 4] != quant::kIq2R16SignBit[k] + 2) return false;
+  }
+  return true;
+}());
 // vgf2p8affineqb matrix taking bits 2 k, 2 k + 1 of a byte to bits 0, 1 (IQ1_S's 2-bit digit
 // fields -> the digit byte 0, 1, 2).
 constexpr uint64_t PickMatrix(int k) {
@@ -161,12 +171,14 @@ constexpr Consts MakeConsts() {
     c.perm[1][b] = static_cast<uint8_t>(16 * (b / 16) + 4 * (b % 4) + (b % 16) / 4);
     c.iq3_level[0][b] = kIq3Levels[b & 7];
     c.iq3_level[1][b] = kIq3Levels[(b >> 3) & 7];
-    constexpr int kCodeShift[4] = {0, 2, 2, 4}, kSignBit[4] = {4, 5, 0, 1};
+    // Value t < 4's sign sits in V_{t/2} where the layout stores it (V0 / V1 keep the sign
+    // byte's bits in place); values 4-7 reach the same fields through sgn >> 2 (Codes).
+    constexpr int kCodeShift[4] = {0, 2, 2, 4};
     constexpr int kIq2Levels[4] = {8, 25, 43, 0};  // code 3 never occurs
     for (int t = 0; t < 4; ++t) {
       const int level = kIq2Levels[(b >> kCodeShift[t]) & 3];
-      c.iq2_level[t][b] =
-          static_cast<uint8_t>(kIq2Offset + ((b >> kSignBit[t]) & 1 ? -level : level));
+      const int neg = (b >> quant::kIq2R16SignBit[t]) & 1;
+      c.iq2_level[t][b] = static_cast<uint8_t>(kIq2Offset + (neg ? -level : level));
     }
   }
   return c;
@@ -211,7 +223,8 @@ void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb,
   }
 }
 
-// The code tables in registers, entries 64 i .. 64 i + 63: IQ2_XXS c0 / c1 = iq2xxs_lo / hi;
+// The code tables in registers, entries 64 i .. 64 i + 63: IQ2_XXS c0 / c1 = iq2xxs_lo / hi
+// and its four signed-level tables;
 // IQ3_XXS c0 = iq3xxs_lo (the 12-bit code's bits 0-7; the level lookups use bits 0-5), c1 =
 // iq3xxs_b (bits 6-11), and the two level tables.
 // IQ1_S: c0 / c1 = iq1_lo / iq1_d4, and its field table, spread / shift controls and scale
