@@ -96,10 +96,13 @@ enum class GgmlType : uint32_t {
   // Q5_1 with 16 rows interleaved (repack.h): kQ5_0_R16's payload with each block's 16 f16 d's
   // and 16 f16 m's in the group's head, 24 bytes per row and block as the file type.
   kQ5_1_R16 = 79,
+  // IQ3_S with 16 rows interleaved (repack.h): 110 bytes per row and block, as the file type
+  // (the grid indices' 9th bits and the signs as 64-bit lane masks).
+  kIQ3_S_R16 = 80,
 };
 
 inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
-inline constexpr uint32_t kTypeIdLimit = 80;      // ggml's ids and moesplit's internal layouts
+inline constexpr uint32_t kTypeIdLimit = 81;      // ggml's ids and moesplit's internal layouts
 
 // The rows a layout interleaves: 16 for the *_R16 layouts, 1 for every GGUF type. Matrices of such
 // a type are sliced only at multiples of this many rows.

@@ -274,6 +274,8 @@ struct IqTables {
   alignas(64) uint8_t iq3xxs_b[256];
   alignas(64) uint8_t iq3s_lo[512];
   alignas(64) uint8_t iq3s_hi[512];
+  // IQ3_S's code bits 6-11, as iq3xxs_b (the 16-row kernel's second lookup).
+  alignas(64) uint8_t iq3s_b[512];
   // IQ2_XS / IQ2_S: as iq2xxs_lo / hi for kIq2XsGrid / kIq2SGrid (2-bit codes of 8, 25, 43).
   alignas(64) uint8_t iq2xs_lo[512];
   alignas(64) uint8_t iq2xs_hi[512];
@@ -307,6 +309,9 @@ void GemmIQ2XXSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows
                                   size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmIQ3XXSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                   size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// kIQ3_S_R16: IQ3_XXS's kernel with 512-entry lookups (two more masked vpermi2b per table).
+void GemmIQ3SR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 // kIQ1_S_R16: base-3 digits, two byte lookups and one field lookup per 64 groups.
 void GemmIQ1SR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);

@@ -83,6 +83,9 @@ void AddIq23Codes(IqTables* t) {
     t->iq3xxs_b[e] = static_cast<uint8_t>(t->iq3xxs_lo[e] >> 6 | t->iq3xxs_hi[e] << 2);
   }
   Iq3Codes(qi::kIq3SGrid, qi::kIq3SGridSize, Iq3SLevel, t->iq3s_lo, t->iq3s_hi);
+  for (int e = 0; e < qi::kIq3SGridSize; ++e) {
+    t->iq3s_b[e] = static_cast<uint8_t>(t->iq3s_lo[e] >> 6 | t->iq3s_hi[e] << 2);
+  }
 }
 
 float DotIQ3XXS_Q8K_Scalar(const void* w_row, const void* a_row, int64_t n) {

@@ -1,10 +1,12 @@
-// IQ2_XXS / IQ3_XXS / IQ1_S / IQ1_M weights in the 16-row layouts kIQ2_XXS_R16 /
-// kIQ3_XXS_R16 / kIQ1_S_R16 / kIQ1_M_R16 (cpu_kernels/quant/repack.h) x Q8_K activations: the
+// IQ2_XXS / IQ3_XXS / IQ3_S / IQ1_S / IQ1_M weights in the 16-row layouts kIQ2_XXS_R16 /
+// kIQ3_XXS_R16 / kIQ3_S_R16 / kIQ1_S_R16 / kIQ1_M_R16 (cpu_kernels/quant/repack.h) x Q8_K
+// activations: the
 // AVX-512 VNNI tier's kernels on CPUs with VBMI and GFNI. Compiled with MOESPLIT_FLAGS_AVX512VNNI +
 // -mavx512vbmi -mgfni (gemv/kquants.cmake); reached only through KernelsFor(IsaTier::kAvx512Vnni /
 // kAmx) where DetectCpuFeatures().avx512vbmi and .gfni. The integer per (row, block, token) is the
 // scalar dot's (gemv_iq_scalar.cc, gemv_iq23_scalar.cc):
-//   sum_j (2 s_j + 1) sum_i grid_i sign_i q8_i, times d d_a / 8 (IQ2_XXS) or / 4 (IQ3_XXS).
+//   sum_j (2 s_j + 1) sum_i grid_i sign_i q8_i, times d d_a / 8 (IQ2_XXS), / 4 (IQ3_XXS) or 1
+//   (IQ3_S).
 //
 // Per group block (16 rows x 256 values) and sub-block j, lane r = row r:
 //   IQ2_XXS: x = q[j], 64 grid indices (byte 4 r + g = row r's group g of 8 values), looked up
@@ -21,6 +23,8 @@
 //     4 h + k: u = vpermb(A or B, the 64-entry table of the low / high 3 bits' level
 //     {4, 12, .., 52, 62}) (IQ3_XXS's levels are no affine map of the code: 62, not 60);
 //     a as IQ2_XXS's, negated under the mask sgn[j][m] (|a| <= 127: exact); P = vpdpbusd(P, u, a)
+//   IQ3_S: as IQ3_XXS, each lookup over 512 entries (four masked vpermi2b, the index's 9th bit
+//     the mask qh[j][h]; levels 1, 3, .., 15)
 //   I += P * (2 s_j + 1)     [16] i32: |I| <= 8 x 31 x 32 x 62 x 127 < 2^31
 // per block and token: acc += cvt(I) * d * d_a / 8 (or / 4). IQ2_XXS: ~28 vector ops per 512
 // weights (1 token), where the file layout's block decode (gemv_iq_avx512vbmi.cc) takes ~90: no
@@ -66,6 +70,7 @@ namespace {
 using quant::BlockIQ1_M_R16;
 using quant::BlockIQ1_S_R16;
 using quant::BlockIQ2_XXS_R16;
+using quant::BlockIQ3_S_R16;
 using quant::BlockIQ3_XXS_R16;
 using quant::BlockQ8_K;
 using quant::kQkK;
@@ -73,14 +78,17 @@ using quant::kR16Rows;
 
 #define IQ_INLINE inline __attribute__((always_inline))
 
-enum class Kind { kIQ2XXS, kIQ3XXS, kIQ1S, kIQ1M };
+enum class Kind { kIQ2XXS, kIQ3XXS, kIQ3S, kIQ1S, kIQ1M };
 
 template <Kind K>
 using GroupBlock = std::conditional_t<
     K == Kind::kIQ2XXS, BlockIQ2_XXS_R16,
-    std::conditional_t<K == Kind::kIQ3XXS, BlockIQ3_XXS_R16,
-                       std::conditional_t<K == Kind::kIQ1S, BlockIQ1_S_R16, BlockIQ1_M_R16>>>;
+    std::conditional_t<
+        K == Kind::kIQ3XXS, BlockIQ3_XXS_R16,
+        std::conditional_t<K == Kind::kIQ3S, BlockIQ3_S_R16,
+                           std::conditional_t<K == Kind::kIQ1S, BlockIQ1_S_R16, BlockIQ1_M_R16>>>>;
 constexpr bool IsIq1(Kind k) { return k == Kind::kIQ1S || k == Kind::kIQ1M; }
+constexpr bool IsIq3(Kind k) { return k == Kind::kIQ3XXS || k == Kind::kIQ3S; }
 // Permuted activation bytes per block and token (IQ1_M: the quants twice, once with groups
 // 2-3 of each sub-block zeroed and once with groups 0-1, one per half's scale), and the i32 of
 // activation sums per block and token that follow all tokens' quants (IQ1_S: B_j per sub-block;
@@ -91,12 +99,12 @@ template <Kind K>
 constexpr int kAuxInts = K == Kind::kIQ1S || K == Kind::kIQ2XXS ? 8
                          : K == Kind::kIQ1M                     ? 16
                                                                 : 0;
-// Payload cache lines per group block: 17 / 25 / 14 / 16.
+// Payload cache lines per group block: 17 / 25 / 27 / 14 / 16.
 template <Kind K>
 constexpr int kLines = static_cast<int>(sizeof(GroupBlock<K>) / 64);
-// d * d_a times this is the block's float factor: IQ2_XXS d (2 s + 1) / 8, IQ3_XXS / 4.
+// d * d_a times this is the block's float factor: IQ2_XXS d (2 s + 1) / 8, IQ3_XXS / 4, IQ3_S 1.
 template <Kind K>
-constexpr float kScale = K == Kind::kIQ3XXS ? 0.25f : 0.125f;
+constexpr float kScale = K == Kind::kIQ3XXS ? 0.25f : K == Kind::kIQ3S ? 1.0f : 0.125f;
 
 // IQ2_XXS's offset of the signed levels -43 .. 43 into vpdpbusd's unsigned range.
 constexpr int kIq2Offset = 43;
@@ -120,6 +128,7 @@ constexpr uint64_t PickMatrix(int k) {
 struct Consts {
   uint8_t perm[2][64];       // [kind] vpermb control of the activation permutation per 64 bytes
   uint8_t iq3_level[2][64];  // vpermb tables: level of bits 0-2 / bits 3-5 of a 6-bit code
+  uint8_t iq3s_level[2][64];  // the same for IQ3_S's levels 1, 3, .., 15
   // IQ2_XXS's vpermb tables, value m of the groups from V_{m/2} by table m % 4: kIq2Offset +
   // the level of the code at bits 0-1 / 2-3 / 2-3 / 4-5, negated when bit 4 / 5 / 0 / 1 is set.
   uint8_t iq2_level[4][64];
@@ -171,6 +180,8 @@ constexpr Consts MakeConsts() {
     c.perm[1][b] = static_cast<uint8_t>(16 * (b / 16) + 4 * (b % 4) + (b % 16) / 4);
     c.iq3_level[0][b] = kIq3Levels[b & 7];
     c.iq3_level[1][b] = kIq3Levels[(b >> 3) & 7];
+    c.iq3s_level[0][b] = static_cast<uint8_t>(2 * (b & 7) + 1);
+    c.iq3s_level[1][b] = static_cast<uint8_t>(2 * ((b >> 3) & 7) + 1);
     // Value t < 4's sign sits in V_{t/2} where the layout stores it (V0 / V1 keep the sign
     // byte's bits in place); values 4-7 reach the same fields through sgn >> 2 (Codes).
     constexpr int kCodeShift[4] = {0, 2, 2, 4};
@@ -189,7 +200,7 @@ alignas(64) constexpr Consts kConsts = MakeConsts();
 // IQ1_S / IQ1_M: then the tokens' kAuxInts i32 per block at out + n_tok * nb * kActBytes.
 template <Kind K>
 void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb, uint8_t* out) {
-  const __m512i ctrl = _mm512_load_si512(kConsts.perm[K == Kind::kIQ3XXS ? 1 : 0]);
+  const __m512i ctrl = _mm512_load_si512(kConsts.perm[IsIq3(K) ? 1 : 0]);
   const __m512i lo_groups = _mm512_load_si512(kConsts.iq1m_lo_groups);
   auto* aux = reinterpret_cast<int32_t*>(out + n_tok * nb * kActBytes<K>);
   for (int64_t t = 0; t < n_tok; ++t) {
@@ -226,11 +237,12 @@ void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb,
 // The code tables in registers, entries 64 i .. 64 i + 63: IQ2_XXS c0 / c1 = iq2xxs_lo / hi
 // and its four signed-level tables;
 // IQ3_XXS c0 = iq3xxs_lo (the 12-bit code's bits 0-7; the level lookups use bits 0-5), c1 =
-// iq3xxs_b (bits 6-11), and the two level tables.
+// iq3xxs_b (bits 6-11), and the two level tables; IQ3_S the same over 512 entries (c0 / c1
+// [0..7]).
 // IQ1_S: c0 / c1 = iq1_lo / iq1_d4, and its field table, spread / shift controls and scale
 // factors.
 struct Tables {
-  __m512i c0[4], c1[4];
+  __m512i c0[8], c1[8];
   __m512i level[2], iq2_level[4];
   __m512i hi, spread, shift, ls8, cb;
   __m512i m_ls8[2], m_ec[2];  // IQ1_M's 32-entry tables
@@ -239,8 +251,11 @@ template <Kind K>
 Tables LoadTables() {
   const IqTables& t = GetIqTables();
   Tables r;
-  for (int i = 0; i < 4; ++i) {
-    if constexpr (K == Kind::kIQ2XXS) {
+  for (int i = 0; i < (K == Kind::kIQ3S ? 8 : 4); ++i) {
+    if constexpr (K == Kind::kIQ3S) {
+      r.c0[i] = _mm512_load_si512(t.iq3s_lo + 64 * i);
+      r.c1[i] = _mm512_load_si512(t.iq3s_b + 64 * i);
+    } else if constexpr (K == Kind::kIQ2XXS) {
       r.c0[i] = _mm512_load_si512(t.iq2xxs_lo + 64 * i);
       r.c1[i] = _mm512_load_si512(t.iq2xxs_hi + 64 * i);
     } else if constexpr (IsIq1(K)) {
@@ -251,8 +266,9 @@ Tables LoadTables() {
       r.c1[i] = _mm512_load_si512(t.iq3xxs_b + 64 * i);
     }
   }
-  r.level[0] = _mm512_load_si512(kConsts.iq3_level[0]);
-  r.level[1] = _mm512_load_si512(kConsts.iq3_level[1]);
+  for (int h = 0; h < 2; ++h) {
+    r.level[h] = _mm512_load_si512(K == Kind::kIQ3S ? kConsts.iq3s_level[h] : kConsts.iq3_level[h]);
+  }
   for (int t = 0; t < 4; ++t) r.iq2_level[t] = _mm512_load_si512(kConsts.iq2_level[t]);
   r.hi = _mm512_load_si512(kConsts.iq1_hi);
   r.spread = _mm512_load_si512(kConsts.iq1_spread);
@@ -273,16 +289,32 @@ IQ_INLINE __m512i Lookup256(const __m512i* t, __m512i x, __mmask64 bit7) {
   return _mm512_mask2_permutex2var_epi8(t[2], low, bit7, t[3]);
 }
 
+// The same over 512 entries, bit8 the 9th index bit of each byte: four 128-entry quarters,
+// each written where its two bits select it (the bytes not yet written keep x).
+IQ_INLINE __m512i Lookup512(const __m512i* t, __m512i x, const __mmask64 (&quarter)[4]) {
+  __m512i r = _mm512_mask2_permutex2var_epi8(t[0], x, quarter[0], t[1]);
+  r = _mm512_mask2_permutex2var_epi8(t[2], r, quarter[1], t[3]);
+  r = _mm512_mask2_permutex2var_epi8(t[4], r, quarter[2], t[5]);
+  return _mm512_mask2_permutex2var_epi8(t[6], r, quarter[3], t[7]);
+}
+
 // The code vectors of sub-block j: IQ2_XXS c[0..3] = V0 .. V3 (codes and signs of values 0-1,
-// 2-3, 4-5, 6-7 of the groups), IQ3_XXS c[0..3] (A, B of half 0, then of half 1).
+// 2-3, 4-5, 6-7 of the groups), IQ3_XXS / IQ3_S c[0..3] (A, B of half 0, then of half 1).
 template <Kind K>
 IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i* c) {
   constexpr int kVectors = K == Kind::kIQ2XXS ? 1 : 2;
   for (int h = 0; h < kVectors; ++h) {
     const __m512i x = _mm512_loadu_si512(reinterpret_cast<const uint8_t*>(blk.q[j]) + 64 * h);
     const __mmask64 bit7 = _mm512_movepi8_mask(x);
-    c[2 * h] = Lookup256(tab.c0, x, bit7);
-    c[2 * h + 1] = Lookup256(tab.c1, x, bit7);
+    if constexpr (K == Kind::kIQ3S) {
+      const __mmask64 bit8 = blk.qh[j][h];
+      const __mmask64 quarter[4] = {~(bit7 | bit8), bit7 & ~bit8, bit8 & ~bit7, bit7 & bit8};
+      c[2 * h] = Lookup512(tab.c0, x, quarter);
+      c[2 * h + 1] = Lookup512(tab.c1, x, quarter);
+    } else {
+      c[2 * h] = Lookup256(tab.c0, x, bit7);
+      c[2 * h + 1] = Lookup256(tab.c1, x, bit7);
+    }
   }
   if constexpr (K == Kind::kIQ2XXS) {
     // Bit selects (vpternlogq 0xE4: third ? first : second, the codes being the operand the
@@ -298,8 +330,8 @@ IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i
   }
 }
 
-// The level bytes of value m of the groups (IQ3_XXS: m = 4 h + k; IQ2_XXS: kIq2Offset + the
-// signed level).
+// The level bytes of value m of the groups (IQ3_XXS / IQ3_S: m = 4 h + k; IQ2_XXS:
+// kIq2Offset + the signed level).
 template <Kind K>
 IQ_INLINE __m512i Levels(const __m512i* c, int m, const Tables& tab) {
   if constexpr (K == Kind::kIQ2XXS) {
@@ -389,7 +421,10 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
     const GroupBlock<K>* blk[G];
     const char* ahead[G];
     const bool pf = BlockPointers<K, G, T>(g, gstride, blocks, dw, b, nb, pf_end, blk, ahead);
-    for (int i = 0; pf && i < G; ++i) _mm_prefetch(ahead[i] + 64 * (kLines<K> - 1), _MM_HINT_T1);
+    // The lines past the sub-blocks' share (IQ2_XXS / IQ3_XXS: the last, IQ3_S: the last 3).
+    for (int i = 0; pf && i < G; ++i) {
+      for (int l = 8 * kPerSub; l < kLines<K>; ++l) _mm_prefetch(ahead[i] + 64 * l, _MM_HINT_T1);
+    }
     const uint8_t* ab = act + b * kQkK;
     __m512i isum[G][T];
     for (int i = 0; i < G; ++i) {
@@ -435,8 +470,7 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
             const __m512i u = Levels<K>(c[i], m, tab);
             for (int t = 0; t < T; ++t) {
               __m512i a = at[t];
-              if constexpr (K == Kind::kIQ3XXS)
-                a = _mm512_mask_sub_epi8(a, blk[i]->sgn[j][m], zero, a);
+              if constexpr (IsIq3(K)) a = _mm512_mask_sub_epi8(a, blk[i]->sgn[j][m], zero, a);
               P[i][t] = _mm512_dpbusd_epi32(P[i][t], u, a);
             }
           }
@@ -627,6 +661,10 @@ void GemmIQ3XXSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows
                                   size_t a_stride, int64_t n_tok, int64_t n, float* y,
                                   int64_t ldy) {
   Gemm<Kind::kIQ3XXS>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmIQ3SR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  Gemm<Kind::kIQ3S>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 void GemmIQ1SR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {

@@ -119,6 +119,17 @@
 // each value's level with one vpermb (bits 0-5 of its index), since IQ3_XXS's levels 4, 12,
 // .., 52, 62 are no affine map of the code. 16 x 102 bytes per 256 values (IQ3_XXS: 98).
 //
+// kIQ3_S_R16: IQ3_S in kIQ3_XXS_R16's shape, the file's bytes rearranged (110 per 256 values
+// and row, as the file). IQ3_S's grid has 512 entries of 4 values (levels 1, 3, .., 15), its
+// signs are one bit per value and its 4-bit scales are per 32 values, so per sub-block j:
+//   q[j][h]   byte 4 r + g = the low 8 bits of row r's index of values 32 j + 16 h + 4 g .. + 3
+//   qh[j][h]  bit 4 r + g = that index's 9th bit (a mask a kernel loads as it is)
+//   sgn[j]    as kIQ3_XXS_R16's (bit 4 r + g of mask 4 h + k: value 32 j + 16 h + 4 g + k
+//             negative), copied from the file's sign bits
+//   sc[p]     byte r = s_2p | s_2p+1 << 4
+// Why: the kernel looks up 64 indices per vector as IQ3_XXS's does, with two more masked
+// vpermi2b per table for the upper 256 entries (the 9th bit a mask, no blend).
+//
 // kIQ1_S_R16: IQ1_S with 16 rows interleaved and its grid entries as base-3 digits, so that no
 // kernel looks up an 11-bit index (2048 entries: no register table holds them; the file
 // layout's kernel spends ~40 cycles per block on its 32 lookups). Grid value t_k in {-1, 0, 1}
@@ -236,6 +247,15 @@ struct BlockIQ3_XXS_R16 {
 static_assert(sizeof(BlockIQ3_XXS_R16) == 25 * 64, "25 cache lines");
 static_assert(sizeof(BlockIQ3_XXS_R16) + kR16Rows * 2 == kR16Rows * 102);
 
+struct BlockIQ3_S_R16 {
+  uint8_t q[8][2][4 * kR16Rows];  // [sub-block j][half h][4 r + g] index bits 0-7 (4 values)
+  uint64_t sgn[8][8];             // [j][4 h + value k of a group] bit 4 r + g: value negative
+  uint64_t qh[8][2];              // [j][h] bit 4 r + g: index bit 8
+  uint8_t sc[4][kR16Rows];        // [pair p][row r] s_2p | s_2p+1 << 4
+};
+static_assert(sizeof(BlockIQ3_S_R16) == 27 * 64, "27 cache lines");
+static_assert(sizeof(BlockIQ3_S_R16) + kR16Rows * 2 == kR16Rows * 110, "IQ3_S's bytes");
+
 struct BlockIQ1_S_R16 {
   uint8_t a[8][4 * kR16Rows];  // [sub-block j][4 r + g] base-3 digits of values 0-4 of a group
   uint8_t f[8][3 * kR16Rows];  // [j][3 r + i] byte i of row r's word (values 5-7, s_j, sign)
@@ -256,8 +276,8 @@ static_assert(sizeof(BlockIQ1_M_R16) + kR16Rows * 2 == kR16Rows * 66);
 inline constexpr int kIq1mR16HalfShift[2] = {20, 25};
 
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
-// Q5_K, Q6_K, Q8_0, Q5_0, Q5_1, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS, IQ3_XXS, IQ1_S
-// and IQ1_M with rows a multiple of 16 repack).
+// Q5_K, Q6_K, Q8_0, Q5_0, Q5_1, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS, IQ3_XXS, IQ3_S,
+// IQ1_S and IQ1_M with rows a multiple of 16 repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
 GgmlType UnpackedType(GgmlType t);
@@ -311,6 +331,9 @@ void RepackIQ2XXSRows16(const void* src, size_t src_stride, int64_t n, void* dst
 void UnpackIQ2XXSRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 void RepackIQ3XXSRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ3XXSRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
+// The same for IQ3_S (kIQ3_S_R16, likewise; repack_iq_r16.cc).
+void RepackIQ3SRows16(const void* src, size_t src_stride, int64_t n, void* dst);
+void UnpackIQ3SRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 // The same for IQ1_S (kIQ1_S_R16) and IQ1_M (kIQ1_M_R16; repack_iq1_r16.cc).
 void RepackIQ1SRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ1SRows16(const void* src, int64_t n, void* dst, size_t dst_stride);

@@ -1,6 +1,7 @@
-// IQ2_XXS / IQ3_XXS rows <-> their 16-row groups kIQ2_XXS_R16 / kIQ3_XXS_R16 (layouts in
-// repack.h). Lossless both ways: Unpack(Repack(rows)) gives the file's bytes back (a group's
-// 7-bit sign index is the low 7 bits of its sign byte, Iq2SignByte).
+// IQ2_XXS / IQ3_XXS / IQ3_S rows <-> their 16-row groups kIQ2_XXS_R16 / kIQ3_XXS_R16 /
+// kIQ3_S_R16 (layouts in repack.h). Lossless both ways: Unpack(Repack(rows)) gives the file's
+// bytes back (a group's 7-bit sign index is the low 7 bits of its sign byte, Iq2SignByte; IQ3_S
+// moves bits only).
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -117,6 +118,73 @@ void Unpack(const void* src, int64_t n, void* dst, size_t dst_stride) {
   }
 }
 
+// IQ3_S: (value v < 32 of sub-block j, row r) -> the bit of its sign in the group block's
+// sgn masks (kIQ3_XXS_R16's places), and index i < 8 of sub-block j -> its (half, lane byte).
+int Iq3sSignBit(int j, int r, int v) {
+  return 64 * (8 * j + 4 * (v / 16) + v % 4) + 4 * r + (v % 16) / 4;
+}
+bool GetBit(const uint64_t* m, int bit) { return (m[bit / 64] >> (bit % 64)) & 1; }
+void SetBit(uint64_t* m, int bit, bool on) {
+  if (on) m[bit / 64] |= uint64_t{1} << (bit % 64);
+}
+
+void RepackIq3s(const void* src, size_t src_stride, int64_t n, void* dst) {
+  MOESPLIT_CHECK(n % kQkK == 0, "IQ3_S row of ", n, " values");
+  const int64_t nb = n / kQkK;
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint16_t*>(dst);  // [nb][16] f16, then the payloads
+  auto* out = reinterpret_cast<BlockIQ3_S_R16*>(static_cast<uint8_t*>(dst) + nb * kR16Rows * 2);
+  for (int64_t b = 0; b < nb; ++b) {
+    BlockIQ3_S_R16& o = out[b];
+    std::memset(&o, 0, sizeof(o));
+    for (int r = 0; r < kR16Rows; ++r) {
+      BlockIQ3_S in;
+      std::memcpy(&in, s + r * src_stride + b * sizeof(BlockIQ3_S), sizeof(in));
+      d[b * kR16Rows + r] = in.d;
+      for (int j = 0; j < 8; ++j) {
+        for (int i = 0; i < 8; ++i) {  // 4-value group 8 j + i: half i / 4, lane byte i % 4
+          o.q[j][i / 4][4 * r + i % 4] = in.qs[8 * j + i];
+          SetBit(o.qh[j], 64 * (i / 4) + 4 * r + i % 4, (in.qh[j] >> i) & 1);
+        }
+        for (int v = 0; v < 32; ++v) {
+          SetBit(o.sgn[0], Iq3sSignBit(j, r, v), (in.signs[4 * j + v / 8] >> (v % 8)) & 1);
+        }
+        o.sc[j / 2][r] |= static_cast<uint8_t>(((in.scales[j / 2] >> (4 * (j % 2))) & 15)
+                                               << (4 * (j % 2)));
+      }
+    }
+  }
+}
+
+void UnpackIq3s(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  MOESPLIT_CHECK(n % kQkK == 0, "IQ3_S row of ", n, " values");
+  const int64_t nb = n / kQkK;
+  const auto* d = static_cast<const uint16_t*>(src);
+  const auto* in = reinterpret_cast<const BlockIQ3_S_R16*>(static_cast<const uint8_t*>(src) +
+                                                           nb * kR16Rows * 2);
+  auto* o = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockIQ3_S_R16& g = in[b];
+    for (int r = 0; r < kR16Rows; ++r) {
+      BlockIQ3_S out;
+      std::memset(&out, 0, sizeof(out));
+      out.d = d[b * kR16Rows + r];
+      for (int j = 0; j < 8; ++j) {
+        for (int i = 0; i < 8; ++i) {
+          out.qs[8 * j + i] = g.q[j][i / 4][4 * r + i % 4];
+          out.qh[j] |= static_cast<uint8_t>(GetBit(g.qh[j], 64 * (i / 4) + 4 * r + i % 4) << i);
+        }
+        for (int v = 0; v < 32; ++v) {
+          out.signs[4 * j + v / 8] |=
+              static_cast<uint8_t>(GetBit(g.sgn[0], Iq3sSignBit(j, r, v)) << (v % 8));
+        }
+        out.scales[j / 2] |= static_cast<uint8_t>(g.sc[j / 2][r] & (15 << (4 * (j % 2))));
+      }
+      std::memcpy(o + r * dst_stride + b * sizeof(BlockIQ3_S), &out, sizeof(out));
+    }
+  }
+}
+
 }  // namespace
 
 void RepackIQ2XXSRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
@@ -130,6 +198,12 @@ void RepackIQ3XXSRows16(const void* src, size_t src_stride, int64_t n, void* dst
 }
 void UnpackIQ3XXSRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
   Unpack<Iq3Traits>(src, n, dst, dst_stride);
+}
+void RepackIQ3SRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
+  RepackIq3s(src, src_stride, n, dst);
+}
+void UnpackIQ3SRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  UnpackIq3s(src, n, dst, dst_stride);
 }
 
 }  // namespace moesplit::quant
