@@ -66,6 +66,7 @@ constexpr TypeTraits kInternalTraits[] = {
     {T::kIQ1_M_R16, "iq1_m_r16", 256, 66, true},
     {T::kQ5_1_R16, "q5_1_r16", 32, 24, true},
     {T::kIQ3_S_R16, "iq3_s_r16", 256, 110, true},
+    {T::kIQ2_XS_R16, "iq2_xs_r16", 256, 78, true},
 };
 
 const TypeTraits* FindInternalTraits(GgmlType t) {

@@ -99,10 +99,13 @@ enum class GgmlType : uint32_t {
   // IQ3_S with 16 rows interleaved (repack.h): 110 bytes per row and block, as the file type
   // (the grid indices' 9th bits and the signs as 64-bit lane masks).
   kIQ3_S_R16 = 80,
+  // IQ2_XS with 16 rows interleaved (repack.h): 78 bytes per row and block (IQ2_XS: 74; the
+  // 7-bit sign indices stored as whole sign bytes, as kIQ2_XXS_R16).
+  kIQ2_XS_R16 = 81,
 };
 
 inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
-inline constexpr uint32_t kTypeIdLimit = 81;      // ggml's ids and moesplit's internal layouts
+inline constexpr uint32_t kTypeIdLimit = 82;      // ggml's ids and moesplit's internal layouts
 
 // The rows a layout interleaves: 16 for the *_R16 layouts, 1 for every GGUF type. Matrices of such
 // a type are sliced only at multiples of this many rows.

@@ -309,6 +309,10 @@ void GemmIQ2XXSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows
                                   size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmIQ3XXSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                   size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// kIQ2_XS_R16: IQ2_XXS's kernel with 512-entry lookups and a scale pair per lane (vpmaddubsw +
+// vpdpwssd in place of vpdpbusd).
+void GemmIQ2XSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 // kIQ3_S_R16: IQ3_XXS's kernel with 512-entry lookups (two more masked vpermi2b per table).
 void GemmIQ3SR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);

@@ -1,12 +1,12 @@
-// IQ2_XXS / IQ3_XXS / IQ3_S / IQ1_S / IQ1_M weights in the 16-row layouts kIQ2_XXS_R16 /
-// kIQ3_XXS_R16 / kIQ3_S_R16 / kIQ1_S_R16 / kIQ1_M_R16 (cpu_kernels/quant/repack.h) x Q8_K
-// activations: the
+// IQ2_XXS / IQ2_XS / IQ3_XXS / IQ3_S / IQ1_S / IQ1_M weights in the 16-row layouts
+// kIQ2_XXS_R16 / kIQ2_XS_R16 / kIQ3_XXS_R16 / kIQ3_S_R16 / kIQ1_S_R16 / kIQ1_M_R16
+// (cpu_kernels/quant/repack.h) x Q8_K activations: the
 // AVX-512 VNNI tier's kernels on CPUs with VBMI and GFNI. Compiled with MOESPLIT_FLAGS_AVX512VNNI +
 // -mavx512vbmi -mgfni (gemv/kquants.cmake); reached only through KernelsFor(IsaTier::kAvx512Vnni /
 // kAmx) where DetectCpuFeatures().avx512vbmi and .gfni. The integer per (row, block, token) is the
 // scalar dot's (gemv_iq_scalar.cc, gemv_iq23_scalar.cc):
-//   sum_j (2 s_j + 1) sum_i grid_i sign_i q8_i, times d d_a / 8 (IQ2_XXS), / 4 (IQ3_XXS) or 1
-//   (IQ3_S).
+//   sum_j (2 s_j + 1) sum_i grid_i sign_i q8_i, times d d_a / 8 (IQ2_XXS, IQ2_XS: j over 16
+//   values), / 4 (IQ3_XXS) or 1 (IQ3_S).
 //
 // Per group block (16 rows x 256 values) and sub-block j, lane r = row r:
 //   IQ2_XXS: x = q[j], 64 grid indices (byte 4 r + g = row r's group g of 8 values), looked up
@@ -18,6 +18,11 @@
 //     0 .. 86; a = the token's dword (4 activations of the 4 lanes' groups at value m) in all
 //     lanes; P = vpdpbusd(P, u, a) from P = -43 B_j (B_j the sub-block's activation sum, from
 //     the Q8_K bsums), so P = sum sign level q8.
+//   IQ2_XS: IQ2_XXS's codes over 512 entries (four masked vpermi2b per table, the index's 9th
+//     bit the mask qh[j]) and its signed levels u; a lane's 4 bytes span two scales (groups 0-1,
+//     2-3), so per value p = vpmaddubsw(u, a) (the two groups' i16 pair, |p| <= 2 x 86 x 128)
+//     and I = vpdpwssd(I, p, the pair (2 s_0 + 1, 2 s_1 + 1)), from I -= vpdpwssd of 43 x that
+//     pair with the halves' activation sums (the Q8_K bsums 2 j, 2 j + 1 are that i16 pair)
 //   IQ3_XXS: x = q[j][h] (h = 0, 1; groups of 4 values), each looked up into A (3-bit codes of
 //     values 0-1: iq3xxs_lo, bits 0-5 used) and B (values 2-3: the code's bits 6-11); value m =
 //     4 h + k: u = vpermb(A or B, the 64-entry table of the low / high 3 bits' level
@@ -69,6 +74,7 @@ namespace {
 
 using quant::BlockIQ1_M_R16;
 using quant::BlockIQ1_S_R16;
+using quant::BlockIQ2_XS_R16;
 using quant::BlockIQ2_XXS_R16;
 using quant::BlockIQ3_S_R16;
 using quant::BlockIQ3_XXS_R16;
@@ -78,17 +84,20 @@ using quant::kR16Rows;
 
 #define IQ_INLINE inline __attribute__((always_inline))
 
-enum class Kind { kIQ2XXS, kIQ3XXS, kIQ3S, kIQ1S, kIQ1M };
+enum class Kind { kIQ2XXS, kIQ2XS, kIQ3XXS, kIQ3S, kIQ1S, kIQ1M };
 
 template <Kind K>
 using GroupBlock = std::conditional_t<
     K == Kind::kIQ2XXS, BlockIQ2_XXS_R16,
-    std::conditional_t<
+    std::conditional_t<K == Kind::kIQ2XS, BlockIQ2_XS_R16, std::conditional_t<
         K == Kind::kIQ3XXS, BlockIQ3_XXS_R16,
         std::conditional_t<K == Kind::kIQ3S, BlockIQ3_S_R16,
-                           std::conditional_t<K == Kind::kIQ1S, BlockIQ1_S_R16, BlockIQ1_M_R16>>>>;
+                           std::conditional_t<K == Kind::kIQ1S, BlockIQ1_S_R16, BlockIQ1_M_R16>>>>>;
 constexpr bool IsIq1(Kind k) { return k == Kind::kIQ1S || k == Kind::kIQ1M; }
 constexpr bool IsIq3(Kind k) { return k == Kind::kIQ3XXS || k == Kind::kIQ3S; }
+constexpr bool IsIq2(Kind k) { return k == Kind::kIQ2XXS || k == Kind::kIQ2XS; }
+// The 512-entry grids (the index's 9th bit in a lane mask).
+constexpr bool Has9thBit(Kind k) { return k == Kind::kIQ2XS || k == Kind::kIQ3S; }
 // Permuted activation bytes per block and token (IQ1_M: the quants twice, once with groups
 // 2-3 of each sub-block zeroed and once with groups 0-1, one per half's scale), and the i32 of
 // activation sums per block and token that follow all tokens' quants (IQ1_S: B_j per sub-block;
@@ -99,7 +108,7 @@ template <Kind K>
 constexpr int kAuxInts = K == Kind::kIQ1S || K == Kind::kIQ2XXS ? 8
                          : K == Kind::kIQ1M                     ? 16
                                                                 : 0;
-// Payload cache lines per group block: 17 / 25 / 27 / 14 / 16.
+// Payload cache lines per group block: 17 / 19 / 25 / 27 / 14 / 16.
 template <Kind K>
 constexpr int kLines = static_cast<int>(sizeof(GroupBlock<K>) / 64);
 // d * d_a times this is the block's float factor: IQ2_XXS d (2 s + 1) / 8, IQ3_XXS / 4, IQ3_S 1.
@@ -251,8 +260,11 @@ template <Kind K>
 Tables LoadTables() {
   const IqTables& t = GetIqTables();
   Tables r;
-  for (int i = 0; i < (K == Kind::kIQ3S ? 8 : 4); ++i) {
-    if constexpr (K == Kind::kIQ3S) {
+  for (int i = 0; i < (Has9thBit(K) ? 8 : 4); ++i) {
+    if constexpr (K == Kind::kIQ2XS) {
+      r.c0[i] = _mm512_load_si512(t.iq2xs_lo + 64 * i);
+      r.c1[i] = _mm512_load_si512(t.iq2xs_hi + 64 * i);
+    } else if constexpr (K == Kind::kIQ3S) {
       r.c0[i] = _mm512_load_si512(t.iq3s_lo + 64 * i);
       r.c1[i] = _mm512_load_si512(t.iq3s_b + 64 * i);
     } else if constexpr (K == Kind::kIQ2XXS) {
@@ -298,16 +310,22 @@ IQ_INLINE __m512i Lookup512(const __m512i* t, __m512i x, const __mmask64 (&quart
   return _mm512_mask2_permutex2var_epi8(t[6], r, quarter[3], t[7]);
 }
 
-// The code vectors of sub-block j: IQ2_XXS c[0..3] = V0 .. V3 (codes and signs of values 0-1,
-// 2-3, 4-5, 6-7 of the groups), IQ3_XXS / IQ3_S c[0..3] (A, B of half 0, then of half 1).
+// The code vectors of sub-block j: IQ2_XXS / IQ2_XS c[0..3] = V0 .. V3 (codes and signs of
+// values 0-1, 2-3, 4-5, 6-7 of the groups), IQ3_XXS / IQ3_S c[0..3] (A, B of half 0, then of
+// half 1).
 template <Kind K>
 IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i* c) {
-  constexpr int kVectors = K == Kind::kIQ2XXS ? 1 : 2;
+  constexpr int kVectors = IsIq2(K) ? 1 : 2;
   for (int h = 0; h < kVectors; ++h) {
     const __m512i x = _mm512_loadu_si512(reinterpret_cast<const uint8_t*>(blk.q[j]) + 64 * h);
     const __mmask64 bit7 = _mm512_movepi8_mask(x);
-    if constexpr (K == Kind::kIQ3S) {
-      const __mmask64 bit8 = blk.qh[j][h];
+    if constexpr (Has9thBit(K)) {
+      __mmask64 bit8;
+      if constexpr (K == Kind::kIQ3S) {
+        bit8 = blk.qh[j][h];
+      } else {
+        bit8 = blk.qh[j];
+      }
       const __mmask64 quarter[4] = {~(bit7 | bit8), bit7 & ~bit8, bit8 & ~bit7, bit7 & bit8};
       c[2 * h] = Lookup512(tab.c0, x, quarter);
       c[2 * h + 1] = Lookup512(tab.c1, x, quarter);
@@ -316,7 +334,7 @@ IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i
       c[2 * h + 1] = Lookup256(tab.c1, x, bit7);
     }
   }
-  if constexpr (K == Kind::kIQ2XXS) {
+  if constexpr (IsIq2(K)) {
     // Bit selects (vpternlogq 0xE4: third ? first : second, the codes being the operand the
     // instruction overwrites, not the mask constant); the 16-bit shifts move no bit that a
     // select keeps across a byte boundary.
@@ -334,7 +352,7 @@ IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i
 // kIq2Offset + the signed level).
 template <Kind K>
 IQ_INLINE __m512i Levels(const __m512i* c, int m, const Tables& tab) {
-  if constexpr (K == Kind::kIQ2XXS) {
+  if constexpr (IsIq2(K)) {
     return _mm512_permutexvar_epi8(c[m / 2], tab.iq2_level[m % 4]);
   } else {
     return _mm512_permutexvar_epi8(c[m / 2], tab.level[m % 2]);
@@ -403,6 +421,42 @@ IQ_INLINE void AccumulateBlock(const uint16_t* const* dw, int64_t b, const uint8
   }
 }
 
+// IQ2_XS's sub-block j of block b (header comment): I += the sub-block's integers, scaled.
+template <int G, int T>
+IQ_INLINE void SubBlockIq2xs(const BlockIQ2_XS_R16* const* blk, int j, const uint8_t* ab,
+                             size_t act_stride, const uint8_t* a, size_t a_stride, int64_t b,
+                             const Tables& tab, __m512i (&isum)[G][T]) {
+  __m512i c[G][4], sp[G];  // sp: [16] the i16 pair (2 s_0 + 1, 2 s_1 + 1) of each row
+  for (int i = 0; i < G; ++i) {
+    Codes<Kind::kIQ2XS>(*blk[i], j, tab, c[i]);
+    const __m512i v =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[i]->sc[j])));
+    // s_0 (bits 0-3) to bits 1-4 and s_1 (bits 4-7) to bits 17-20, then | 1 in both halves.
+    const __m512i both = _mm512_or_si512(_mm512_slli_epi32(v, 1), _mm512_slli_epi32(v, 13));
+    sp[i] = _mm512_ternarylogic_epi32(both, _mm512_set1_epi32(0x001E001E),
+                                      _mm512_set1_epi32(0x00010001), 0xEA);  // A&B | C
+    const __m512i off = _mm512_mullo_epi16(sp[i], _mm512_set1_epi16(-kIq2Offset));
+    for (int t = 0; t < T; ++t) {
+      const auto* at = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride) + b;
+      isum[i][t] = _mm512_dpwssd_epi32(isum[i][t], off,
+                                       _mm512_set1_epi32(static_cast<int>(LoadU32(at->bsums + 2 * j))));
+    }
+  }
+#pragma GCC unroll 8
+  for (int m = 0; m < 8; ++m) {
+    __m512i at[T];
+    for (int t = 0; t < T; ++t) {
+      at[t] = _mm512_set1_epi32(static_cast<int>(LoadU32(ab + t * act_stride + 32 * j + 4 * m)));
+    }
+    for (int i = 0; i < G; ++i) {
+      const __m512i u = Levels<Kind::kIQ2XS>(c[i], m, tab);
+      for (int t = 0; t < T; ++t) {
+        isum[i][t] = _mm512_dpwssd_epi32(isum[i][t], _mm512_maddubs_epi16(u, at[t]), sp[i]);
+      }
+    }
+  }
+}
+
 // y[t * ldy + 16 i + r] = row r of group i . token t, G groups (at g + i * gstride) x T tokens
 // over nb blocks. act: token 0's permuted quants (tokens act_stride bytes apart); a: token 0's
 // Q8_K row (a_stride apart, for the d's); aux (IQ2_XXS): token 0's -43 B_j per block (tokens
@@ -433,7 +487,7 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
       __m512i s[G][2];  // [16] i32 2 s + 1 of sub-blocks 2p, 2p + 1
-      for (int i = 0; i < G; ++i) {
+      for (int i = 0; K != Kind::kIQ2XS && i < G; ++i) {
         const __m512i v =
             _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[i]->sc[p])));
         const __m512i m30 = _mm512_set1_epi32(30), one = _mm512_set1_epi32(1);
@@ -447,6 +501,10 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
           for (int l = 0; l < kPerSub; ++l) {
             _mm_prefetch(ahead[i] + 64 * (kPerSub * j + l), _MM_HINT_T1);
           }
+        }
+        if constexpr (K == Kind::kIQ2XS) {
+          SubBlockIq2xs<G, T>(blk, j, ab, act_stride, a, a_stride, b, tab, isum);
+          continue;
         }
         __m512i c[G][4], P[G][T];
         __m512i p0[T];  // IQ2_XXS: -43 B_j of each token
@@ -661,6 +719,11 @@ void GemmIQ3XXSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows
                                   size_t a_stride, int64_t n_tok, int64_t n, float* y,
                                   int64_t ldy) {
   Gemm<Kind::kIQ3XXS>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmIQ2XSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y,
+                                 int64_t ldy) {
+  Gemm<Kind::kIQ2XS>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 void GemmIQ3SR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {

@@ -130,6 +130,16 @@
 // Why: the kernel looks up 64 indices per vector as IQ3_XXS's does, with two more masked
 // vpermi2b per table for the upper 256 entries (the 9th bit a mask, no blend).
 //
+// kIQ2_XS_R16: IQ2_XS in kIQ2_XXS_R16's shape. IQ2_XS's grid has 512 entries (levels 8, 25,
+// 43 as IQ2_XXS's) and a 4-bit scale per 16 values, so per sub-block j:
+//   q[j]      byte 4 r + g = the low 8 bits of row r's grid index of group g
+//   qh[j]     bit 4 r + g = that index's 9th bit
+//   sgn[j]    as kIQ2_XXS_R16's (kIq2R16SignBit order)
+//   sc[j]     byte r = the file's scale byte j of row r (s of groups 0-1 | s of groups 2-3 << 4)
+// Why: the kernel is IQ2_XXS's with 512-entry lookups and, since a lane's 4 bytes (groups 0-3
+// of a value) span two scales, vpmaddubsw (groups 0-1 and 2-3 as i16 pairs) and vpdpwssd with
+// the scale pair in place of vpdpbusd. 16 x 78 bytes per 256 values (IQ2_XS: 74).
+//
 // kIQ1_S_R16: IQ1_S with 16 rows interleaved and its grid entries as base-3 digits, so that no
 // kernel looks up an 11-bit index (2048 entries: no register table holds them; the file
 // layout's kernel spends ~40 cycles per block on its 32 lookups). Grid value t_k in {-1, 0, 1}
@@ -256,6 +266,15 @@ struct BlockIQ3_S_R16 {
 static_assert(sizeof(BlockIQ3_S_R16) == 27 * 64, "27 cache lines");
 static_assert(sizeof(BlockIQ3_S_R16) + kR16Rows * 2 == kR16Rows * 110, "IQ3_S's bytes");
 
+struct BlockIQ2_XS_R16 {
+  uint8_t q[8][4 * kR16Rows];    // [sub-block j][4 r + g] grid index bits 0-7 of row r's group g
+  uint8_t sgn[8][4 * kR16Rows];  // [j][4 r + g] bit kIq2R16SignBit[k]: value k negative
+  uint64_t qh[8];                // [j] bit 4 r + g: grid index bit 8
+  uint8_t sc[8][kR16Rows];       // [j][row r] s of values 0-15 | s of values 16-31 << 4
+};
+static_assert(sizeof(BlockIQ2_XS_R16) == 19 * 64, "19 cache lines");
+static_assert(sizeof(BlockIQ2_XS_R16) + kR16Rows * 2 == kR16Rows * 78, "IQ2_XS's 74 + 4");
+
 struct BlockIQ1_S_R16 {
   uint8_t a[8][4 * kR16Rows];  // [sub-block j][4 r + g] base-3 digits of values 0-4 of a group
   uint8_t f[8][3 * kR16Rows];  // [j][3 r + i] byte i of row r's word (values 5-7, s_j, sign)
@@ -276,8 +295,8 @@ static_assert(sizeof(BlockIQ1_M_R16) + kR16Rows * 2 == kR16Rows * 66);
 inline constexpr int kIq1mR16HalfShift[2] = {20, 25};
 
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
-// Q5_K, Q6_K, Q8_0, Q5_0, Q5_1, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS, IQ3_XXS, IQ3_S,
-// IQ1_S and IQ1_M with rows a multiple of 16 repack).
+// Q5_K, Q6_K, Q8_0, Q5_0, Q5_1, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS, IQ2_XS, IQ3_XXS,
+// IQ3_S, IQ1_S and IQ1_M with rows a multiple of 16 repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
 GgmlType UnpackedType(GgmlType t);
@@ -334,6 +353,9 @@ void UnpackIQ3XXSRows16(const void* src, int64_t n, void* dst, size_t dst_stride
 // The same for IQ3_S (kIQ3_S_R16, likewise; repack_iq_r16.cc).
 void RepackIQ3SRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ3SRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
+// The same for IQ2_XS (kIQ2_XS_R16; repack_iq_r16.cc).
+void RepackIQ2XSRows16(const void* src, size_t src_stride, int64_t n, void* dst);
+void UnpackIQ2XSRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 // The same for IQ1_S (kIQ1_S_R16) and IQ1_M (kIQ1_M_R16; repack_iq1_r16.cc).
 void RepackIQ1SRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ1SRows16(const void* src, int64_t n, void* dst, size_t dst_stride);

@@ -217,9 +217,9 @@ TEST(IqTableTest, EveryTierHasKernelsAndNoRepack) {
       ASSERT_NE(k.For(wt), nullptr) << cpu::IsaTierName(tier) << " " << TypeName(wt);
       EXPECT_NE(k.For(wt)->dot, nullptr);
       EXPECT_EQ(k.For(wt)->act_type, GgmlType::kQ8_K);
-      // IQ2_XXS, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M: gemv_iq_r16_test.cc.
-      if (wt != GgmlType::kIQ2_XXS && wt != GgmlType::kIQ3_XXS && wt != GgmlType::kIQ3_S &&
-          wt != GgmlType::kIQ1_S && wt != GgmlType::kIQ1_M) {
+      // IQ2_XXS, IQ2_XS, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M: gemv_iq_r16_test.cc.
+      if (wt != GgmlType::kIQ2_XXS && wt != GgmlType::kIQ2_XS && wt != GgmlType::kIQ3_XXS &&
+          wt != GgmlType::kIQ3_S && wt != GgmlType::kIQ1_S && wt != GgmlType::kIQ1_M) {
         EXPECT_EQ(LoadLayout(k, wt, 32), wt);
       }
     }
