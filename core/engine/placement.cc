@@ -190,7 +190,7 @@ Status Engine::Place(const EngineOptions& options) {
     report_.push_back(StrCat(
         "experts kept in the file layout: ", store_->kept_tensors(),
         " tensors whose repacked layout is larger (iq1_s_r16 58 / 50 bytes, iq1_m_r16 66 / 56, "
-        "iq2_xxs_r16 70 / 66, iq3_xxs_r16 102 / 98): ",
+        "iq2_xxs_r16 70 / 66, iq2_xs_r16 78 / 74, iq3_xxs_r16 102 / 98): ",
         store_->growth() >> 20, " MiB of growth made, ", store_->kept_growth() >> 20,
         " MiB more would exceed ", p.repack_growth * 100, "% of the file (--repack-growth ",
         static_cast<int>(
