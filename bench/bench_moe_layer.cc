@@ -8,7 +8,7 @@
 //   v3 / v2lite iq4_xs-iq4_xs / iq4_xs-iq4_nl (IQ4_XS files; repacked only)
 //   v3       q2_K-q2_K, q2_K-q3_K (UD-Q2_K_XL-like), q3_K-q3_K, q3_K-q4_K (Q3_K_M); repacked only
 //   v3       iq2_xxs-iq2_xxs, iq1_m-iq1_m, iq1_s-iq1_s, iq1_s-iq2_xxs, iq3_xxs-iq3_xxs,
-//            iq3_s-iq3_s, iq2_xs-iq2_xs, iq2_s-iq2_s (all but iq2_s also repacked)
+//            iq3_s-iq3_s, iq2_xs-iq2_xs, iq2_s-iq2_s (each also repacked)
 //   v3 mxfp4-mxfp4 (MXFP4_MOE files), v3 / v2lite mxfp4-mxfp4/repacked
 // each in the file layout, and ".../repacked" (all four) as the engine stores
 // them by default: repacked at load into 16-row groups where the tier has the layouts
@@ -102,8 +102,8 @@ constexpr Variant kVariants[] = {
     {"v3/iq1_s-iq2_xxs", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ2_XXS},
     {"v3/iq1_s-iq2_xxs/repacked", 7168, 2048, 256, 8, GgmlType::kIQ1_S, GgmlType::kIQ2_XXS, true},
     // The IQ3 / IQ2 lattice types of llama.cpp's IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S mixes (the
-    // file layout; IQ3_XXS / IQ3_S / IQ2_XS also repacked to their 16-row layouts; random codes:
-    // no quantizer here).
+    // file layout; each also repacked to its 16-row layout; random codes: no quantizer
+    // here).
     {"v3/iq3_xxs-iq3_xxs", 7168, 2048, 256, 8, GgmlType::kIQ3_XXS, GgmlType::kIQ3_XXS},
     {"v3/iq3_xxs-iq3_xxs/repacked", 7168, 2048, 256, 8, GgmlType::kIQ3_XXS, GgmlType::kIQ3_XXS,
      true},
@@ -113,6 +113,7 @@ constexpr Variant kVariants[] = {
     {"v3/iq2_xs-iq2_xs/repacked", 7168, 2048, 256, 8, GgmlType::kIQ2_XS, GgmlType::kIQ2_XS,
      true},
     {"v3/iq2_s-iq2_s", 7168, 2048, 256, 8, GgmlType::kIQ2_S, GgmlType::kIQ2_S},
+    {"v3/iq2_s-iq2_s/repacked", 7168, 2048, 256, 8, GgmlType::kIQ2_S, GgmlType::kIQ2_S, true},
     // llama-quantize MXFP4_MOE files: every routed expert MXFP4, in the file layout and repacked
     // at load to mxfp4_r16 on AVX-512 VNNI (as the engine stores them).
     {"v3/mxfp4-mxfp4", 7168, 2048, 256, 8, GgmlType::kMXFP4, GgmlType::kMXFP4},

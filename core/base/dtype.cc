@@ -67,6 +67,7 @@ constexpr TypeTraits kInternalTraits[] = {
     {T::kQ5_1_R16, "q5_1_r16", 32, 24, true},
     {T::kIQ3_S_R16, "iq3_s_r16", 256, 110, true},
     {T::kIQ2_XS_R16, "iq2_xs_r16", 256, 78, true},
+    {T::kIQ2_S_R16, "iq2_s_r16", 256, 82, true},
 };
 
 const TypeTraits* FindInternalTraits(GgmlType t) {

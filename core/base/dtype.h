@@ -102,10 +102,12 @@ enum class GgmlType : uint32_t {
   // IQ2_XS with 16 rows interleaved (repack.h): 78 bytes per row and block (IQ2_XS: 74; the
   // 7-bit sign indices stored as whole sign bytes, as kIQ2_XXS_R16).
   kIQ2_XS_R16 = 81,
+  // IQ2_S with 16 rows interleaved (repack.h): 82 bytes per row and block, as the file type.
+  kIQ2_S_R16 = 82,
 };
 
 inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
-inline constexpr uint32_t kTypeIdLimit = 82;      // ggml's ids and moesplit's internal layouts
+inline constexpr uint32_t kTypeIdLimit = 83;      // ggml's ids and moesplit's internal layouts
 
 // The rows a layout interleaves: 16 for the *_R16 layouts, 1 for every GGUF type. Matrices of such
 // a type are sliced only at multiples of this many rows.

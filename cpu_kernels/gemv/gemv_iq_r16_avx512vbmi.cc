@@ -1,12 +1,12 @@
-// IQ2_XXS / IQ2_XS / IQ3_XXS / IQ3_S / IQ1_S / IQ1_M weights in the 16-row layouts
-// kIQ2_XXS_R16 / kIQ2_XS_R16 / kIQ3_XXS_R16 / kIQ3_S_R16 / kIQ1_S_R16 / kIQ1_M_R16
+// IQ2_XXS / IQ2_XS / IQ2_S / IQ3_XXS / IQ3_S / IQ1_S / IQ1_M weights in the 16-row layouts
+// kIQ2_XXS_R16 / kIQ2_XS_R16 / kIQ2_S_R16 / kIQ3_XXS_R16 / kIQ3_S_R16 / kIQ1_S_R16 / kIQ1_M_R16
 // (cpu_kernels/quant/repack.h) x Q8_K activations: the
 // AVX-512 VNNI tier's kernels on CPUs with VBMI and GFNI. Compiled with MOESPLIT_FLAGS_AVX512VNNI +
 // -mavx512vbmi -mgfni (gemv/kquants.cmake); reached only through KernelsFor(IsaTier::kAvx512Vnni /
 // kAmx) where DetectCpuFeatures().avx512vbmi and .gfni. The integer per (row, block, token) is the
 // scalar dot's (gemv_iq_scalar.cc, gemv_iq23_scalar.cc):
-//   sum_j (2 s_j + 1) sum_i grid_i sign_i q8_i, times d d_a / 8 (IQ2_XXS, IQ2_XS: j over 16
-//   values), / 4 (IQ3_XXS) or 1 (IQ3_S).
+//   sum_j (2 s_j + 1) sum_i grid_i sign_i q8_i, times d d_a / 8 (IQ2_XXS; IQ2_XS, IQ2_S: j over
+//   16 values), / 4 (IQ3_XXS) or 1 (IQ3_S).
 //
 // Per group block (16 rows x 256 values) and sub-block j, lane r = row r:
 //   IQ2_XXS: x = q[j], 64 grid indices (byte 4 r + g = row r's group g of 8 values), looked up
@@ -23,6 +23,8 @@
 //     2-3), so per value p = vpmaddubsw(u, a) (the two groups' i16 pair, |p| <= 2 x 86 x 128)
 //     and I = vpdpwssd(I, p, the pair (2 s_0 + 1, 2 s_1 + 1)), from I -= vpdpwssd of 43 x that
 //     pair with the halves' activation sums (the Q8_K bsums 2 j, 2 j + 1 are that i16 pair)
+//   IQ2_S: as IQ2_XS over 1024 entries (eight masked vpermi2b per table, index bits 8 and 9 in
+//     the masks qh[j][0], qh[j][1])
 //   IQ3_XXS: x = q[j][h] (h = 0, 1; groups of 4 values), each looked up into A (3-bit codes of
 //     values 0-1: iq3xxs_lo, bits 0-5 used) and B (values 2-3: the code's bits 6-11); value m =
 //     4 h + k: u = vpermb(A or B, the 64-entry table of the low / high 3 bits' level
@@ -74,6 +76,7 @@ namespace {
 
 using quant::BlockIQ1_M_R16;
 using quant::BlockIQ1_S_R16;
+using quant::BlockIQ2_S_R16;
 using quant::BlockIQ2_XS_R16;
 using quant::BlockIQ2_XXS_R16;
 using quant::BlockIQ3_S_R16;
@@ -84,20 +87,27 @@ using quant::kR16Rows;
 
 #define IQ_INLINE inline __attribute__((always_inline))
 
-enum class Kind { kIQ2XXS, kIQ2XS, kIQ3XXS, kIQ3S, kIQ1S, kIQ1M };
+enum class Kind { kIQ2XXS, kIQ2XS, kIQ2S, kIQ3XXS, kIQ3S, kIQ1S, kIQ1M };
 
 template <Kind K>
 using GroupBlock = std::conditional_t<
     K == Kind::kIQ2XXS, BlockIQ2_XXS_R16,
-    std::conditional_t<K == Kind::kIQ2XS, BlockIQ2_XS_R16, std::conditional_t<
+    std::conditional_t<
+        K == Kind::kIQ2XS, BlockIQ2_XS_R16,
+        std::conditional_t<K == Kind::kIQ2S, BlockIQ2_S_R16, std::conditional_t<
         K == Kind::kIQ3XXS, BlockIQ3_XXS_R16,
         std::conditional_t<K == Kind::kIQ3S, BlockIQ3_S_R16,
-                           std::conditional_t<K == Kind::kIQ1S, BlockIQ1_S_R16, BlockIQ1_M_R16>>>>>;
+                           std::conditional_t<K == Kind::kIQ1S, BlockIQ1_S_R16, BlockIQ1_M_R16>>>>>>;
 constexpr bool IsIq1(Kind k) { return k == Kind::kIQ1S || k == Kind::kIQ1M; }
 constexpr bool IsIq3(Kind k) { return k == Kind::kIQ3XXS || k == Kind::kIQ3S; }
-constexpr bool IsIq2(Kind k) { return k == Kind::kIQ2XXS || k == Kind::kIQ2XS; }
-// The 512-entry grids (the index's 9th bit in a lane mask).
-constexpr bool Has9thBit(Kind k) { return k == Kind::kIQ2XS || k == Kind::kIQ3S; }
+constexpr bool IsIq2(Kind k) { return k == Kind::kIQ2XXS || k == Kind::kIQ2XS || k == Kind::kIQ2S; }
+// A 4-bit scale per 16 values (two per lane's four groups).
+constexpr bool ScalePer16(Kind k) { return k == Kind::kIQ2XS || k == Kind::kIQ2S; }
+// 64-entry table registers per code table: the grid's size / 64 (the index bits past 7 in lane
+// masks).
+constexpr int TableRegs(Kind k) {
+  return k == Kind::kIQ2S ? 16 : k == Kind::kIQ2XS || k == Kind::kIQ3S ? 8 : 4;
+}
 // Permuted activation bytes per block and token (IQ1_M: the quants twice, once with groups
 // 2-3 of each sub-block zeroed and once with groups 0-1, one per half's scale), and the i32 of
 // activation sums per block and token that follow all tokens' quants (IQ1_S: B_j per sub-block;
@@ -108,7 +118,7 @@ template <Kind K>
 constexpr int kAuxInts = K == Kind::kIQ1S || K == Kind::kIQ2XXS ? 8
                          : K == Kind::kIQ1M                     ? 16
                                                                 : 0;
-// Payload cache lines per group block: 17 / 19 / 25 / 27 / 14 / 16.
+// Payload cache lines per group block: 17 / 19 / 20 / 25 / 27 / 14 / 16.
 template <Kind K>
 constexpr int kLines = static_cast<int>(sizeof(GroupBlock<K>) / 64);
 // d * d_a times this is the block's float factor: IQ2_XXS d (2 s + 1) / 8, IQ3_XXS / 4, IQ3_S 1.
@@ -251,7 +261,7 @@ void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb,
 // IQ1_S: c0 / c1 = iq1_lo / iq1_d4, and its field table, spread / shift controls and scale
 // factors.
 struct Tables {
-  __m512i c0[8], c1[8];
+  __m512i c0[16], c1[16];
   __m512i level[2], iq2_level[4];
   __m512i hi, spread, shift, ls8, cb;
   __m512i m_ls8[2], m_ec[2];  // IQ1_M's 32-entry tables
@@ -260,8 +270,11 @@ template <Kind K>
 Tables LoadTables() {
   const IqTables& t = GetIqTables();
   Tables r;
-  for (int i = 0; i < (Has9thBit(K) ? 8 : 4); ++i) {
-    if constexpr (K == Kind::kIQ2XS) {
+  for (int i = 0; i < TableRegs(K); ++i) {
+    if constexpr (K == Kind::kIQ2S) {
+      r.c0[i] = _mm512_load_si512(t.iq2s_lo + 64 * i);
+      r.c1[i] = _mm512_load_si512(t.iq2s_hi + 64 * i);
+    } else if constexpr (K == Kind::kIQ2XS) {
       r.c0[i] = _mm512_load_si512(t.iq2xs_lo + 64 * i);
       r.c1[i] = _mm512_load_si512(t.iq2xs_hi + 64 * i);
     } else if constexpr (K == Kind::kIQ3S) {
@@ -301,13 +314,24 @@ IQ_INLINE __m512i Lookup256(const __m512i* t, __m512i x, __mmask64 bit7) {
   return _mm512_mask2_permutex2var_epi8(t[2], low, bit7, t[3]);
 }
 
-// The same over 512 entries, bit8 the 9th index bit of each byte: four 128-entry quarters,
-// each written where its two bits select it (the bytes not yet written keep x).
-IQ_INLINE __m512i Lookup512(const __m512i* t, __m512i x, const __mmask64 (&quarter)[4]) {
-  __m512i r = _mm512_mask2_permutex2var_epi8(t[0], x, quarter[0], t[1]);
-  r = _mm512_mask2_permutex2var_epi8(t[2], r, quarter[1], t[3]);
-  r = _mm512_mask2_permutex2var_epi8(t[4], r, quarter[2], t[5]);
-  return _mm512_mask2_permutex2var_epi8(t[6], r, quarter[3], t[7]);
+// The same over 128 N entries: part e (entries 128 e ..) written where part[e] selects it (the
+// index bits 7, 8, .. of each byte as e's bits); the bytes not yet written keep x.
+template <int N>
+IQ_INLINE __m512i LookupParts(const __m512i* t, __m512i x, const __mmask64 (&part)[N]) {
+  __m512i r = x;
+#pragma GCC unroll 8
+  for (int e = 0; e < N; ++e) r = _mm512_mask2_permutex2var_epi8(t[2 * e], r, part[e], t[2 * e + 1]);
+  return r;
+}
+
+// The masks of LookupParts' N = 2^(1 + B) parts from bit 7 of x and B further index bits.
+template <int B>
+IQ_INLINE void PartMasks(__mmask64 bit7, const __mmask64 (&high)[B], __mmask64 (&part)[2 << B]) {
+  for (int e = 0; e < (2 << B); ++e) {
+    __mmask64 m = e & 1 ? bit7 : ~bit7;
+    for (int i = 0; i < B; ++i) m &= (e >> (i + 1)) & 1 ? high[i] : ~high[i];
+    part[e] = m;
+  }
 }
 
 // The code vectors of sub-block j: IQ2_XXS / IQ2_XS c[0..3] = V0 .. V3 (codes and signs of
@@ -319,16 +343,20 @@ IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i
   for (int h = 0; h < kVectors; ++h) {
     const __m512i x = _mm512_loadu_si512(reinterpret_cast<const uint8_t*>(blk.q[j]) + 64 * h);
     const __mmask64 bit7 = _mm512_movepi8_mask(x);
-    if constexpr (Has9thBit(K)) {
-      __mmask64 bit8;
+    if constexpr (K == Kind::kIQ2S) {
+      __mmask64 part[8];
+      PartMasks<2>(bit7, {blk.qh[j][0], blk.qh[j][1]}, part);
+      c[2 * h] = LookupParts<8>(tab.c0, x, part);
+      c[2 * h + 1] = LookupParts<8>(tab.c1, x, part);
+    } else if constexpr (TableRegs(K) == 8) {
+      __mmask64 part[4];
       if constexpr (K == Kind::kIQ3S) {
-        bit8 = blk.qh[j][h];
+        PartMasks<1>(bit7, {blk.qh[j][h]}, part);
       } else {
-        bit8 = blk.qh[j];
+        PartMasks<1>(bit7, {blk.qh[j]}, part);
       }
-      const __mmask64 quarter[4] = {~(bit7 | bit8), bit7 & ~bit8, bit8 & ~bit7, bit7 & bit8};
-      c[2 * h] = Lookup512(tab.c0, x, quarter);
-      c[2 * h + 1] = Lookup512(tab.c1, x, quarter);
+      c[2 * h] = LookupParts<4>(tab.c0, x, part);
+      c[2 * h + 1] = LookupParts<4>(tab.c1, x, part);
     } else {
       c[2 * h] = Lookup256(tab.c0, x, bit7);
       c[2 * h + 1] = Lookup256(tab.c1, x, bit7);
@@ -421,14 +449,14 @@ IQ_INLINE void AccumulateBlock(const uint16_t* const* dw, int64_t b, const uint8
   }
 }
 
-// IQ2_XS's sub-block j of block b (header comment): I += the sub-block's integers, scaled.
-template <int G, int T>
-IQ_INLINE void SubBlockIq2xs(const BlockIQ2_XS_R16* const* blk, int j, const uint8_t* ab,
+// IQ2_XS's / IQ2_S's sub-block j of block b (header comment): I += its integers, scaled.
+template <Kind K, int G, int T>
+IQ_INLINE void SubBlockPer16(const GroupBlock<K>* const* blk, int j, const uint8_t* ab,
                              size_t act_stride, const uint8_t* a, size_t a_stride, int64_t b,
                              const Tables& tab, __m512i (&isum)[G][T]) {
   __m512i c[G][4], sp[G];  // sp: [16] the i16 pair (2 s_0 + 1, 2 s_1 + 1) of each row
   for (int i = 0; i < G; ++i) {
-    Codes<Kind::kIQ2XS>(*blk[i], j, tab, c[i]);
+    Codes<K>(*blk[i], j, tab, c[i]);
     const __m512i v =
         _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[i]->sc[j])));
     // s_0 (bits 0-3) to bits 1-4 and s_1 (bits 4-7) to bits 17-20, then | 1 in both halves.
@@ -449,7 +477,7 @@ IQ_INLINE void SubBlockIq2xs(const BlockIQ2_XS_R16* const* blk, int j, const uin
       at[t] = _mm512_set1_epi32(static_cast<int>(LoadU32(ab + t * act_stride + 32 * j + 4 * m)));
     }
     for (int i = 0; i < G; ++i) {
-      const __m512i u = Levels<Kind::kIQ2XS>(c[i], m, tab);
+      const __m512i u = Levels<K>(c[i], m, tab);
       for (int t = 0; t < T; ++t) {
         isum[i][t] = _mm512_dpwssd_epi32(isum[i][t], _mm512_maddubs_epi16(u, at[t]), sp[i]);
       }
@@ -487,7 +515,7 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
       __m512i s[G][2];  // [16] i32 2 s + 1 of sub-blocks 2p, 2p + 1
-      for (int i = 0; K != Kind::kIQ2XS && i < G; ++i) {
+      for (int i = 0; !ScalePer16(K) && i < G; ++i) {
         const __m512i v =
             _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[i]->sc[p])));
         const __m512i m30 = _mm512_set1_epi32(30), one = _mm512_set1_epi32(1);
@@ -502,8 +530,8 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
             _mm_prefetch(ahead[i] + 64 * (kPerSub * j + l), _MM_HINT_T1);
           }
         }
-        if constexpr (K == Kind::kIQ2XS) {
-          SubBlockIq2xs<G, T>(blk, j, ab, act_stride, a, a_stride, b, tab, isum);
+        if constexpr (ScalePer16(K)) {
+          SubBlockPer16<K, G, T>(blk, j, ab, act_stride, a, a_stride, b, tab, isum);
           continue;
         }
         __m512i c[G][4], P[G][T];
@@ -724,6 +752,10 @@ void GemmIQ2XSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y,
                                  int64_t ldy) {
   Gemm<Kind::kIQ2XS>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmIQ2SR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  Gemm<Kind::kIQ2S>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 void GemmIQ3SR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {

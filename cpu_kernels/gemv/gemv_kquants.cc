@@ -52,10 +52,10 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
          GemmR16ByUnpack<kIq1R16, GemmByDots<DotIQ1S_Q8K_##Tier>>,         \
          GemmR16ByUnpack<kIq1mR16, GemmByDots<DotIQ1M_Q8K_##Tier>>, false)
   // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: one dot per (row, token) (the scalar or AVX2 dots),
-  // except on the VNNI tier with VBMI: 1-4 tokens per decoded block; IQ3_XXS's, IQ3_S's and
-  // IQ2_XS's 16-row layouts run their own kernel with VBMI and GFNI, elsewhere unpack to those.
+  // except on the VNNI tier with VBMI: 1-4 tokens per decoded block; IQ3_XXS's, IQ3_S's,
+  // IQ2_XS's and IQ2_S's 16-row layouts run their own kernel with VBMI and GFNI, elsewhere unpack to those.
   constexpr GgmlType kIq3R16 = GgmlType::kIQ3_XXS_R16, kIq3sR16 = GgmlType::kIQ3_S_R16,
-                     kIq2xsR16 = GgmlType::kIQ2_XS_R16;
+                     kIq2xsR16 = GgmlType::kIQ2_XS_R16, kIq2sR16 = GgmlType::kIQ2_S_R16;
 #define MOESPLIT_IQ23_BY_DOTS(Tier)                                                     \
   set(GgmlType::kIQ3_XXS, DotIQ3XXS_Q8K_##Tier, GemmByDots<DotIQ3XXS_Q8K_##Tier>);      \
   set_r16(GemmR16ByUnpack<kIq3R16, GemmByDots<DotIQ3XXS_Q8K_##Tier>>, false, kIq3R16);  \
@@ -63,7 +63,8 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
   set_r16(GemmR16ByUnpack<kIq3sR16, GemmByDots<DotIQ3S_Q8K_##Tier>>, false, kIq3sR16);  \
   set(GgmlType::kIQ2_XS, DotIQ2XS_Q8K_##Tier, GemmByDots<DotIQ2XS_Q8K_##Tier>);        \
   set_r16(GemmR16ByUnpack<kIq2xsR16, GemmByDots<DotIQ2XS_Q8K_##Tier>>, false, kIq2xsR16); \
-  set(GgmlType::kIQ2_S, DotIQ2S_Q8K_##Tier, GemmByDots<DotIQ2S_Q8K_##Tier>)
+  set(GgmlType::kIQ2_S, DotIQ2S_Q8K_##Tier, GemmByDots<DotIQ2S_Q8K_##Tier>);             \
+  set_r16(GemmR16ByUnpack<kIq2sR16, GemmByDots<DotIQ2S_Q8K_##Tier>>, false, kIq2sR16)
   switch (tier) {
     case cpu::IsaTier::kScalar:
       MOESPLIT_IQ_BY_DOTS(Scalar);
@@ -155,10 +156,12 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
           set_r16(GemmIQ3XXSR16_Q8K_Avx512Vbmi, true, kIq3R16);
           set_r16(GemmIQ3SR16_Q8K_Avx512Vbmi, true, kIq3sR16);
           set_r16(GemmIQ2XSR16_Q8K_Avx512Vbmi, true, kIq2xsR16);
+          set_r16(GemmIQ2SR16_Q8K_Avx512Vbmi, true, kIq2sR16);
         } else {
           set_r16(GemmR16ByUnpack<kIq3R16, GemmIQ3XXS_Q8K_Avx512Vbmi>, false, kIq3R16);
           set_r16(GemmR16ByUnpack<kIq3sR16, GemmIQ3S_Q8K_Avx512Vbmi>, false, kIq3sR16);
           set_r16(GemmR16ByUnpack<kIq2xsR16, GemmIQ2XS_Q8K_Avx512Vbmi>, false, kIq2xsR16);
+          set_r16(GemmR16ByUnpack<kIq2sR16, GemmIQ2S_Q8K_Avx512Vbmi>, false, kIq2sR16);
         }
         set(GgmlType::kIQ3_S, DotIQ3S_Q8K_Avx512Vbmi, GemmIQ3S_Q8K_Avx512Vbmi);
         set(GgmlType::kIQ2_XS, DotIQ2XS_Q8K_Avx512Vbmi, GemmIQ2XS_Q8K_Avx512Vbmi);

@@ -25,7 +25,8 @@ constexpr GgmlType kLayouts[][2] = {
     {GgmlType::kMXFP4, GgmlType::kMXFP4_R16},     {GgmlType::kIQ2_XXS, GgmlType::kIQ2_XXS_R16},
     {GgmlType::kIQ3_XXS, GgmlType::kIQ3_XXS_R16}, {GgmlType::kIQ1_S, GgmlType::kIQ1_S_R16},
     {GgmlType::kIQ1_M, GgmlType::kIQ1_M_R16},     {GgmlType::kQ5_1, GgmlType::kQ5_1_R16},
-    {GgmlType::kIQ3_S, GgmlType::kIQ3_S_R16},     {GgmlType::kIQ2_XS, GgmlType::kIQ2_XS_R16}};
+    {GgmlType::kIQ3_S, GgmlType::kIQ3_S_R16},     {GgmlType::kIQ2_XS, GgmlType::kIQ2_XS_R16},
+    {GgmlType::kIQ2_S, GgmlType::kIQ2_S_R16}};
 
 // The other member of t's pair (side 0: t is a file type; 1: t is a layout), or t itself.
 GgmlType Partner(GgmlType t, int side) {
@@ -368,6 +369,8 @@ void RepackRows(GgmlType from, const void* src, size_t src_stride, int64_t rows,
       RepackIQ2XXSRows16(in, src_stride, n, o + g * group_bytes);
     } else if (to == GgmlType::kIQ3_XXS_R16) {
       RepackIQ3XXSRows16(in, src_stride, n, o + g * group_bytes);
+    } else if (to == GgmlType::kIQ2_S_R16) {
+      RepackIQ2SRows16(in, src_stride, n, o + g * group_bytes);
     } else if (to == GgmlType::kIQ2_XS_R16) {
       RepackIQ2XSRows16(in, src_stride, n, o + g * group_bytes);
     } else if (to == GgmlType::kIQ3_S_R16) {
@@ -399,6 +402,8 @@ void UnpackRows16(GgmlType r16, const void* src, int64_t n, void* dst, size_t ds
     UnpackIQ2XXSRows16(src, n, dst, dst_stride);
   } else if (r16 == GgmlType::kIQ3_XXS_R16) {
     UnpackIQ3XXSRows16(src, n, dst, dst_stride);
+  } else if (r16 == GgmlType::kIQ2_S_R16) {
+    UnpackIQ2SRows16(src, n, dst, dst_stride);
   } else if (r16 == GgmlType::kIQ2_XS_R16) {
     UnpackIQ2XSRows16(src, n, dst, dst_stride);
   } else if (r16 == GgmlType::kIQ3_S_R16) {

@@ -140,6 +140,10 @@
 // of a value) span two scales, vpmaddubsw (groups 0-1 and 2-3 as i16 pairs) and vpdpwssd with
 // the scale pair in place of vpdpbusd. 16 x 78 bytes per 256 values (IQ2_XS: 74).
 //
+// kIQ2_S_R16: IQ2_S the same way, its 1024-entry grid's index bits 8-9 in two lane masks
+// (qh[j][0] / [1] bit 4 r + g) and its explicit sign bytes reordered to kIq2R16SignBit: 82 bytes
+// per row and 256 values, as the file.
+//
 // kIQ1_S_R16: IQ1_S with 16 rows interleaved and its grid entries as base-3 digits, so that no
 // kernel looks up an 11-bit index (2048 entries: no register table holds them; the file
 // layout's kernel spends ~40 cycles per block on its 32 lookups). Grid value t_k in {-1, 0, 1}
@@ -275,6 +279,15 @@ struct BlockIQ2_XS_R16 {
 static_assert(sizeof(BlockIQ2_XS_R16) == 19 * 64, "19 cache lines");
 static_assert(sizeof(BlockIQ2_XS_R16) + kR16Rows * 2 == kR16Rows * 78, "IQ2_XS's 74 + 4");
 
+struct BlockIQ2_S_R16 {
+  uint8_t q[8][4 * kR16Rows];    // [sub-block j][4 r + g] grid index bits 0-7 of row r's group g
+  uint8_t sgn[8][4 * kR16Rows];  // [j][4 r + g] bit kIq2R16SignBit[k]: value k negative
+  uint64_t qh[8][2];             // [j][b] bit 4 r + g: grid index bit 8 + b
+  uint8_t sc[8][kR16Rows];       // [j][row r] s of values 0-15 | s of values 16-31 << 4
+};
+static_assert(sizeof(BlockIQ2_S_R16) == 20 * 64, "20 cache lines");
+static_assert(sizeof(BlockIQ2_S_R16) + kR16Rows * 2 == kR16Rows * 82, "IQ2_S's bytes");
+
 struct BlockIQ1_S_R16 {
   uint8_t a[8][4 * kR16Rows];  // [sub-block j][4 r + g] base-3 digits of values 0-4 of a group
   uint8_t f[8][3 * kR16Rows];  // [j][3 r + i] byte i of row r's word (values 5-7, s_j, sign)
@@ -295,8 +308,8 @@ static_assert(sizeof(BlockIQ1_M_R16) + kR16Rows * 2 == kR16Rows * 66);
 inline constexpr int kIq1mR16HalfShift[2] = {20, 25};
 
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
-// Q5_K, Q6_K, Q8_0, Q5_0, Q5_1, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS, IQ2_XS, IQ3_XXS,
-// IQ3_S, IQ1_S and IQ1_M with rows a multiple of 16 repack).
+// Q5_K, Q6_K, Q8_0, Q5_0, Q5_1, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS, IQ2_XS, IQ2_S,
+// IQ3_XXS, IQ3_S, IQ1_S and IQ1_M with rows a multiple of 16 repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
 GgmlType UnpackedType(GgmlType t);
@@ -356,6 +369,9 @@ void UnpackIQ3SRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 // The same for IQ2_XS (kIQ2_XS_R16; repack_iq_r16.cc).
 void RepackIQ2XSRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ2XSRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
+// The same for IQ2_S (kIQ2_S_R16; repack_iq_r16.cc).
+void RepackIQ2SRows16(const void* src, size_t src_stride, int64_t n, void* dst);
+void UnpackIQ2SRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 // The same for IQ1_S (kIQ1_S_R16) and IQ1_M (kIQ1_M_R16; repack_iq1_r16.cc).
 void RepackIQ1SRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ1SRows16(const void* src, int64_t n, void* dst, size_t dst_stride);

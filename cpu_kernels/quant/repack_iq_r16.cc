@@ -1,5 +1,5 @@
-// IQ2_XXS / IQ2_XS / IQ3_XXS / IQ3_S rows <-> their 16-row groups kIQ2_XXS_R16 /
-// kIQ2_XS_R16 / kIQ3_XXS_R16 / kIQ3_S_R16 (layouts in repack.h). Lossless both ways: Unpack(Repack(rows)) gives the file's
+// IQ2_XXS / IQ2_XS / IQ2_S / IQ3_XXS / IQ3_S rows <-> their 16-row groups kIQ2_XXS_R16 /
+// kIQ2_XS_R16 / kIQ2_S_R16 / kIQ3_XXS_R16 / kIQ3_S_R16 (layouts in repack.h). Lossless both ways: Unpack(Repack(rows)) gives the file's
 // bytes back (a group's 7-bit sign index is the low 7 bits of its sign byte, Iq2SignByte; IQ3_S
 // moves bits only).
 #include <cstring>
@@ -185,6 +185,18 @@ void UnpackIq3s(const void* src, int64_t n, void* dst, size_t dst_stride) {
   }
 }
 
+// A sign byte (bit k: value k negative) in kIq2R16SignBit's order, and back.
+uint8_t ToR16Signs(unsigned signs) {
+  uint8_t byte = 0;
+  for (int k = 0; k < 8; ++k) byte |= static_cast<uint8_t>(((signs >> k) & 1) << kIq2R16SignBit[k]);
+  return byte;
+}
+uint8_t FromR16Signs(unsigned byte) {
+  uint8_t signs = 0;
+  for (int k = 0; k < 8; ++k) signs |= static_cast<uint8_t>(((byte >> kIq2R16SignBit[k]) & 1) << k);
+  return signs;
+}
+
 // IQ2_XS: group g of sub-block j holds qs[4 j + g] = 9-bit grid index | 7-bit sign index << 9.
 void RepackIq2xs(const void* src, size_t src_stride, int64_t n, void* dst) {
   MOESPLIT_CHECK(n % kQkK == 0, "IQ2_XS row of ", n, " values");
@@ -204,12 +216,7 @@ void RepackIq2xs(const void* src, size_t src_stride, int64_t n, void* dst) {
           const unsigned q = in.qs[4 * j + g];
           o.q[j][4 * r + g] = static_cast<uint8_t>(q);
           SetBit(&o.qh[j], 4 * r + g, (q >> 8) & 1);
-          const uint8_t signs = Iq2SignByte(static_cast<int>(q >> 9));
-          uint8_t byte = 0;
-          for (int k = 0; k < 8; ++k) {
-            byte |= static_cast<uint8_t>(((signs >> k) & 1) << kIq2R16SignBit[k]);
-          }
-          o.sgn[j][4 * r + g] = byte;
+          o.sgn[j][4 * r + g] = ToR16Signs(Iq2SignByte(static_cast<int>(q >> 9)));
         }
         o.sc[j][r] = in.scales[j];
       }
@@ -231,16 +238,71 @@ void UnpackIq2xs(const void* src, int64_t n, void* dst, size_t dst_stride) {
       out.d = d[b * kR16Rows + r];
       for (int j = 0; j < 8; ++j) {
         for (int k = 0; k < 4; ++k) {
-          unsigned sign_index = 0;  // values 0-6 (value 7's sign is their parity)
-          for (int v = 0; v < 7; ++v) {
-            sign_index |= ((g.sgn[j][4 * r + k] >> kIq2R16SignBit[v]) & 1u) << v;
-          }
+          // Values 0-6 (value 7's sign is their parity).
+          const unsigned sign_index = FromR16Signs(g.sgn[j][4 * r + k]) & 127u;
           const unsigned q = g.q[j][4 * r + k] | (GetBit(&g.qh[j], 4 * r + k) ? 256u : 0u);
           out.qs[4 * j + k] = static_cast<uint16_t>(q | sign_index << 9);
         }
         out.scales[j] = g.sc[j][r];
       }
       std::memcpy(o + r * dst_stride + b * sizeof(BlockIQ2_XS), &out, sizeof(out));
+    }
+  }
+}
+
+// IQ2_S: group g of sub-block j has index qs[4 j + g] | (qh[j] >> 2 g & 3) << 8 and the sign
+// byte qs[32 + 4 j + g].
+void RepackIq2s(const void* src, size_t src_stride, int64_t n, void* dst) {
+  MOESPLIT_CHECK(n % kQkK == 0, "IQ2_S row of ", n, " values");
+  const int64_t nb = n / kQkK;
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint16_t*>(dst);  // [nb][16] f16, then the payloads
+  auto* out = reinterpret_cast<BlockIQ2_S_R16*>(static_cast<uint8_t*>(dst) + nb * kR16Rows * 2);
+  for (int64_t b = 0; b < nb; ++b) {
+    BlockIQ2_S_R16& o = out[b];
+    std::memset(&o, 0, sizeof(o));
+    for (int r = 0; r < kR16Rows; ++r) {
+      BlockIQ2_S in;
+      std::memcpy(&in, s + r * src_stride + b * sizeof(BlockIQ2_S), sizeof(in));
+      d[b * kR16Rows + r] = in.d;
+      for (int j = 0; j < 8; ++j) {
+        for (int g = 0; g < 4; ++g) {
+          o.q[j][4 * r + g] = in.qs[4 * j + g];
+          o.sgn[j][4 * r + g] = ToR16Signs(in.qs[32 + 4 * j + g]);
+          for (int bit = 0; bit < 2; ++bit) {
+            SetBit(&o.qh[j][bit], 4 * r + g, (in.qh[j] >> (2 * g + bit)) & 1);
+          }
+        }
+        o.sc[j][r] = in.scales[j];
+      }
+    }
+  }
+}
+
+void UnpackIq2s(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  MOESPLIT_CHECK(n % kQkK == 0, "IQ2_S row of ", n, " values");
+  const int64_t nb = n / kQkK;
+  const auto* d = static_cast<const uint16_t*>(src);
+  const auto* in = reinterpret_cast<const BlockIQ2_S_R16*>(static_cast<const uint8_t*>(src) +
+                                                           nb * kR16Rows * 2);
+  auto* o = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockIQ2_S_R16& g = in[b];
+    for (int r = 0; r < kR16Rows; ++r) {
+      BlockIQ2_S out;
+      std::memset(&out, 0, sizeof(out));
+      out.d = d[b * kR16Rows + r];
+      for (int j = 0; j < 8; ++j) {
+        for (int k = 0; k < 4; ++k) {
+          out.qs[4 * j + k] = g.q[j][4 * r + k];
+          out.qs[32 + 4 * j + k] = FromR16Signs(g.sgn[j][4 * r + k]);
+          for (int bit = 0; bit < 2; ++bit) {
+            out.qh[j] |= static_cast<uint8_t>(GetBit(&g.qh[j][bit], 4 * r + k) << (2 * k + bit));
+          }
+        }
+        out.scales[j] = g.sc[j][r];
+      }
+      std::memcpy(o + r * dst_stride + b * sizeof(BlockIQ2_S), &out, sizeof(out));
     }
   }
 }
@@ -264,6 +326,12 @@ void RepackIQ2XSRows16(const void* src, size_t src_stride, int64_t n, void* dst)
 }
 void UnpackIQ2XSRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
   UnpackIq2xs(src, n, dst, dst_stride);
+}
+void RepackIQ2SRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
+  RepackIq2s(src, src_stride, n, dst);
+}
+void UnpackIQ2SRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  UnpackIq2s(src, n, dst, dst_stride);
 }
 void RepackIQ3SRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
   RepackIq3s(src, src_stride, n, dst);
