@@ -37,7 +37,7 @@ void AddPlacementFlags(CLI::App* cmd, PlacementFlags* f) {
       "read the weights in their file layout instead of repacking experts and dense matrices "
       "(attention projections, dense FFN, output head) of the types with 16-row layouts (Q2_K "
       "to Q6_K, Q8_0, Q5_0, Q5_1, Q4_0, IQ4_NL, IQ4_XS, MXFP4, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, "
-      "IQ1_S, IQ1_M) "
+      "IQ2_S, IQ1_S, IQ1_M) "
       "into 16-row groups at load (repacking needs the AVX-512 VNNI kernel tier, VBMI and GFNI "
       "for the IQ2/IQ3/IQ1 types, and replaces the file's pages with the repacked copy)");
   // Why: IQ1_S's / IQ1_M's 16-row layouts store base-3 digits (58 / 66 bytes per 256 values
