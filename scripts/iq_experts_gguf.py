@@ -11,11 +11,21 @@ values). A smoke-test model for the lattice-type kernels until make-model can qu
 
 Only tensors whose rows are a multiple of 256 values can take these types (ds-tiny's down
 projections, 128 wide, keep their type).
+
+With a third argument, one of IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, every routed expert tensor (gate,
+up, down, where its rows are a multiple of 256) takes that type instead, with random codes: a
+timing model for llama.cpp's IQ2_XS / IQ2_M / IQ3_XXS / IQ3_M mixes at full size (e.g. from a
+ds-v2-lite file), whose real quantization takes llama-quantize over an hour on 2 cores:
+
+  PYTHONPATH=... python3 scripts/iq_experts_gguf.py ds-v2-lite-iq4xs.gguf v2l-iq3s.gguf IQ3_S
 """
 import sys
 
 import numpy as np
 from gguf import GGMLQuantizationType as Q, GGUFReader, GGUFValueType, GGUFWriter
+
+# bytes per 256 values of the types a third argument may name (each opens its block with d)
+ROUTED_BYTES = {'IQ2_XS': 74, 'IQ2_S': 82, 'IQ3_XXS': 98, 'IQ3_S': 110}
 
 # tensor name part -> (type, bytes per 256 values)
 TYPES = {'ffn_gate_exps': (Q.IQ2_XXS, 66), 'ffn_up_exps': (Q.IQ1_S, 50),
@@ -35,7 +45,13 @@ def random_blocks(rng, qt, bb, nblk):
     return b
 
 
-def main(src, dst):
+def main(src, dst, routed=None):
+    types = TYPES
+    if routed is not None:
+        if routed not in ROUTED_BYTES:
+            sys.exit(f"iq_experts_gguf: type {routed!r} is not one of {', '.join(ROUTED_BYTES)}")
+        types = {k: (Q[routed], ROUTED_BYTES[routed])
+                 for k in ('ffn_gate_exps', 'ffn_up_exps', 'ffn_down_exps')}
     r = GGUFReader(src)
     w = GGUFWriter(dst, r.fields['general.architecture'].contents())
     for f in r.fields.values():
@@ -47,7 +63,7 @@ def main(src, dst):
             w.add_key_value(f.name, f.contents(), f.types[0])
     rng = np.random.default_rng(5)
     for t in r.tensors:
-        kind = next((k for k in TYPES if k in t.name), None)
+        kind = next((k for k in types if k in t.name), None)
         shape = [int(x) for x in t.shape]  # ne0, ne1, ...
         if kind is None or shape[0] % 256 != 0:
             if t.tensor_type in (Q.F32, Q.F16):
@@ -56,7 +72,7 @@ def main(src, dst):
                 w.add_tensor(t.name, np.asarray(t.data), raw_shape=list(t.data.shape),
                              raw_dtype=t.tensor_type)
             continue
-        qt, bb = TYPES[kind]
+        qt, bb = types[kind]
         byte_shape = list(reversed(shape))
         byte_shape[-1] = byte_shape[-1] // 256 * bb
         b = random_blocks(rng, qt, bb, int(np.prod(shape)) // 256)
@@ -68,4 +84,6 @@ def main(src, dst):
 
 
 if __name__ == '__main__':
-    main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: iq_experts_gguf.py SRC.gguf DST.gguf [IQ2_XS|IQ2_S|IQ3_XXS|IQ3_S]")
+    main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) == 4 else None)

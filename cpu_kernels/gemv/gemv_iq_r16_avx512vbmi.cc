@@ -254,7 +254,8 @@ void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb,
 }
 
 // The code tables in registers, entries 64 i .. 64 i + 63: IQ2_XXS c0 / c1 = iq2xxs_lo / hi
-// and its four signed-level tables;
+// and its four signed-level tables (IQ2_XS / IQ2_S: iq2xs_* / iq2s_*, c0 / c1 [0..7] / [0..15],
+// the same level tables);
 // IQ3_XXS c0 = iq3xxs_lo (the 12-bit code's bits 0-7; the level lookups use bits 0-5), c1 =
 // iq3xxs_b (bits 6-11), and the two level tables; IQ3_S the same over 512 entries (c0 / c1
 // [0..7]).
