@@ -110,8 +110,7 @@ constexpr Variant kVariants[] = {
     {"v3/iq3_s-iq3_s", 7168, 2048, 256, 8, GgmlType::kIQ3_S, GgmlType::kIQ3_S},
     {"v3/iq3_s-iq3_s/repacked", 7168, 2048, 256, 8, GgmlType::kIQ3_S, GgmlType::kIQ3_S, true},
     {"v3/iq2_xs-iq2_xs", 7168, 2048, 256, 8, GgmlType::kIQ2_XS, GgmlType::kIQ2_XS},
-    {"v3/iq2_xs-iq2_xs/repacked", 7168, 2048, 256, 8, GgmlType::kIQ2_XS, GgmlType::kIQ2_XS,
-     true},
+    {"v3/iq2_xs-iq2_xs/repacked", 7168, 2048, 256, 8, GgmlType::kIQ2_XS, GgmlType::kIQ2_XS, true},
     {"v3/iq2_s-iq2_s", 7168, 2048, 256, 8, GgmlType::kIQ2_S, GgmlType::kIQ2_S},
     {"v3/iq2_s-iq2_s/repacked", 7168, 2048, 256, 8, GgmlType::kIQ2_S, GgmlType::kIQ2_S, true},
     // llama-quantize MXFP4_MOE files: every routed expert MXFP4, in the file layout and repacked

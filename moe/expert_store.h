@@ -55,9 +55,9 @@ struct ExpertStoreOptions {
   const gemv::GemvKernels* repack_for = nullptr;
   // Bytes by which repacked layouts may outgrow the file layout's, over all expert tensors and
   // copies (-1: no limit). kIQ1_S_R16 / kIQ1_M_R16 grow much (58 / 50, 66 / 56 bytes;
-  // kIQ2_XXS_R16 70 / 66, kIQ2_XS_R16 78 / 74, kIQ3_XXS_R16 102 / 98; the others keep the size): such repacks are
-  // made in layer order
-  // while their growth fits, the rest of those tensors keep the file layout (kept_tensors).
+  // kIQ2_XXS_R16 70 / 66, kIQ2_XS_R16 78 / 74, kIQ3_XXS_R16 102 / 98; the others keep the size):
+  // such repacks are made in layer order while their growth fits, the rest of those tensors keep
+  // the file layout (kept_tensors).
   int64_t repack_growth_limit = -1;
   // Called after each layer is placed: (bytes placed so far, total bytes to place).
   std::function<void(uint64_t done, uint64_t total)> progress;

@@ -94,10 +94,13 @@ using GroupBlock = std::conditional_t<
     K == Kind::kIQ2XXS, BlockIQ2_XXS_R16,
     std::conditional_t<
         K == Kind::kIQ2XS, BlockIQ2_XS_R16,
-        std::conditional_t<K == Kind::kIQ2S, BlockIQ2_S_R16, std::conditional_t<
-        K == Kind::kIQ3XXS, BlockIQ3_XXS_R16,
-        std::conditional_t<K == Kind::kIQ3S, BlockIQ3_S_R16,
-                           std::conditional_t<K == Kind::kIQ1S, BlockIQ1_S_R16, BlockIQ1_M_R16>>>>>>;
+        std::conditional_t<
+            K == Kind::kIQ2S, BlockIQ2_S_R16,
+            std::conditional_t<
+                K == Kind::kIQ3XXS, BlockIQ3_XXS_R16,
+                std::conditional_t<
+                    K == Kind::kIQ3S, BlockIQ3_S_R16,
+                    std::conditional_t<K == Kind::kIQ1S, BlockIQ1_S_R16, BlockIQ1_M_R16>>>>>>;
 constexpr bool IsIq1(Kind k) { return k == Kind::kIQ1S || k == Kind::kIQ1M; }
 constexpr bool IsIq3(Kind k) { return k == Kind::kIQ3XXS || k == Kind::kIQ3S; }
 constexpr bool IsIq2(Kind k) { return k == Kind::kIQ2XXS || k == Kind::kIQ2XS || k == Kind::kIQ2S; }
@@ -123,7 +126,9 @@ template <Kind K>
 constexpr int kLines = static_cast<int>(sizeof(GroupBlock<K>) / 64);
 // d * d_a times this is the block's float factor: IQ2_XXS d (2 s + 1) / 8, IQ3_XXS / 4, IQ3_S 1.
 template <Kind K>
-constexpr float kScale = K == Kind::kIQ3XXS ? 0.25f : K == Kind::kIQ3S ? 1.0f : 0.125f;
+constexpr float kScale = K == Kind::kIQ3XXS ? 0.25f
+                         : K == Kind::kIQ3S ? 1.0f
+                                            : 0.125f;
 
 // IQ2_XXS's offset of the signed levels -43 .. 43 into vpdpbusd's unsigned range.
 constexpr int kIq2Offset = 43;
@@ -321,7 +326,8 @@ template <int N>
 IQ_INLINE __m512i LookupParts(const __m512i* t, __m512i x, const __mmask64 (&part)[N]) {
   __m512i r = x;
 #pragma GCC unroll 8
-  for (int e = 0; e < N; ++e) r = _mm512_mask2_permutex2var_epi8(t[2 * e], r, part[e], t[2 * e + 1]);
+  for (int e = 0; e < N; ++e)
+    r = _mm512_mask2_permutex2var_epi8(t[2 * e], r, part[e], t[2 * e + 1]);
   return r;
 }
 
@@ -467,8 +473,8 @@ IQ_INLINE void SubBlockPer16(const GroupBlock<K>* const* blk, int j, const uint8
     const __m512i off = _mm512_mullo_epi16(sp[i], _mm512_set1_epi16(-kIq2Offset));
     for (int t = 0; t < T; ++t) {
       const auto* at = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride) + b;
-      isum[i][t] = _mm512_dpwssd_epi32(isum[i][t], off,
-                                       _mm512_set1_epi32(static_cast<int>(LoadU32(at->bsums + 2 * j))));
+      isum[i][t] = _mm512_dpwssd_epi32(
+          isum[i][t], off, _mm512_set1_epi32(static_cast<int>(LoadU32(at->bsums + 2 * j))));
     }
   }
 #pragma GCC unroll 8
@@ -750,8 +756,7 @@ void GemmIQ3XXSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows
   Gemm<Kind::kIQ3XXS>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 void GemmIQ2XSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                                 size_t a_stride, int64_t n_tok, int64_t n, float* y,
-                                 int64_t ldy) {
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   Gemm<Kind::kIQ2XS>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 void GemmIQ2SR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,

@@ -53,17 +53,18 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
          GemmR16ByUnpack<kIq1mR16, GemmByDots<DotIQ1M_Q8K_##Tier>>, false)
   // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: one dot per (row, token) (the scalar or AVX2 dots),
   // except on the VNNI tier with VBMI: 1-4 tokens per decoded block; IQ3_XXS's, IQ3_S's,
-  // IQ2_XS's and IQ2_S's 16-row layouts run their own kernel with VBMI and GFNI, elsewhere unpack to those.
+  // IQ2_XS's and IQ2_S's 16-row layouts run their own kernel with VBMI and GFNI, elsewhere unpack
+  // to those.
   constexpr GgmlType kIq3R16 = GgmlType::kIQ3_XXS_R16, kIq3sR16 = GgmlType::kIQ3_S_R16,
                      kIq2xsR16 = GgmlType::kIQ2_XS_R16, kIq2sR16 = GgmlType::kIQ2_S_R16;
-#define MOESPLIT_IQ23_BY_DOTS(Tier)                                                     \
-  set(GgmlType::kIQ3_XXS, DotIQ3XXS_Q8K_##Tier, GemmByDots<DotIQ3XXS_Q8K_##Tier>);      \
-  set_r16(GemmR16ByUnpack<kIq3R16, GemmByDots<DotIQ3XXS_Q8K_##Tier>>, false, kIq3R16);  \
-  set(GgmlType::kIQ3_S, DotIQ3S_Q8K_##Tier, GemmByDots<DotIQ3S_Q8K_##Tier>);            \
-  set_r16(GemmR16ByUnpack<kIq3sR16, GemmByDots<DotIQ3S_Q8K_##Tier>>, false, kIq3sR16);  \
-  set(GgmlType::kIQ2_XS, DotIQ2XS_Q8K_##Tier, GemmByDots<DotIQ2XS_Q8K_##Tier>);        \
+#define MOESPLIT_IQ23_BY_DOTS(Tier)                                                       \
+  set(GgmlType::kIQ3_XXS, DotIQ3XXS_Q8K_##Tier, GemmByDots<DotIQ3XXS_Q8K_##Tier>);        \
+  set_r16(GemmR16ByUnpack<kIq3R16, GemmByDots<DotIQ3XXS_Q8K_##Tier>>, false, kIq3R16);    \
+  set(GgmlType::kIQ3_S, DotIQ3S_Q8K_##Tier, GemmByDots<DotIQ3S_Q8K_##Tier>);              \
+  set_r16(GemmR16ByUnpack<kIq3sR16, GemmByDots<DotIQ3S_Q8K_##Tier>>, false, kIq3sR16);    \
+  set(GgmlType::kIQ2_XS, DotIQ2XS_Q8K_##Tier, GemmByDots<DotIQ2XS_Q8K_##Tier>);           \
   set_r16(GemmR16ByUnpack<kIq2xsR16, GemmByDots<DotIQ2XS_Q8K_##Tier>>, false, kIq2xsR16); \
-  set(GgmlType::kIQ2_S, DotIQ2S_Q8K_##Tier, GemmByDots<DotIQ2S_Q8K_##Tier>);             \
+  set(GgmlType::kIQ2_S, DotIQ2S_Q8K_##Tier, GemmByDots<DotIQ2S_Q8K_##Tier>);              \
   set_r16(GemmR16ByUnpack<kIq2sR16, GemmByDots<DotIQ2S_Q8K_##Tier>>, false, kIq2sR16)
   switch (tier) {
     case cpu::IsaTier::kScalar:

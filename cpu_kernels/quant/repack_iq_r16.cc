@@ -1,7 +1,7 @@
 // IQ2_XXS / IQ2_XS / IQ2_S / IQ3_XXS / IQ3_S rows <-> their 16-row groups kIQ2_XXS_R16 /
-// kIQ2_XS_R16 / kIQ2_S_R16 / kIQ3_XXS_R16 / kIQ3_S_R16 (layouts in repack.h). Lossless both ways: Unpack(Repack(rows)) gives the file's
-// bytes back (a group's 7-bit sign index is the low 7 bits of its sign byte, Iq2SignByte; IQ3_S
-// moves bits only).
+// kIQ2_XS_R16 / kIQ2_S_R16 / kIQ3_XXS_R16 / kIQ3_S_R16 (layouts in repack.h). Lossless both ways:
+// Unpack(Repack(rows)) gives the file's bytes back (a group's 7-bit sign index is the low 7 bits of
+// its sign byte, Iq2SignByte; IQ3_S moves bits only).
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -149,8 +149,8 @@ void RepackIq3s(const void* src, size_t src_stride, int64_t n, void* dst) {
         for (int v = 0; v < 32; ++v) {
           SetBit(o.sgn[0], Iq3sSignBit(j, r, v), (in.signs[4 * j + v / 8] >> (v % 8)) & 1);
         }
-        o.sc[j / 2][r] |= static_cast<uint8_t>(((in.scales[j / 2] >> (4 * (j % 2))) & 15)
-                                               << (4 * (j % 2)));
+        o.sc[j / 2][r] |=
+            static_cast<uint8_t>(((in.scales[j / 2] >> (4 * (j % 2))) & 15) << (4 * (j % 2)));
       }
     }
   }
@@ -160,8 +160,8 @@ void UnpackIq3s(const void* src, int64_t n, void* dst, size_t dst_stride) {
   MOESPLIT_CHECK(n % kQkK == 0, "IQ3_S row of ", n, " values");
   const int64_t nb = n / kQkK;
   const auto* d = static_cast<const uint16_t*>(src);
-  const auto* in = reinterpret_cast<const BlockIQ3_S_R16*>(static_cast<const uint8_t*>(src) +
-                                                           nb * kR16Rows * 2);
+  const auto* in =
+      reinterpret_cast<const BlockIQ3_S_R16*>(static_cast<const uint8_t*>(src) + nb * kR16Rows * 2);
   auto* o = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < nb; ++b) {
     const BlockIQ3_S_R16& g = in[b];
@@ -283,8 +283,8 @@ void UnpackIq2s(const void* src, int64_t n, void* dst, size_t dst_stride) {
   MOESPLIT_CHECK(n % kQkK == 0, "IQ2_S row of ", n, " values");
   const int64_t nb = n / kQkK;
   const auto* d = static_cast<const uint16_t*>(src);
-  const auto* in = reinterpret_cast<const BlockIQ2_S_R16*>(static_cast<const uint8_t*>(src) +
-                                                           nb * kR16Rows * 2);
+  const auto* in =
+      reinterpret_cast<const BlockIQ2_S_R16*>(static_cast<const uint8_t*>(src) + nb * kR16Rows * 2);
   auto* o = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < nb; ++b) {
     const BlockIQ2_S_R16& g = in[b];

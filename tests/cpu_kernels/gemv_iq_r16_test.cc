@@ -2,8 +2,8 @@
 // kIQ2_XXS_R16 / kIQ2_XS_R16 / kIQ2_S_R16 / kIQ3_XXS_R16 / kIQ3_S_R16 / kIQ1_S_R16 / kIQ1_M_R16
 // (cpu_kernels/quant/repack.h):
 //   - the repack is lossless on random bytes (every sign index, grid index, scale and IQ1
-//     delta sign, IQ1_M's d nibbles), 70 / 78 / 82 / 102 / 110 / 58 / 66 bytes per row and block, never a file
-//     type;
+//     delta sign, IQ1_M's d nibbles), 70 / 78 / 82 / 102 / 110 / 58 / 66 bytes per row and block,
+//     never a file type;
 //   - every tier's R16 gemm (the VNNI tier's own kernel where the CPU has VBMI and GFNI, the
 //     unpack to the file layout's gemm elsewhere) matches the scalar dot of the original rows:
 //     decode (two groups per pass and the odd one) and 2-9 tokens, 1-4 groups, widths of 1, 8,
@@ -68,8 +68,8 @@ bool NativeR16(IsaTier tier) {
 TEST(IqR16Test, LosslessRoundTrip) {
   for (GgmlType wt : kTypes) {
     const GgmlType r16 = wt == GgmlType::kIQ2_XXS   ? GgmlType::kIQ2_XXS_R16
-                         : wt == GgmlType::kIQ2_XS    ? GgmlType::kIQ2_XS_R16
-                         : wt == GgmlType::kIQ2_S     ? GgmlType::kIQ2_S_R16
+                         : wt == GgmlType::kIQ2_XS  ? GgmlType::kIQ2_XS_R16
+                         : wt == GgmlType::kIQ2_S   ? GgmlType::kIQ2_S_R16
                          : wt == GgmlType::kIQ3_XXS ? GgmlType::kIQ3_XXS_R16
                          : wt == GgmlType::kIQ3_S   ? GgmlType::kIQ3_S_R16
                          : wt == GgmlType::kIQ1_S   ? GgmlType::kIQ1_S_R16
@@ -81,8 +81,8 @@ TEST(IqR16Test, LosslessRoundTrip) {
     EXPECT_EQ(RowGroup(r16), 16);
     EXPECT_EQ(RowBytes(r16, 7168), 7168 / 256 *
                                        (wt == GgmlType::kIQ2_XXS   ? 70
-                                        : wt == GgmlType::kIQ2_XS    ? 78
-                                        : wt == GgmlType::kIQ2_S     ? 82
+                                        : wt == GgmlType::kIQ2_XS  ? 78
+                                        : wt == GgmlType::kIQ2_S   ? 82
                                         : wt == GgmlType::kIQ3_XXS ? 102
                                         : wt == GgmlType::kIQ3_S   ? 110
                                         : wt == GgmlType::kIQ1_S   ? 58
