@@ -53,43 +53,29 @@ auto* GroupIdx(Group& g, int j) {
       g.q[j]);
 }
 
-template <class Tr>
-void Repack(const void* src, size_t src_stride, int64_t n, void* dst) {
-  using Block = typename Tr::Block;
-  using Group = typename Tr::Group;
+// The walk every layout here shares: 16 rows of nb = n / 256 file blocks (Block, opening with
+// its f16 d) <-> one group (the [nb][16] d's, then nb Group payloads). Repack calls
+// fill(in, r, group) per row r and block; Unpack calls take(group, r, out) with out zeroed and
+// its d set.
+template <class Block, class Group, class Fill>
+void RepackGroup(const void* src, size_t src_stride, int64_t n, void* dst, Fill fill) {
   MOESPLIT_CHECK(n % kQkK == 0, "IQ row of ", n, " values");
   const int64_t nb = n / kQkK;
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint16_t*>(dst);  // [nb][16] f16, then the payloads
   auto* out = reinterpret_cast<Group*>(static_cast<uint8_t*>(dst) + nb * kR16Rows * 2);
   for (int64_t b = 0; b < nb; ++b) {
-    Group& o = out[b];
-    std::memset(&o, 0, sizeof(o));
+    std::memset(&out[b], 0, sizeof(Group));
     for (int r = 0; r < kR16Rows; ++r) {
       Block in;
       std::memcpy(&in, s + r * src_stride + b * sizeof(Block), sizeof(in));
       d[b * kR16Rows + r] = in.d;
-      for (int j = 0; j < 8; ++j) {
-        const uint8_t* idx = Tr::IdxBytes(in, j);
-        for (int i = 0; i < Tr::kIdx; ++i) GroupIdx(o, j)[64 * (i / 4) + 4 * r + i % 4] = idx[i];
-        uint32_t aux;
-        std::memcpy(&aux, Tr::AuxBytes(in, j), 4);
-        for (int v = 0; v < 32; ++v) {
-          const int neg =
-              (Iq2SignByte(static_cast<int>((aux >> (7 * (v / 8))) & 127)) >> (v % 8)) & 1;
-          const auto [byte, bit] = Tr::SignBit(j, r, v);
-          reinterpret_cast<uint8_t*>(o.sgn)[byte] |= static_cast<uint8_t>(neg << bit);
-        }
-        o.sc[j / 2][r] |= static_cast<uint8_t>((aux >> 28) << (4 * (j % 2)));
-      }
+      fill(in, r, out[b]);
     }
   }
 }
-
-template <class Tr>
-void Unpack(const void* src, int64_t n, void* dst, size_t dst_stride) {
-  using Block = typename Tr::Block;
-  using Group = typename Tr::Group;
+template <class Block, class Group, class Take>
+void UnpackGroup(const void* src, int64_t n, void* dst, size_t dst_stride, Take take) {
   MOESPLIT_CHECK(n % kQkK == 0, "IQ row of ", n, " values");
   const int64_t nb = n / kQkK;
   const auto* d = static_cast<const uint16_t*>(src);
@@ -97,29 +83,60 @@ void Unpack(const void* src, int64_t n, void* dst, size_t dst_stride) {
       reinterpret_cast<const Group*>(static_cast<const uint8_t*>(src) + nb * kR16Rows * 2);
   auto* o = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < nb; ++b) {
-    const Group& g = in[b];
     for (int r = 0; r < kR16Rows; ++r) {
       Block out;
+      std::memset(&out, 0, sizeof(out));
       out.d = d[b * kR16Rows + r];
-      for (int j = 0; j < 8; ++j) {
-        uint8_t* idx = Tr::IdxBytes(out, j);
-        for (int i = 0; i < Tr::kIdx; ++i) idx[i] = GroupIdx(g, j)[64 * (i / 4) + 4 * r + i % 4];
-        auto aux = static_cast<uint32_t>((g.sc[j / 2][r] >> (4 * (j % 2))) & 15) << 28;
-        for (int v = 0; v < 32; ++v) {
-          if (v % 8 == 7) continue;  // the parity bit: not stored in the file
-          const auto [byte, bit] = Tr::SignBit(j, r, v);
-          const int neg = (reinterpret_cast<const uint8_t*>(g.sgn)[byte] >> bit) & 1;
-          aux |= static_cast<uint32_t>(neg) << (7 * (v / 8) + v % 8);
-        }
-        std::memcpy(Tr::AuxBytes(out, j), &aux, 4);
-      }
+      take(in[b], r, out);
       std::memcpy(o + r * dst_stride + b * sizeof(Block), &out, sizeof(out));
     }
   }
 }
 
+template <class Tr>
+void Repack(const void* src, size_t src_stride, int64_t n, void* dst) {
+  using Block = typename Tr::Block;
+  using Group = typename Tr::Group;
+  RepackGroup<Block, Group>(src, src_stride, n, dst, [](const Block& c, int r, Group& o) {
+    Block in = c;  // IdxBytes / AuxBytes take a mutable block
+    for (int j = 0; j < 8; ++j) {
+      const uint8_t* idx = Tr::IdxBytes(in, j);
+      for (int i = 0; i < Tr::kIdx; ++i) GroupIdx(o, j)[64 * (i / 4) + 4 * r + i % 4] = idx[i];
+      uint32_t aux;
+      std::memcpy(&aux, Tr::AuxBytes(in, j), 4);
+      for (int v = 0; v < 32; ++v) {
+        const int neg =
+            (Iq2SignByte(static_cast<int>((aux >> (7 * (v / 8))) & 127)) >> (v % 8)) & 1;
+        const auto [byte, bit] = Tr::SignBit(j, r, v);
+        reinterpret_cast<uint8_t*>(o.sgn)[byte] |= static_cast<uint8_t>(neg << bit);
+      }
+      o.sc[j / 2][r] |= static_cast<uint8_t>((aux >> 28) << (4 * (j % 2)));
+    }
+  });
+}
+
+template <class Tr>
+void Unpack(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  using Block = typename Tr::Block;
+  using Group = typename Tr::Group;
+  UnpackGroup<Block, Group>(src, n, dst, dst_stride, [](const Group& g, int r, Block& out) {
+    for (int j = 0; j < 8; ++j) {
+      uint8_t* idx = Tr::IdxBytes(out, j);
+      for (int i = 0; i < Tr::kIdx; ++i) idx[i] = GroupIdx(g, j)[64 * (i / 4) + 4 * r + i % 4];
+      auto aux = static_cast<uint32_t>((g.sc[j / 2][r] >> (4 * (j % 2))) & 15) << 28;
+      for (int v = 0; v < 32; ++v) {
+        if (v % 8 == 7) continue;  // the parity bit: not stored in the file
+        const auto [byte, bit] = Tr::SignBit(j, r, v);
+        const int neg = (reinterpret_cast<const uint8_t*>(g.sgn)[byte] >> bit) & 1;
+        aux |= static_cast<uint32_t>(neg) << (7 * (v / 8) + v % 8);
+      }
+      std::memcpy(Tr::AuxBytes(out, j), &aux, 4);
+    }
+  });
+}
+
 // IQ3_S: (value v < 32 of sub-block j, row r) -> the bit of its sign in the group block's
-// sgn masks (kIQ3_XXS_R16's places), and index i < 8 of sub-block j -> its (half, lane byte).
+// sgn masks (kIQ3_XXS_R16's places).
 int Iq3sSignBit(int j, int r, int v) {
   return 64 * (8 * j + 4 * (v / 16) + v % 4) + 4 * r + (v % 16) / 4;
 }
@@ -128,61 +145,37 @@ void SetBit(uint64_t* m, int bit, bool on) {
   if (on) m[bit / 64] |= uint64_t{1} << (bit % 64);
 }
 
+// Index i < 8 of IQ3_S's sub-block j goes to half i / 4, lane byte 4 r + i % 4.
 void RepackIq3s(const void* src, size_t src_stride, int64_t n, void* dst) {
-  MOESPLIT_CHECK(n % kQkK == 0, "IQ3_S row of ", n, " values");
-  const int64_t nb = n / kQkK;
-  const auto* s = static_cast<const uint8_t*>(src);
-  auto* d = static_cast<uint16_t*>(dst);  // [nb][16] f16, then the payloads
-  auto* out = reinterpret_cast<BlockIQ3_S_R16*>(static_cast<uint8_t*>(dst) + nb * kR16Rows * 2);
-  for (int64_t b = 0; b < nb; ++b) {
-    BlockIQ3_S_R16& o = out[b];
-    std::memset(&o, 0, sizeof(o));
-    for (int r = 0; r < kR16Rows; ++r) {
-      BlockIQ3_S in;
-      std::memcpy(&in, s + r * src_stride + b * sizeof(BlockIQ3_S), sizeof(in));
-      d[b * kR16Rows + r] = in.d;
-      for (int j = 0; j < 8; ++j) {
-        for (int i = 0; i < 8; ++i) {  // 4-value group 8 j + i: half i / 4, lane byte i % 4
-          o.q[j][i / 4][4 * r + i % 4] = in.qs[8 * j + i];
-          SetBit(o.qh[j], 64 * (i / 4) + 4 * r + i % 4, (in.qh[j] >> i) & 1);
+  RepackGroup<BlockIQ3_S, BlockIQ3_S_R16>(
+      src, src_stride, n, dst, [](const BlockIQ3_S& in, int r, BlockIQ3_S_R16& o) {
+        for (int j = 0; j < 8; ++j) {
+          for (int i = 0; i < 8; ++i) {
+            o.q[j][i / 4][4 * r + i % 4] = in.qs[8 * j + i];
+            SetBit(o.qh[j], 64 * (i / 4) + 4 * r + i % 4, (in.qh[j] >> i) & 1);
+          }
+          for (int v = 0; v < 32; ++v) {
+            SetBit(o.sgn[0], Iq3sSignBit(j, r, v), (in.signs[4 * j + v / 8] >> (v % 8)) & 1);
+          }
+          o.sc[j / 2][r] |= static_cast<uint8_t>(in.scales[j / 2] & (15 << (4 * (j % 2))));
         }
-        for (int v = 0; v < 32; ++v) {
-          SetBit(o.sgn[0], Iq3sSignBit(j, r, v), (in.signs[4 * j + v / 8] >> (v % 8)) & 1);
-        }
-        o.sc[j / 2][r] |=
-            static_cast<uint8_t>(((in.scales[j / 2] >> (4 * (j % 2))) & 15) << (4 * (j % 2)));
-      }
-    }
-  }
+      });
 }
-
 void UnpackIq3s(const void* src, int64_t n, void* dst, size_t dst_stride) {
-  MOESPLIT_CHECK(n % kQkK == 0, "IQ3_S row of ", n, " values");
-  const int64_t nb = n / kQkK;
-  const auto* d = static_cast<const uint16_t*>(src);
-  const auto* in =
-      reinterpret_cast<const BlockIQ3_S_R16*>(static_cast<const uint8_t*>(src) + nb * kR16Rows * 2);
-  auto* o = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockIQ3_S_R16& g = in[b];
-    for (int r = 0; r < kR16Rows; ++r) {
-      BlockIQ3_S out;
-      std::memset(&out, 0, sizeof(out));
-      out.d = d[b * kR16Rows + r];
-      for (int j = 0; j < 8; ++j) {
-        for (int i = 0; i < 8; ++i) {
-          out.qs[8 * j + i] = g.q[j][i / 4][4 * r + i % 4];
-          out.qh[j] |= static_cast<uint8_t>(GetBit(g.qh[j], 64 * (i / 4) + 4 * r + i % 4) << i);
+  UnpackGroup<BlockIQ3_S, BlockIQ3_S_R16>(
+      src, n, dst, dst_stride, [](const BlockIQ3_S_R16& g, int r, BlockIQ3_S& out) {
+        for (int j = 0; j < 8; ++j) {
+          for (int i = 0; i < 8; ++i) {
+            out.qs[8 * j + i] = g.q[j][i / 4][4 * r + i % 4];
+            out.qh[j] |= static_cast<uint8_t>(GetBit(g.qh[j], 64 * (i / 4) + 4 * r + i % 4) << i);
+          }
+          for (int v = 0; v < 32; ++v) {
+            out.signs[4 * j + v / 8] |=
+                static_cast<uint8_t>(GetBit(g.sgn[0], Iq3sSignBit(j, r, v)) << (v % 8));
+          }
+          out.scales[j / 2] |= static_cast<uint8_t>(g.sc[j / 2][r] & (15 << (4 * (j % 2))));
         }
-        for (int v = 0; v < 32; ++v) {
-          out.signs[4 * j + v / 8] |=
-              static_cast<uint8_t>(GetBit(g.sgn[0], Iq3sSignBit(j, r, v)) << (v % 8));
-        }
-        out.scales[j / 2] |= static_cast<uint8_t>(g.sc[j / 2][r] & (15 << (4 * (j % 2))));
-      }
-      std::memcpy(o + r * dst_stride + b * sizeof(BlockIQ3_S), &out, sizeof(out));
-    }
-  }
+      });
 }
 
 // A sign byte (bit k: value k negative) in kIq2R16SignBit's order, and back.
@@ -199,112 +192,66 @@ uint8_t FromR16Signs(unsigned byte) {
 
 // IQ2_XS: group g of sub-block j holds qs[4 j + g] = 9-bit grid index | 7-bit sign index << 9.
 void RepackIq2xs(const void* src, size_t src_stride, int64_t n, void* dst) {
-  MOESPLIT_CHECK(n % kQkK == 0, "IQ2_XS row of ", n, " values");
-  const int64_t nb = n / kQkK;
-  const auto* s = static_cast<const uint8_t*>(src);
-  auto* d = static_cast<uint16_t*>(dst);  // [nb][16] f16, then the payloads
-  auto* out = reinterpret_cast<BlockIQ2_XS_R16*>(static_cast<uint8_t*>(dst) + nb * kR16Rows * 2);
-  for (int64_t b = 0; b < nb; ++b) {
-    BlockIQ2_XS_R16& o = out[b];
-    std::memset(&o, 0, sizeof(o));
-    for (int r = 0; r < kR16Rows; ++r) {
-      BlockIQ2_XS in;
-      std::memcpy(&in, s + r * src_stride + b * sizeof(BlockIQ2_XS), sizeof(in));
-      d[b * kR16Rows + r] = in.d;
-      for (int j = 0; j < 8; ++j) {
-        for (int g = 0; g < 4; ++g) {
-          const unsigned q = in.qs[4 * j + g];
-          o.q[j][4 * r + g] = static_cast<uint8_t>(q);
-          SetBit(&o.qh[j], 4 * r + g, (q >> 8) & 1);
-          o.sgn[j][4 * r + g] = ToR16Signs(Iq2SignByte(static_cast<int>(q >> 9)));
+  RepackGroup<BlockIQ2_XS, BlockIQ2_XS_R16>(
+      src, src_stride, n, dst, [](const BlockIQ2_XS& in, int r, BlockIQ2_XS_R16& o) {
+        for (int j = 0; j < 8; ++j) {
+          for (int g = 0; g < 4; ++g) {
+            const unsigned q = in.qs[4 * j + g];
+            o.q[j][4 * r + g] = static_cast<uint8_t>(q);
+            SetBit(&o.qh[j], 4 * r + g, (q >> 8) & 1);
+            o.sgn[j][4 * r + g] = ToR16Signs(Iq2SignByte(static_cast<int>(q >> 9)));
+          }
+          o.sc[j][r] = in.scales[j];
         }
-        o.sc[j][r] = in.scales[j];
-      }
-    }
-  }
+      });
 }
-
 void UnpackIq2xs(const void* src, int64_t n, void* dst, size_t dst_stride) {
-  MOESPLIT_CHECK(n % kQkK == 0, "IQ2_XS row of ", n, " values");
-  const int64_t nb = n / kQkK;
-  const auto* d = static_cast<const uint16_t*>(src);
-  const auto* in = reinterpret_cast<const BlockIQ2_XS_R16*>(static_cast<const uint8_t*>(src) +
-                                                            nb * kR16Rows * 2);
-  auto* o = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockIQ2_XS_R16& g = in[b];
-    for (int r = 0; r < kR16Rows; ++r) {
-      BlockIQ2_XS out;
-      out.d = d[b * kR16Rows + r];
-      for (int j = 0; j < 8; ++j) {
-        for (int k = 0; k < 4; ++k) {
-          // Values 0-6 (value 7's sign is their parity).
-          const unsigned sign_index = FromR16Signs(g.sgn[j][4 * r + k]) & 127u;
-          const unsigned q = g.q[j][4 * r + k] | (GetBit(&g.qh[j], 4 * r + k) ? 256u : 0u);
-          out.qs[4 * j + k] = static_cast<uint16_t>(q | sign_index << 9);
+  UnpackGroup<BlockIQ2_XS, BlockIQ2_XS_R16>(
+      src, n, dst, dst_stride, [](const BlockIQ2_XS_R16& g, int r, BlockIQ2_XS& out) {
+        for (int j = 0; j < 8; ++j) {
+          for (int k = 0; k < 4; ++k) {
+            // Values 0-6 (value 7's sign is their parity).
+            const unsigned sign_index = FromR16Signs(g.sgn[j][4 * r + k]) & 127u;
+            const unsigned q = g.q[j][4 * r + k] | (GetBit(&g.qh[j], 4 * r + k) ? 256u : 0u);
+            out.qs[4 * j + k] = static_cast<uint16_t>(q | sign_index << 9);
+          }
+          out.scales[j] = g.sc[j][r];
         }
-        out.scales[j] = g.sc[j][r];
-      }
-      std::memcpy(o + r * dst_stride + b * sizeof(BlockIQ2_XS), &out, sizeof(out));
-    }
-  }
+      });
 }
 
 // IQ2_S: group g of sub-block j has index qs[4 j + g] | (qh[j] >> 2 g & 3) << 8 and the sign
 // byte qs[32 + 4 j + g].
 void RepackIq2s(const void* src, size_t src_stride, int64_t n, void* dst) {
-  MOESPLIT_CHECK(n % kQkK == 0, "IQ2_S row of ", n, " values");
-  const int64_t nb = n / kQkK;
-  const auto* s = static_cast<const uint8_t*>(src);
-  auto* d = static_cast<uint16_t*>(dst);  // [nb][16] f16, then the payloads
-  auto* out = reinterpret_cast<BlockIQ2_S_R16*>(static_cast<uint8_t*>(dst) + nb * kR16Rows * 2);
-  for (int64_t b = 0; b < nb; ++b) {
-    BlockIQ2_S_R16& o = out[b];
-    std::memset(&o, 0, sizeof(o));
-    for (int r = 0; r < kR16Rows; ++r) {
-      BlockIQ2_S in;
-      std::memcpy(&in, s + r * src_stride + b * sizeof(BlockIQ2_S), sizeof(in));
-      d[b * kR16Rows + r] = in.d;
-      for (int j = 0; j < 8; ++j) {
-        for (int g = 0; g < 4; ++g) {
-          o.q[j][4 * r + g] = in.qs[4 * j + g];
-          o.sgn[j][4 * r + g] = ToR16Signs(in.qs[32 + 4 * j + g]);
-          for (int bit = 0; bit < 2; ++bit) {
-            SetBit(&o.qh[j][bit], 4 * r + g, (in.qh[j] >> (2 * g + bit)) & 1);
+  RepackGroup<BlockIQ2_S, BlockIQ2_S_R16>(
+      src, src_stride, n, dst, [](const BlockIQ2_S& in, int r, BlockIQ2_S_R16& o) {
+        for (int j = 0; j < 8; ++j) {
+          for (int g = 0; g < 4; ++g) {
+            o.q[j][4 * r + g] = in.qs[4 * j + g];
+            o.sgn[j][4 * r + g] = ToR16Signs(in.qs[32 + 4 * j + g]);
+            for (int bit = 0; bit < 2; ++bit) {
+              SetBit(&o.qh[j][bit], 4 * r + g, (in.qh[j] >> (2 * g + bit)) & 1);
+            }
           }
+          o.sc[j][r] = in.scales[j];
         }
-        o.sc[j][r] = in.scales[j];
-      }
-    }
-  }
+      });
 }
-
 void UnpackIq2s(const void* src, int64_t n, void* dst, size_t dst_stride) {
-  MOESPLIT_CHECK(n % kQkK == 0, "IQ2_S row of ", n, " values");
-  const int64_t nb = n / kQkK;
-  const auto* d = static_cast<const uint16_t*>(src);
-  const auto* in =
-      reinterpret_cast<const BlockIQ2_S_R16*>(static_cast<const uint8_t*>(src) + nb * kR16Rows * 2);
-  auto* o = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockIQ2_S_R16& g = in[b];
-    for (int r = 0; r < kR16Rows; ++r) {
-      BlockIQ2_S out;
-      std::memset(&out, 0, sizeof(out));
-      out.d = d[b * kR16Rows + r];
-      for (int j = 0; j < 8; ++j) {
-        for (int k = 0; k < 4; ++k) {
-          out.qs[4 * j + k] = g.q[j][4 * r + k];
-          out.qs[32 + 4 * j + k] = FromR16Signs(g.sgn[j][4 * r + k]);
-          for (int bit = 0; bit < 2; ++bit) {
-            out.qh[j] |= static_cast<uint8_t>(GetBit(&g.qh[j][bit], 4 * r + k) << (2 * k + bit));
+  UnpackGroup<BlockIQ2_S, BlockIQ2_S_R16>(
+      src, n, dst, dst_stride, [](const BlockIQ2_S_R16& g, int r, BlockIQ2_S& out) {
+        for (int j = 0; j < 8; ++j) {
+          for (int k = 0; k < 4; ++k) {
+            out.qs[4 * j + k] = g.q[j][4 * r + k];
+            out.qs[32 + 4 * j + k] = FromR16Signs(g.sgn[j][4 * r + k]);
+            for (int bit = 0; bit < 2; ++bit) {
+              out.qh[j] |=
+                  static_cast<uint8_t>(GetBit(&g.qh[j][bit], 4 * r + k) << (2 * k + bit));
+            }
           }
+          out.scales[j] = g.sc[j][r];
         }
-        out.scales[j] = g.sc[j][r];
-      }
-      std::memcpy(o + r * dst_stride + b * sizeof(BlockIQ2_S), &out, sizeof(out));
-    }
-  }
+      });
 }
 
 }  // namespace
