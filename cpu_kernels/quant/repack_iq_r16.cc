@@ -16,6 +16,12 @@ namespace {
 
 using internal::Iq2SignByte;
 
+// kIQ3_XXS_R16's / kIQ3_S_R16's sign masks: value v = 16 h + 4 g + k < 32 of sub-block j, row r
+// is bit 4 r + g of the mask sgn[j][4 h + k], as a bit index into the group block's sgn array.
+int Iq3SignBit(int j, int r, int v) {
+  return 64 * (8 * j + 4 * (v / 16) + v % 4) + 4 * r + (v % 16) / 4;
+}
+
 // What differs between the two types, per sub-block j (32 values) of a file block:
 //   kIdx grid indices (IQ2_XXS 4 of 8 values, IQ3_XXS 8 of 4), at IdxBytes(block, j);
 //   the u32 of four 7-bit sign indices (values 8 G .. 8 G + 7 for G < 4) and the scale << 28,
@@ -39,10 +45,10 @@ struct Iq3Traits {
   static constexpr int kIdx = 8;
   static uint8_t* IdxBytes(Block& b, int j) { return b.qs + 8 * j; }
   static uint8_t* AuxBytes(Block& b, int j) { return b.qs + kQkK / 4 + 4 * j; }
-  // v = 16 h + 4 g + k: the mask sgn[j][4 h + k], bit 4 r + g (x86: little-endian bytes).
+  // Iq3SignBit's byte and bit (x86: the masks' bytes little-endian).
   static std::pair<int, int> SignBit(int j, int r, int v) {
-    const int bit = 4 * r + (v % 16) / 4;
-    return {8 * (8 * j + 4 * (v / 16) + v % 4) + bit / 8, bit % 8};
+    const int bit = Iq3SignBit(j, r, v);
+    return {bit / 8, bit % 8};
   }
 };
 
@@ -55,7 +61,7 @@ auto* GroupIdx(Group& g, int j) {
 
 // The walk every layout here shares: 16 rows of nb = n / 256 file blocks (Block, opening with
 // its f16 d) <-> one group (the [nb][16] d's, then nb Group payloads). Repack calls
-// fill(in, r, group) per row r and block; Unpack calls take(group, r, out) with out zeroed and
+// fill(in, r, group) per row r and block (in: the walk's copy of the file block); Unpack calls take(group, r, out) with out zeroed and
 // its d set.
 template <class Block, class Group, class Fill>
 void RepackGroup(const void* src, size_t src_stride, int64_t n, void* dst, Fill fill) {
@@ -97,8 +103,7 @@ template <class Tr>
 void Repack(const void* src, size_t src_stride, int64_t n, void* dst) {
   using Block = typename Tr::Block;
   using Group = typename Tr::Group;
-  RepackGroup<Block, Group>(src, src_stride, n, dst, [](const Block& c, int r, Group& o) {
-    Block in = c;  // IdxBytes / AuxBytes take a mutable block
+  RepackGroup<Block, Group>(src, src_stride, n, dst, [](Block& in, int r, Group& o) {
     for (int j = 0; j < 8; ++j) {
       const uint8_t* idx = Tr::IdxBytes(in, j);
       for (int i = 0; i < Tr::kIdx; ++i) GroupIdx(o, j)[64 * (i / 4) + 4 * r + i % 4] = idx[i];
@@ -135,49 +140,6 @@ void Unpack(const void* src, int64_t n, void* dst, size_t dst_stride) {
   });
 }
 
-// IQ3_S: (value v < 32 of sub-block j, row r) -> the bit of its sign in the group block's
-// sgn masks (kIQ3_XXS_R16's places).
-int Iq3sSignBit(int j, int r, int v) {
-  return 64 * (8 * j + 4 * (v / 16) + v % 4) + 4 * r + (v % 16) / 4;
-}
-bool GetBit(const uint64_t* m, int bit) { return (m[bit / 64] >> (bit % 64)) & 1; }
-void SetBit(uint64_t* m, int bit, bool on) {
-  if (on) m[bit / 64] |= uint64_t{1} << (bit % 64);
-}
-
-// Index i < 8 of IQ3_S's sub-block j goes to half i / 4, lane byte 4 r + i % 4.
-void RepackIq3s(const void* src, size_t src_stride, int64_t n, void* dst) {
-  RepackGroup<BlockIQ3_S, BlockIQ3_S_R16>(
-      src, src_stride, n, dst, [](const BlockIQ3_S& in, int r, BlockIQ3_S_R16& o) {
-        for (int j = 0; j < 8; ++j) {
-          for (int i = 0; i < 8; ++i) {
-            o.q[j][i / 4][4 * r + i % 4] = in.qs[8 * j + i];
-            SetBit(o.qh[j], 64 * (i / 4) + 4 * r + i % 4, (in.qh[j] >> i) & 1);
-          }
-          for (int v = 0; v < 32; ++v) {
-            SetBit(o.sgn[0], Iq3sSignBit(j, r, v), (in.signs[4 * j + v / 8] >> (v % 8)) & 1);
-          }
-          o.sc[j / 2][r] |= static_cast<uint8_t>(in.scales[j / 2] & (15 << (4 * (j % 2))));
-        }
-      });
-}
-void UnpackIq3s(const void* src, int64_t n, void* dst, size_t dst_stride) {
-  UnpackGroup<BlockIQ3_S, BlockIQ3_S_R16>(
-      src, n, dst, dst_stride, [](const BlockIQ3_S_R16& g, int r, BlockIQ3_S& out) {
-        for (int j = 0; j < 8; ++j) {
-          for (int i = 0; i < 8; ++i) {
-            out.qs[8 * j + i] = g.q[j][i / 4][4 * r + i % 4];
-            out.qh[j] |= static_cast<uint8_t>(GetBit(g.qh[j], 64 * (i / 4) + 4 * r + i % 4) << i);
-          }
-          for (int v = 0; v < 32; ++v) {
-            out.signs[4 * j + v / 8] |=
-                static_cast<uint8_t>(GetBit(g.sgn[0], Iq3sSignBit(j, r, v)) << (v % 8));
-          }
-          out.scales[j / 2] |= static_cast<uint8_t>(g.sc[j / 2][r] & (15 << (4 * (j % 2))));
-        }
-      });
-}
-
 // A sign byte (bit k: value k negative) in kIq2R16SignBit's order, and back.
 uint8_t ToR16Signs(unsigned signs) {
   uint8_t byte = 0;
@@ -190,8 +152,48 @@ uint8_t FromR16Signs(unsigned byte) {
   return signs;
 }
 
+bool GetBit(const uint64_t* m, int bit) { return (m[bit / 64] >> (bit % 64)) & 1; }
+void SetBit(uint64_t* m, int bit, bool on) {
+  if (on) m[bit / 64] |= uint64_t{1} << (bit % 64);
+}
+
+}  // namespace
+
+// Index i < 8 of IQ3_S's sub-block j goes to half i / 4, lane byte 4 r + i % 4.
+void RepackIQ3SRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
+  RepackGroup<BlockIQ3_S, BlockIQ3_S_R16>(
+      src, src_stride, n, dst, [](const BlockIQ3_S& in, int r, BlockIQ3_S_R16& o) {
+        for (int j = 0; j < 8; ++j) {
+          for (int i = 0; i < 8; ++i) {
+            o.q[j][i / 4][4 * r + i % 4] = in.qs[8 * j + i];
+            SetBit(o.qh[j], 64 * (i / 4) + 4 * r + i % 4, (in.qh[j] >> i) & 1);
+          }
+          for (int v = 0; v < 32; ++v) {
+            SetBit(o.sgn[0], Iq3SignBit(j, r, v), (in.signs[4 * j + v / 8] >> (v % 8)) & 1);
+          }
+          o.sc[j / 2][r] |= static_cast<uint8_t>(in.scales[j / 2] & (15 << (4 * (j % 2))));
+        }
+      });
+}
+void UnpackIQ3SRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
+  UnpackGroup<BlockIQ3_S, BlockIQ3_S_R16>(
+      src, n, dst, dst_stride, [](const BlockIQ3_S_R16& g, int r, BlockIQ3_S& out) {
+        for (int j = 0; j < 8; ++j) {
+          for (int i = 0; i < 8; ++i) {
+            out.qs[8 * j + i] = g.q[j][i / 4][4 * r + i % 4];
+            out.qh[j] |= static_cast<uint8_t>(GetBit(g.qh[j], 64 * (i / 4) + 4 * r + i % 4) << i);
+          }
+          for (int v = 0; v < 32; ++v) {
+            out.signs[4 * j + v / 8] |=
+                static_cast<uint8_t>(GetBit(g.sgn[0], Iq3SignBit(j, r, v)) << (v % 8));
+          }
+          out.scales[j / 2] |= static_cast<uint8_t>(g.sc[j / 2][r] & (15 << (4 * (j % 2))));
+        }
+      });
+}
+
 // IQ2_XS: group g of sub-block j holds qs[4 j + g] = 9-bit grid index | 7-bit sign index << 9.
-void RepackIq2xs(const void* src, size_t src_stride, int64_t n, void* dst) {
+void RepackIQ2XSRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
   RepackGroup<BlockIQ2_XS, BlockIQ2_XS_R16>(
       src, src_stride, n, dst, [](const BlockIQ2_XS& in, int r, BlockIQ2_XS_R16& o) {
         for (int j = 0; j < 8; ++j) {
@@ -205,7 +207,7 @@ void RepackIq2xs(const void* src, size_t src_stride, int64_t n, void* dst) {
         }
       });
 }
-void UnpackIq2xs(const void* src, int64_t n, void* dst, size_t dst_stride) {
+void UnpackIQ2XSRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
   UnpackGroup<BlockIQ2_XS, BlockIQ2_XS_R16>(
       src, n, dst, dst_stride, [](const BlockIQ2_XS_R16& g, int r, BlockIQ2_XS& out) {
         for (int j = 0; j < 8; ++j) {
@@ -222,7 +224,7 @@ void UnpackIq2xs(const void* src, int64_t n, void* dst, size_t dst_stride) {
 
 // IQ2_S: group g of sub-block j has index qs[4 j + g] | (qh[j] >> 2 g & 3) << 8 and the sign
 // byte qs[32 + 4 j + g].
-void RepackIq2s(const void* src, size_t src_stride, int64_t n, void* dst) {
+void RepackIQ2SRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
   RepackGroup<BlockIQ2_S, BlockIQ2_S_R16>(
       src, src_stride, n, dst, [](const BlockIQ2_S& in, int r, BlockIQ2_S_R16& o) {
         for (int j = 0; j < 8; ++j) {
@@ -237,7 +239,7 @@ void RepackIq2s(const void* src, size_t src_stride, int64_t n, void* dst) {
         }
       });
 }
-void UnpackIq2s(const void* src, int64_t n, void* dst, size_t dst_stride) {
+void UnpackIQ2SRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
   UnpackGroup<BlockIQ2_S, BlockIQ2_S_R16>(
       src, n, dst, dst_stride, [](const BlockIQ2_S_R16& g, int r, BlockIQ2_S& out) {
         for (int j = 0; j < 8; ++j) {
@@ -254,8 +256,6 @@ void UnpackIq2s(const void* src, int64_t n, void* dst, size_t dst_stride) {
       });
 }
 
-}  // namespace
-
 void RepackIQ2XXSRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
   Repack<Iq2Traits>(src, src_stride, n, dst);
 }
@@ -267,24 +267,6 @@ void RepackIQ3XXSRows16(const void* src, size_t src_stride, int64_t n, void* dst
 }
 void UnpackIQ3XXSRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
   Unpack<Iq3Traits>(src, n, dst, dst_stride);
-}
-void RepackIQ2XSRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
-  RepackIq2xs(src, src_stride, n, dst);
-}
-void UnpackIQ2XSRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
-  UnpackIq2xs(src, n, dst, dst_stride);
-}
-void RepackIQ2SRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
-  RepackIq2s(src, src_stride, n, dst);
-}
-void UnpackIQ2SRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
-  UnpackIq2s(src, n, dst, dst_stride);
-}
-void RepackIQ3SRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
-  RepackIq3s(src, src_stride, n, dst);
-}
-void UnpackIQ3SRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
-  UnpackIq3s(src, n, dst, dst_stride);
 }
 
 }  // namespace moesplit::quant
