@@ -191,8 +191,7 @@ std::string HybridBlocker(const engine::Model& model,
     }
     if (!device_has_kernel(t.type)) {
       return StrCat(t.name, " is ", TypeName(t.type),
-                    ", which the GPU kernels do not handle (q4_0, q5_0, q8_0, q4_K, q5_K, q6_K, "
-                    "f32, f16, bf16 they do)");
+                    ", which the GPU kernels do not handle (docs/GPU.md lists the types they do)");
     }
   }
   // The CUDA MLA kernels are written for DeepSeek's latent, 512 + 64 values a position (any

@@ -150,36 +150,11 @@ Status LaunchJob(const Job& j) {
 
 Status Dispatch(GgmlType type, const Job& j) {
   switch (type) {
-    case GgmlType::kQ4_0:
-      return LaunchJob<GgmlType::kQ4_0>(j);
-    case GgmlType::kQ5_0:
-      return LaunchJob<GgmlType::kQ5_0>(j);
-    case GgmlType::kQ4_1:
-      return LaunchJob<GgmlType::kQ4_1>(j);
-    case GgmlType::kQ5_1:
-      return LaunchJob<GgmlType::kQ5_1>(j);
-    case GgmlType::kQ8_0:
-      return LaunchJob<GgmlType::kQ8_0>(j);
-    case GgmlType::kQ4_K:
-      return LaunchJob<GgmlType::kQ4_K>(j);
-    case GgmlType::kQ5_K:
-      return LaunchJob<GgmlType::kQ5_K>(j);
-    case GgmlType::kQ6_K:
-      return LaunchJob<GgmlType::kQ6_K>(j);
-    case GgmlType::kQ2_K:
-      return LaunchJob<GgmlType::kQ2_K>(j);
-    case GgmlType::kQ3_K:
-      return LaunchJob<GgmlType::kQ3_K>(j);
-    case GgmlType::kIQ4_NL:
-      return LaunchJob<GgmlType::kIQ4_NL>(j);
-    case GgmlType::kIQ4_XS:
-      return LaunchJob<GgmlType::kIQ4_XS>(j);
-    case GgmlType::kF32:
-      return LaunchJob<GgmlType::kF32>(j);
-    case GgmlType::kF16:
-      return LaunchJob<GgmlType::kF16>(j);
-    case GgmlType::kBF16:
-      return LaunchJob<GgmlType::kBF16>(j);
+#define MOESPLIT_LAUNCH_CASE(T) \
+  case GgmlType::T:             \
+    return LaunchJob<GgmlType::T>(j);
+    MOESPLIT_HD_DECODABLE_TYPES(MOESPLIT_LAUNCH_CASE)
+#undef MOESPLIT_LAUNCH_CASE
     default:
       MOESPLIT_CHECK(false, "unreachable: ", TypeName(type));
       return Status::Ok();

@@ -10,6 +10,13 @@
 #define MOESPLIT_HD inline
 #endif
 
+// nvcc's unroll hint, in the device pass only (g++ warns about an unknown pragma).
+#if defined(__CUDA_ARCH__)
+#define MOESPLIT_HD_UNROLL _Pragma("unroll")
+#else
+#define MOESPLIT_HD_UNROLL
+#endif
+
 // Rounded-alone float arithmetic: each result is rounded on its own, as the CPU references round
 // it. nvcc contracts a * b + c into one FMA by default (a different number); __fmul_rn /
 // __fadd_rn / __fsub_rn are never contracted. On the host the project's default flags target

@@ -191,36 +191,11 @@ Status LaunchType(const GemvJob& j) {
 
 Status Dispatch(GgmlType type, const GemvJob& j) {
   switch (type) {
-    case GgmlType::kQ4_0:
-      return LaunchType<GgmlType::kQ4_0>(j);
-    case GgmlType::kQ5_0:
-      return LaunchType<GgmlType::kQ5_0>(j);
-    case GgmlType::kQ4_1:
-      return LaunchType<GgmlType::kQ4_1>(j);
-    case GgmlType::kQ5_1:
-      return LaunchType<GgmlType::kQ5_1>(j);
-    case GgmlType::kQ8_0:
-      return LaunchType<GgmlType::kQ8_0>(j);
-    case GgmlType::kQ4_K:
-      return LaunchType<GgmlType::kQ4_K>(j);
-    case GgmlType::kQ5_K:
-      return LaunchType<GgmlType::kQ5_K>(j);
-    case GgmlType::kQ6_K:
-      return LaunchType<GgmlType::kQ6_K>(j);
-    case GgmlType::kQ2_K:
-      return LaunchType<GgmlType::kQ2_K>(j);
-    case GgmlType::kQ3_K:
-      return LaunchType<GgmlType::kQ3_K>(j);
-    case GgmlType::kIQ4_NL:
-      return LaunchType<GgmlType::kIQ4_NL>(j);
-    case GgmlType::kIQ4_XS:
-      return LaunchType<GgmlType::kIQ4_XS>(j);
-    case GgmlType::kF32:
-      return LaunchType<GgmlType::kF32>(j);
-    case GgmlType::kF16:
-      return LaunchType<GgmlType::kF16>(j);
-    case GgmlType::kBF16:
-      return LaunchType<GgmlType::kBF16>(j);
+#define MOESPLIT_LAUNCH_CASE(T) \
+  case GgmlType::T:             \
+    return LaunchType<GgmlType::T>(j);
+    MOESPLIT_HD_DECODABLE_TYPES(MOESPLIT_LAUNCH_CASE)
+#undef MOESPLIT_LAUNCH_CASE
     default:
       MOESPLIT_CHECK(false, "unreachable: ", TypeName(type));
       return Status::Ok();

@@ -16,6 +16,7 @@
 //   Q3_K       256          110            8       (d * (s_k - 32)) * (q - 4 * !hbit)  (two)
 //   IQ4_NL      32           18            1       d * kIq4[q]
 //   IQ4_XS     256          136            8       (d * (s_j - 32)) * kIq4[q]
+//   IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, MXFP4: quant_iq_blocks_hd.h
 //   F32/F16/BF16  32 (a group of 32 elements) 128 / 64 / 64    1
 // so a warp lane (or a thread) decodes one unit with HdDecodeUnit<type>(block, j, out).
 //
@@ -32,12 +33,8 @@
 
 #include "core/base/dtype.h"
 #include "gpu_kernels/hd.h"
-
-#if defined(__CUDA_ARCH__)  // the device pass only: g++ warns about an unknown pragma
-#define MOESPLIT_HD_UNROLL _Pragma("unroll")
-#else
-#define MOESPLIT_HD_UNROLL
-#endif
+#include "gpu_kernels/hd_bits.h"
+#include "gpu_kernels/quant_iq_blocks_hd.h"
 
 namespace moesplit::gpu {
 
@@ -58,6 +55,7 @@ MOESPLIT_HD constexpr int HdBlockValues(GgmlType t) {
     case GgmlType::kQ5_1:
     case GgmlType::kQ8_0:
     case GgmlType::kIQ4_NL:
+    case GgmlType::kMXFP4:
       return 32;
     case GgmlType::kQ4_K:
     case GgmlType::kQ5_K:
@@ -65,6 +63,13 @@ MOESPLIT_HD constexpr int HdBlockValues(GgmlType t) {
     case GgmlType::kQ2_K:
     case GgmlType::kQ3_K:
     case GgmlType::kIQ4_XS:
+    case GgmlType::kIQ2_XXS:
+    case GgmlType::kIQ2_XS:
+    case GgmlType::kIQ2_S:
+    case GgmlType::kIQ3_XXS:
+    case GgmlType::kIQ3_S:
+    case GgmlType::kIQ1_S:
+    case GgmlType::kIQ1_M:
       return 256;
     default:
       return 0;
@@ -102,6 +107,22 @@ MOESPLIT_HD constexpr int HdBlockBytes(GgmlType t) {
       return 18;  // f16 d + 16 B 4-bit indices
     case GgmlType::kIQ4_XS:
       return 136;  // f16 d, 16-bit high scale bits, 4 B low scale nibbles, 128 B indices
+    case GgmlType::kIQ2_XXS:  // the lattice types and MXFP4: quant_iq_blocks_hd.h
+      return 66;
+    case GgmlType::kIQ2_XS:
+      return 74;
+    case GgmlType::kIQ2_S:
+      return 82;
+    case GgmlType::kIQ3_XXS:
+      return 98;
+    case GgmlType::kIQ3_S:
+      return 110;
+    case GgmlType::kIQ1_S:
+      return 50;
+    case GgmlType::kIQ1_M:
+      return 56;
+    case GgmlType::kMXFP4:
+      return 17;
     default:
       return 0;
   }
@@ -110,60 +131,18 @@ MOESPLIT_HD constexpr int HdBlockBytes(GgmlType t) {
 MOESPLIT_HD constexpr bool HdCanDecode(GgmlType t) { return HdBlockValues(t) != 0; }
 // The types above, for error messages.
 inline constexpr char kHdDecodableTypes[] =
-    "q4_0, q5_0, q4_1, q5_1, q8_0, iq4_nl, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs, f32, f16, bf16";
+    "q4_0, q5_0, q4_1, q5_1, q8_0, iq4_nl, mxfp4, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs, iq2_xxs, "
+    "iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m, f32, f16, bf16";
+
+// Every type above as X(enumerator): the one list that the dispatch switches (here, qgemv.cu,
+// dequant.cu) expand, so a new decoder is reached everywhere by one line.
+#define MOESPLIT_HD_DECODABLE_TYPES(X)                                                         \
+  X(kQ4_0)                                                                                     \
+  X(kQ5_0) X(kQ4_1) X(kQ5_1) X(kQ8_0) X(kIQ4_NL) X(kMXFP4) X(kQ2_K) X(kQ3_K) X(kQ4_K) X(kQ5_K) \
+      X(kQ6_K) X(kIQ4_XS) X(kIQ2_XXS) X(kIQ2_XS) X(kIQ2_S) X(kIQ3_XXS) X(kIQ3_S) X(kIQ1_S)     \
+          X(kIQ1_M) X(kF32) X(kF16) X(kBF16)
 MOESPLIT_HD constexpr bool HdIsPlainFloat(GgmlType t) {
   return t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Scalar helpers.
-// ---------------------------------------------------------------------------------------------
-MOESPLIT_HD float HdBitsToFloat(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-#endif
-}
-
-MOESPLIT_HD uint32_t HdFloatToBits(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-#endif
-}
-
-MOESPLIT_HD uint32_t HdLoadU16(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8;
-}
-MOESPLIT_HD uint32_t HdLoadU32(const uint8_t* p) { return HdLoadU16(p) | HdLoadU16(p + 2) << 16; }
-
-// IEEE half -> float, exact (every half is a float). Same cases as core/base/float16.h.
-MOESPLIT_HD float HdHalfToFloat(uint32_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1f) return HdBitsToFloat(sign | 0x7f800000u | (mant << 13));  // inf / nan
-  if (exp == 0) {
-    // Zero or subnormal: mant * 2^-24, exact (a normal float for mant > 0).
-    const float v = HdMul(static_cast<float>(mant), 1.0f / 16777216.0f);
-    return HdBitsToFloat(sign | HdFloatToBits(v));
-  }
-  return HdBitsToFloat(sign | ((exp + 112) << 23) | (mant << 13));  // rebias 15 -> 127
-}
-
-MOESPLIT_HD float HdBf16ToFloat(uint32_t b) { return HdBitsToFloat((b & 0xffffu) << 16); }
-
-// float -> bf16 bits, round to nearest even; NaN stays a quiet NaN (ggml_compute_fp32_to_bf16).
-MOESPLIT_HD uint16_t HdFloatToBf16(float f) {
-  const uint32_t u = HdFloatToBits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 64u);
-  return static_cast<uint16_t>((u + (0x7fffu + ((u >> 16) & 1u))) >> 16);
 }
 
 // Q4_K / Q5_K: 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes at q.
@@ -435,6 +414,22 @@ MOESPLIT_HD void HdDecodeUnit(const uint8_t* b, int j, float* out) {
     HdDecodeIQ4_NL(b, out);
   } else if constexpr (kType == GgmlType::kIQ4_XS) {
     HdDecodeIQ4_XS(b, j, out);
+  } else if constexpr (kType == GgmlType::kIQ2_XXS) {
+    HdDecodeIQ2_XXS(b, j, out);
+  } else if constexpr (kType == GgmlType::kIQ2_XS) {
+    HdDecodeIQ2_XS(b, j, out);
+  } else if constexpr (kType == GgmlType::kIQ2_S) {
+    HdDecodeIQ2_S(b, j, out);
+  } else if constexpr (kType == GgmlType::kIQ3_XXS) {
+    HdDecodeIQ3_XXS(b, j, out);
+  } else if constexpr (kType == GgmlType::kIQ3_S) {
+    HdDecodeIQ3_S(b, j, out);
+  } else if constexpr (kType == GgmlType::kIQ1_S) {
+    HdDecodeIQ1_S(b, j, out);
+  } else if constexpr (kType == GgmlType::kIQ1_M) {
+    HdDecodeIQ1_M(b, j, out);
+  } else if constexpr (kType == GgmlType::kMXFP4) {
+    HdDecodeMXFP4(b, out);
   } else if constexpr (kType == GgmlType::kF32) {
     HdDecodeF32(b, out);
   } else if constexpr (kType == GgmlType::kF16) {
@@ -447,55 +442,16 @@ MOESPLIT_HD void HdDecodeUnit(const uint8_t* b, int j, float* out) {
 
 // Runtime-dispatched form (host tests, cold paths). Returns false for a type HdCanDecode rejects.
 MOESPLIT_HD bool HdDecodeUnit(GgmlType t, const uint8_t* b, int j, float* out) {
+#define MOESPLIT_HD_DECODE_CASE(T)        \
+  case GgmlType::T:                       \
+    HdDecodeUnit<GgmlType::T>(b, j, out); \
+    return true;
   switch (t) {
-    case GgmlType::kQ4_0:
-      HdDecodeUnit<GgmlType::kQ4_0>(b, j, out);
-      return true;
-    case GgmlType::kQ5_0:
-      HdDecodeUnit<GgmlType::kQ5_0>(b, j, out);
-      return true;
-    case GgmlType::kQ4_1:
-      HdDecodeUnit<GgmlType::kQ4_1>(b, j, out);
-      return true;
-    case GgmlType::kQ5_1:
-      HdDecodeUnit<GgmlType::kQ5_1>(b, j, out);
-      return true;
-    case GgmlType::kQ8_0:
-      HdDecodeUnit<GgmlType::kQ8_0>(b, j, out);
-      return true;
-    case GgmlType::kQ4_K:
-      HdDecodeUnit<GgmlType::kQ4_K>(b, j, out);
-      return true;
-    case GgmlType::kQ5_K:
-      HdDecodeUnit<GgmlType::kQ5_K>(b, j, out);
-      return true;
-    case GgmlType::kQ6_K:
-      HdDecodeUnit<GgmlType::kQ6_K>(b, j, out);
-      return true;
-    case GgmlType::kQ2_K:
-      HdDecodeUnit<GgmlType::kQ2_K>(b, j, out);
-      return true;
-    case GgmlType::kQ3_K:
-      HdDecodeUnit<GgmlType::kQ3_K>(b, j, out);
-      return true;
-    case GgmlType::kIQ4_NL:
-      HdDecodeUnit<GgmlType::kIQ4_NL>(b, j, out);
-      return true;
-    case GgmlType::kIQ4_XS:
-      HdDecodeUnit<GgmlType::kIQ4_XS>(b, j, out);
-      return true;
-    case GgmlType::kF32:
-      HdDecodeUnit<GgmlType::kF32>(b, j, out);
-      return true;
-    case GgmlType::kF16:
-      HdDecodeUnit<GgmlType::kF16>(b, j, out);
-      return true;
-    case GgmlType::kBF16:
-      HdDecodeUnit<GgmlType::kBF16>(b, j, out);
-      return true;
+    MOESPLIT_HD_DECODABLE_TYPES(MOESPLIT_HD_DECODE_CASE)
     default:
       return false;
   }
+#undef MOESPLIT_HD_DECODE_CASE
 }
 
 // One element of a plain float row (any alignment): element i of the row at p.

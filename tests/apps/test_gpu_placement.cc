@@ -235,7 +235,7 @@ TEST(HybridSplit, DefaultIsExpertsOnTheCpuAndOtherSplitsAreRefused) {
 
 // With a GPU, `--device auto` runs the CPU pass on a model the hybrid pass cannot run, saying
 // why: the first tensor the GPU would get whose type has no kernel (ds-tiny's output head is
-// q6_K; an IQ2_XXS file's attention iq2_xxs), or the architecture (HybridForward::CheckModel).
+// q6_K; a TQ1_0 file's attention tq1_0), or the architecture (HybridForward::CheckModel).
 TEST(HybridSplit, BlockerNamesTheFirstTensorWithoutAGpuKernel) {
   MOESPLIT_REQUIRE_TESTDATA();
   std::unique_ptr<engine::Model> model = engine::Model::Load(TinyRun().model).value();
@@ -252,11 +252,14 @@ TEST(HybridSplit, BlockerNamesTheFirstTensorWithoutAGpuKernel) {
   EXPECT_FALSE(CudaHasKernel(GgmlType::kQ4_K));
 #else
   // Q5_1: the first dense ffn_down of the ds-v2-lite IQ4_XS / Q3_K_M mixes (Q5_K's fallback).
+  // The lattice types and MXFP4: llama.cpp's IQ mixes put them on attention.
   for (GgmlType t : {GgmlType::kQ4_K, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kIQ4_NL,
-                     GgmlType::kIQ4_XS, GgmlType::kQ5_1, GgmlType::kQ4_1}) {
+                     GgmlType::kIQ4_XS, GgmlType::kQ5_1, GgmlType::kQ4_1, GgmlType::kIQ2_XXS,
+                     GgmlType::kIQ2_XS, GgmlType::kIQ2_S, GgmlType::kIQ3_XXS, GgmlType::kIQ3_S,
+                     GgmlType::kIQ1_S, GgmlType::kIQ1_M, GgmlType::kMXFP4}) {
     EXPECT_TRUE(CudaHasKernel(t)) << TypeName(t);
   }
-  EXPECT_FALSE(CudaHasKernel(GgmlType::kIQ2_XXS));
+  EXPECT_FALSE(CudaHasKernel(GgmlType::kTQ1_0));
 #endif
 }
 

@@ -100,9 +100,9 @@ TEST(GpuConvertF32ToBf16, RoundsLikeTheCpu) {
 
 // Argument errors are found before any CUDA call: these run without a GPU.
 TEST(GpuDequantArgs, RejectsBadArguments) {
-  Status s = DequantizeRowsToBf16(GgmlType::kIQ2_XXS, nullptr, 4, 256, 0, 4, nullptr, nullptr);
+  Status s = DequantizeRowsToBf16(GgmlType::kTQ1_0, nullptr, 4, 256, 0, 4, nullptr, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("iq2_xxs"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("tq1_0"), std::string::npos) << s.ToString();
   s = DequantizeRowsToBf16(GgmlType::kQ5_K, nullptr, 4, 300, 0, 4, nullptr, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("cols = 300"), std::string::npos) << s.ToString();
@@ -114,7 +114,7 @@ TEST(GpuDequantArgs, RejectsBadArguments) {
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(CheckDequantizeRowsArgs(GgmlType::kF16, 4, 50, 1, 1, misaligned).ok());
 
-  s = GetRows(GgmlType::kIQ2_XXS, nullptr, 256, nullptr, 1, nullptr, nullptr);
+  s = GetRows(GgmlType::kTQ1_0, nullptr, 256, nullptr, 1, nullptr, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   s = GetRows(GgmlType::kQ6_K, nullptr, 255, nullptr, 1, nullptr, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);

@@ -79,9 +79,9 @@ INSTANTIATE_TEST_SUITE_P(GpuQuant, QuantGemm, ::testing::ValuesIn(kGpuQuantTypes
 
 // Argument errors are found before any CUDA call: these run without a GPU.
 TEST(QuantGemmArgs, RejectsBadArguments) {
-  Status s = GemmContext::CheckArgs(GgmlType::kIQ2_XXS, 4, 256, 1);
+  Status s = GemmContext::CheckArgs(GgmlType::kTQ1_0, 4, 256, 1);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("iq2_xxs"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("tq1_0"), std::string::npos) << s.ToString();
   s = GemmContext::CheckArgs(GgmlType::kQ4_K, 4, 200, 1);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("cols = 200"), std::string::npos) << s.ToString();

@@ -228,8 +228,8 @@ TEST(QGemvBatchedArgs, RejectsOverlappingOutputRows) {
 TEST(QGemvBatchedArgs, CommonChecksNameTheBatchedCall) {
   ExpectInvalid(CheckQuantGemvBatchedArgs(GgmlType::kQ4_K, 4, 128, 2, nullptr, 128, 128, 1, 4, 4),
                 "cols = 128");
-  ExpectInvalid(CheckQuantGemvBatchedArgs(GgmlType::kIQ2_XXS, 4, 256, 2, nullptr, 256, 256, 1, 4, 4),
-                "iq2_xxs");
+  ExpectInvalid(CheckQuantGemvBatchedArgs(GgmlType::kTQ1_0, 4, 256, 2, nullptr, 256, 256, 1, 4, 4),
+                "tq1_0");
   ExpectInvalid(Check(2, 9, 128, 128, 4096, 512), "n_tok = 9");
   // The launcher returns the same errors before touching the GPU.
   ExpectInvalid(QuantGemvBatched(GgmlType::kQ8_0, nullptr, 512, 128, 0, nullptr, 128, 128, 1,

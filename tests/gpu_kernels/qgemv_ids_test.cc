@@ -210,8 +210,8 @@ TEST(QGemvIdsArgs, RejectsPairCountsXDivAndNullIds) {
 }
 
 TEST(QGemvIdsArgs, CommonChecksNameTheIdsCall) {
-  ExpectInvalid(CheckQuantGemvIdsArgs(GgmlType::kIQ2_XXS, 4, 256, 8, FakeIds(), 8, nullptr, 1),
-                "iq2_xxs");
+  ExpectInvalid(CheckQuantGemvIdsArgs(GgmlType::kTQ1_0, 4, 256, 8, FakeIds(), 8, nullptr, 1),
+                "tq1_0");
   ExpectInvalid(CheckQuantGemvIdsArgs(GgmlType::kQ4_K, 4, 128, 8, FakeIds(), 8, nullptr, 1),
                 "cols = 128");
   ExpectInvalid(CheckQuantGemvIdsArgs(GgmlType::kQ8_0, 0, 64, 8, FakeIds(), 8, nullptr, 1),

@@ -78,10 +78,12 @@ INSTANTIATE_TEST_SUITE_P(GpuQuant, QGemv, ::testing::ValuesIn(kGpuQuantTypes),
 
 // Argument errors are found before any CUDA call: these run without a GPU.
 TEST(QGemvArgs, RejectsUnsupportedType) {
-  const Status s = QuantGemv(GgmlType::kIQ2_XXS, nullptr, 4, 256, nullptr, 1, nullptr, nullptr);
+  const Status s = QuantGemv(GgmlType::kTQ1_0, nullptr, 4, 256, nullptr, 1, nullptr, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("iq2_xxs"), std::string::npos) << s.ToString();
-  EXPECT_FALSE(QuantGemvSupports(GgmlType::kMXFP4));
+  EXPECT_NE(s.message().find("tq1_0"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(QuantGemvSupports(GgmlType::kQ4_K_R16));  // moesplit's CPU layouts stay there
+  EXPECT_TRUE(QuantGemvSupports(GgmlType::kMXFP4));
+  EXPECT_TRUE(QuantGemvSupports(GgmlType::kIQ1_M));
   EXPECT_TRUE(QuantGemvSupports(GgmlType::kQ5_1));
   EXPECT_TRUE(QuantGemvSupports(GgmlType::kQ6_K));
 }

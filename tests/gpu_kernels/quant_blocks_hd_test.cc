@@ -21,12 +21,12 @@
 namespace moesplit::gpu {
 namespace {
 
-constexpr GgmlType kTypes[] = {GgmlType::kQ4_0,   GgmlType::kQ5_0,  GgmlType::kQ4_1,
-                               GgmlType::kQ5_1,   GgmlType::kQ8_0,
-                               GgmlType::kIQ4_NL, GgmlType::kQ2_K,  GgmlType::kQ3_K,
-                               GgmlType::kQ4_K,   GgmlType::kQ5_K,  GgmlType::kQ6_K,
-                               GgmlType::kIQ4_XS,
-                               GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16};
+constexpr GgmlType kTypes[] = {
+    GgmlType::kQ4_0,   GgmlType::kQ5_0,    GgmlType::kQ4_1,   GgmlType::kQ5_1,    GgmlType::kQ8_0,
+    GgmlType::kIQ4_NL, GgmlType::kMXFP4,   GgmlType::kQ2_K,   GgmlType::kQ3_K,    GgmlType::kQ4_K,
+    GgmlType::kQ5_K,   GgmlType::kQ6_K,    GgmlType::kIQ4_XS, GgmlType::kIQ2_XXS, GgmlType::kIQ2_XS,
+    GgmlType::kIQ2_S,  GgmlType::kIQ3_XXS, GgmlType::kIQ3_S,  GgmlType::kIQ1_S,   GgmlType::kIQ1_M,
+    GgmlType::kF32,    GgmlType::kF16,     GgmlType::kBF16};
 
 // Decodes a whole row of n values unit by unit, into a NaN-poisoned buffer.
 std::vector<float> DecodeRow(GgmlType t, const std::vector<uint8_t>& bytes, int64_t n) {
@@ -76,10 +76,12 @@ TEST(QuantBlocksHd, GeometryMatchesGgml) {
     EXPECT_EQ(bv % kUnitValues, 0) << tr.name;
     EXPECT_EQ(RowBytes(t, bv), HdBlockBytes(t)) << tr.name;
   }
-  EXPECT_FALSE(HdCanDecode(GgmlType::kIQ2_XXS));
-  EXPECT_FALSE(HdCanDecode(GgmlType::kMXFP4));
-  float out[32];
-  EXPECT_FALSE(HdDecodeUnit(GgmlType::kIQ1_S, nullptr, 0, out));
+  // Types no GGUF weight of a DeepSeek file has, and moesplit's own repacked layouts.
+  for (GgmlType t : {GgmlType::kQ8_K, GgmlType::kTQ1_0, GgmlType::kNVFP4, GgmlType::kQ4_K_R16}) {
+    EXPECT_FALSE(HdCanDecode(t)) << TypeName(t);
+    float out[32];
+    EXPECT_FALSE(HdDecodeUnit(t, nullptr, 0, out)) << TypeName(t);
+  }
 }
 
 TEST(QuantBlocksHd, HalfToFloatAllBitPatterns) {
@@ -121,6 +123,9 @@ TEST(QuantBlocksHd, QuantizedRowsMatchReference) {
   std::mt19937 rng(1234);
   const int64_t n = 1024;
   for (GgmlType t : kTypes) {
+    // IQ2_XS, IQ2_S and the IQ3 family have no quantizer here: random bytes and extreme scales
+    // below cover them, and test_gpu_kernels_emu runs llama.cpp-shaped blocks of every type.
+    if (!quant::CanQuantize(t)) continue;
     for (float scale : {1e-6f, 0.02f, 1.0f, 300.0f}) {
       for (int rep = 0; rep < 8; ++rep) {
         std::vector<float> src = RandomRow(rng, n, scale);
@@ -174,7 +179,7 @@ ScaleFields FieldsOf(GgmlType t) {
     case GgmlType::kQ3_K:
       return {108, -1};
     default:
-      return {0, -1};  // legacy blocks, IQ4_NL, IQ4_XS
+      return {0, -1};  // legacy blocks, IQ4_NL, IQ4_XS, the lattice types but IQ1_M
   }
 }
 
@@ -190,7 +195,9 @@ TEST(QuantBlocksHd, ExtremeScalesMatchReference) {
                               0x0000, 0xfbff, 0x7c00, 0x7e00, 0x3c00, 0xc100};
   std::mt19937 rng(5);
   for (GgmlType t : kTypes) {
-    if (HdIsPlainFloat(t)) continue;
+    // MXFP4's scale is a byte exponent (every value: Mxfp4Exponents); IQ1_M's f16 is spread
+    // over four nibbles (Iq1mSpreadScale).
+    if (HdIsPlainFloat(t) || t == GgmlType::kMXFP4 || t == GgmlType::kIQ1_M) continue;
     const ScaleFields f = FieldsOf(t);
     const int bb = HdBlockBytes(t);
     const int nh = static_cast<int>(std::size(kHalves));
@@ -217,9 +224,47 @@ TEST(QuantBlocksHd, ExtremeScalesMatchReference) {
       if (t == GgmlType::kIQ4_XS && i % 3 != 2) {
         for (int s = 2; s < 8; ++s) blk[s] = i % 3 ? 0x00 : 0xff;  // every scale -32 / 31
       }
+      if (t == GgmlType::kIQ2_XXS && i % 3 == 0) {
+        for (int s = 0; s < 8; ++s) blk[2 + 8 * s + 7] |= 0xF0;  // every scale 15
+      }
+      if ((t == GgmlType::kIQ2_XS || t == GgmlType::kIQ2_S) && i % 3 == 0) {
+        for (int s = 0; s < 8; ++s) blk[bb - 8 + s] = 0xff;  // every scale 15
+      }
+      if (t == GgmlType::kIQ3_S && i % 3 == 0) {
+        for (int s = 0; s < 4; ++s) blk[106 + s] = 0xff;  // every scale 15
+      }
     }
     ExpectSameBits(t, bytes, blocks * HdBlockValues(t), "extreme scales");
   }
+}
+
+// Every E8M0 exponent of MXFP4 (subnormal 2^-128 / 2^-127 at 0 and 1, 2^127 at 255) with
+// random codes.
+TEST(QuantBlocksHd, Mxfp4Exponents) {
+  std::mt19937 rng(11);
+  std::vector<uint8_t> bytes(256 * 17);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+  for (int e = 0; e < 256; ++e) bytes[17 * e] = static_cast<uint8_t>(e);
+  ExpectSameBits(GgmlType::kMXFP4, bytes, 256 * 32, "every exponent");
+}
+
+// IQ1_M's super-scale is the top nibbles of its four scale words: the extreme halves spread
+// there, with random codes and 3-bit scales.
+TEST(QuantBlocksHd, Iq1mSpreadScale) {
+  const uint16_t kHalves[] = {0x7bff, 0x0400, 0x03ff, 0x0001, 0x8001, 0x8000,
+                              0x0000, 0xfbff, 0x7c00, 0x7e00, 0x3c00, 0xc100};
+  std::mt19937 rng(13);
+  const int nh = static_cast<int>(std::size(kHalves));
+  std::vector<uint8_t> bytes(static_cast<size_t>(nh) * 56);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+  for (int i = 0; i < nh; ++i) {
+    uint8_t* scales = bytes.data() + 56 * i + 48;  // 4 little-endian u16 words
+    for (int w = 0; w < 4; ++w) {
+      const int nibble = (kHalves[i] >> (4 * w)) & 0xF;
+      scales[2 * w + 1] = static_cast<uint8_t>((scales[2 * w + 1] & 0x0F) | nibble << 4);
+    }
+  }
+  ExpectSameBits(GgmlType::kIQ1_M, bytes, nh * 256, "spread scales");
 }
 
 TEST(QuantBlocksHd, PlainFloatElements) {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/base/float16.h"
@@ -24,6 +25,7 @@
 #include "core/gguf/gguf_writer.h"
 #include "core/synth/model_spec.h"
 #include "core/synth/model_writer.h"
+#include "cpu_kernels/quant/quant.h"
 #include "tests/core/engine/hybrid_session.h"
 #include "tests/core/engine/logits_util.h"
 #include "tests/testdata.h"
@@ -106,6 +108,47 @@ std::string SharpenedCopy(const std::string& src, std::initializer_list<const ch
   return path;
 }
 
+// A copy of the F16 model at `src` with every weight whose name contains retype[i].first
+// requantized to retype[i].second (the first match wins; rows not a multiple of 256 stay F16).
+std::string RequantizedCopy(const std::string& src,
+                            std::initializer_list<std::pair<const char*, GgmlType>> retype) {
+  const std::string path = src + ".requant.gguf";
+  std::unique_ptr<gguf::GgufFile> in = gguf::GgufFile::Open(src).value();
+  auto target = [&](const gguf::TensorInfo& t) {
+    for (const auto& [part, type] : retype) {
+      if (t.name.find(part) != std::string::npos && t.type == GgmlType::kF16 && t.n_dims >= 2 &&
+          t.ne[0] % 256 == 0) {
+        return type;
+      }
+    }
+    return t.type;
+  };
+  gguf::GgufWriter w(path);
+  for (const gguf::KeyValue& kv : in->metadata()) w.AddKeyValue(kv.key, kv.value);
+  for (const gguf::TensorInfo& t : in->tensors()) {
+    w.AddTensor(t.name, target(t), std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims));
+  }
+  EXPECT_TRUE(w.Begin().ok());
+  for (const gguf::TensorInfo& t : in->tensors()) {
+    const GgmlType to = target(t);
+    if (to == t.type) {
+      EXPECT_TRUE(w.WriteTensorData(t.data, t.nbytes).ok());
+      continue;
+    }
+    const int64_t cols = t.ne[0], rows = t.NumElements() / cols;
+    std::vector<float> row(cols);
+    std::vector<uint32_t> q((RowBytes(to, cols) + 3) / 4);  // 4-byte aligned for QuantizeRow
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto* h = reinterpret_cast<const uint16_t*>(t.data) + r * cols;
+      for (int64_t c = 0; c < cols; ++c) row[c] = Fp16ToFp32(h[c]);
+      quant::QuantizeRow(to, row.data(), q.data(), cols);
+      EXPECT_TRUE(w.WriteTensorData(q.data(), RowBytes(to, cols)).ok());
+    }
+  }
+  EXPECT_TRUE(w.Finish().ok());
+  return path;
+}
+
 // The hybrid pass on the emulated device against the CPU pass (itself checked against
 // llama.cpp): a prompt as one batch, then decode steps; reference vs quantized arithmetic and an
 // f16 vs f32 cache, so close, not equal.
@@ -159,6 +202,34 @@ TEST(HybridEmu, SharpLegacyLayoutAgreesWithTheCpuPass) {
   const std::string sharp = SharpenedCopy(path, {"attn_q_b", "attn_kv_a_mqa", "attn_kv_b"});
   CheckAgainstCpu(sharp, ExpertHome::kCpu);
   std::remove(sharp.c_str());
+  std::remove(path.c_str());
+}
+
+// Lattice types and MXFP4 on the device's decoders, as llama.cpp's IQ mixes put them on
+// attention and shared experts (llama-quantize IQ2_XS / IQ3_XXS leave most attention matrices
+// in the file's lattice type): the F16 model's attention IQ2_XXS, its shared experts IQ1_M, its
+// dense FFN IQ1_S and its routed experts MXFP4, with the experts in device memory too.
+TEST(HybridEmu, DsTinyStructureLatticeTypesAgreeWithTheCpuPass) {
+  MOESPLIT_SKIP_UNDER_SANITIZER();
+  const std::string f16 = WriteMla576("ds-tiny", "ds-tiny-576-lattice", synth::QuantMix::kF16);
+  const std::string path = RequantizedCopy(f16, {{"attn_", GgmlType::kIQ2_XXS},
+                                                 {"shexp", GgmlType::kIQ1_M},
+                                                 {"_exps", GgmlType::kMXFP4},
+                                                 {"ffn_", GgmlType::kIQ1_S}});
+  std::remove(f16.c_str());
+  {
+    std::unique_ptr<gguf::GgufFile> f = gguf::GgufFile::Open(path).value();
+    int n[4] = {};
+    for (const gguf::TensorInfo& t : f->tensors()) {
+      n[0] += t.type == GgmlType::kIQ2_XXS;
+      n[1] += t.type == GgmlType::kIQ1_M;
+      n[2] += t.type == GgmlType::kMXFP4;
+      n[3] += t.type == GgmlType::kIQ1_S;
+    }
+    for (int i = 0; i < 4; ++i) EXPECT_GT(n[i], 0) << "type " << i << " missing from the copy";
+  }
+  CheckAgainstCpu(path, ExpertHome::kCpu);
+  CheckAgainstCpu(path, ExpertHome::kDevice);
   std::remove(path.c_str());
 }
 

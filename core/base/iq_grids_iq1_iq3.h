@@ -1,15 +1,19 @@
 // Pure data: the IQ3 lattices iq3xxs_grid, iq3s_grid and the IQ1 lattice iq1s_grid (its uint64
 // form), transcribed from ggml's ggml/src/ggml-common.h (ggml-org/ggml d99724f2b141). Shapes
-// and byte values: iq_grids.h. The entry counts are part of the declarations there, so a
-// missing or extra entry does not compile; quant_iq_grids_test.cc checks the byte values, and
-// quant_oracle_test.cc decodes ggml's own blocks through them.
-#include "cpu_kernels/quant/iq_grids.h"
+// and byte values: iq_grid.h. The entry counts are part of the types, so an extra entry does
+// not compile; quant_iq_grids_test.cc checks the byte values (a missing entry reads 0 there),
+// and quant_oracle_test.cc decodes ggml's own blocks through them.
+#pragma once
 
-namespace moesplit::quant::internal {
+#include <cstdint>
+
+#include "core/base/iq_grid.h"
+
+namespace moesplit {
 
 // iq3xxs_grid (ggml-common.h): 256 entries of 4 bytes, each byte one of 4, 12, 20, 28, 36, 44,
 // 52, 62 (value j of a 4-value group is byte j).
-const uint32_t kIq3XxsGrid[256] = {
+inline constexpr IqGrid<uint32_t, 256> kIq3XxsGridData = {{
     0x04040404, 0x04040414, 0x04040424, 0x04040c0c, 0x04040c1c, 0x04040c3e, 0x04041404, 0x04041414,
     0x04041c0c, 0x04042414, 0x04043e1c, 0x04043e2c, 0x040c040c, 0x040c041c, 0x040c0c04, 0x040c0c14,
     0x040c140c, 0x040c142c, 0x040c1c04, 0x040c1c14, 0x040c240c, 0x040c2c24, 0x040c3e04, 0x04140404,
@@ -42,10 +46,10 @@ const uint32_t kIq3XxsGrid[256] = {
     0x34341c1c, 0x343e041c, 0x343e140c, 0x3e04041c, 0x3e04042c, 0x3e04043e, 0x3e040c04, 0x3e041c14,
     0x3e042c14, 0x3e0c1434, 0x3e0c2404, 0x3e140c14, 0x3e14242c, 0x3e142c14, 0x3e1c0404, 0x3e1c0c2c,
     0x3e1c1c1c, 0x3e1c3404, 0x3e24140c, 0x3e24240c, 0x3e2c0404, 0x3e2c0414, 0x3e2c1424, 0x3e341c04,
-};
+}};
 
 // iq3s_grid (ggml-common.h): 512 entries of 4 bytes, each byte one of 1, 3, 5, .., 15.
-const uint32_t kIq3SGrid[512] = {
+inline constexpr IqGrid<uint32_t, 512> kIq3SGridData = {{
     0x01010101, 0x01010103, 0x01010105, 0x0101010b, 0x0101010f, 0x01010301, 0x01010303, 0x01010305,
     0x01010309, 0x0101030d, 0x01010501, 0x01010503, 0x0101050b, 0x01010707, 0x01010901, 0x01010905,
     0x0101090b, 0x0101090f, 0x01010b03, 0x01010b07, 0x01010d01, 0x01010d05, 0x01010f03, 0x01010f09,
@@ -110,10 +114,10 @@ const uint32_t kIq3SGrid[512] = {
     0x0f030509, 0x0f030907, 0x0f03090b, 0x0f050103, 0x0f050109, 0x0f050301, 0x0f05030d, 0x0f050503,
     0x0f050701, 0x0f050b03, 0x0f070105, 0x0f070705, 0x0f07070b, 0x0f070b07, 0x0f090103, 0x0f09010b,
     0x0f090307, 0x0f090501, 0x0f090b01, 0x0f0b0505, 0x0f0b0905, 0x0f0d0105, 0x0f0d0703, 0x0f0f0101,
-};
+}};
 
 // iq1s_grid (ggml-common.h): 2048 entries of 8 signed bytes, each -1 (0xff), 0 or +1.
-const uint64_t kIq1SGrid[2048] = {
+inline constexpr IqGrid<uint64_t, 2048> kIq1SGridData = {{
     0xffffffffffffffff, 0xffffffffffffff01, 0xffffffffffff0000, 0xffffffffffff01ff,
     0xffffffffffff0101, 0xffffffffff00ff00, 0xffffffffff000000, 0xffffffffff01ffff,
     0xffffffffff01ff01, 0xffffffffff0101ff, 0xffffffffff010101, 0xffffffff00ff0000,
@@ -626,7 +630,6 @@ const uint64_t kIq1SGrid[2048] = {
     0x010101010000ff00, 0x01010101000000ff, 0x0101010100000001, 0x0101010101ffffff,
     0x0101010101ffff01, 0x0101010101ff01ff, 0x0101010101ff0101, 0x0101010101000000,
     0x010101010101ffff, 0x010101010101ff01, 0x01010101010101ff, 0x0101010101010101,
-};
+}};
 
-
-}  // namespace moesplit::quant::internal
+}  // namespace moesplit

@@ -1,15 +1,19 @@
 // Pure data: the IQ2 lattices iq2xxs_grid, iq2xs_grid and iq2s_grid, transcribed from ggml's
-// ggml/src/ggml-common.h (ggml-org/ggml d99724f2b141). Shapes and byte values: iq_grids.h.
-// The entry counts are part of the declarations there, so a missing or extra entry does not
-// compile; quant_iq_grids_test.cc checks the byte values, and quant_oracle_test.cc decodes
-// ggml's own blocks through them.
-#include "cpu_kernels/quant/iq_grids.h"
+// ggml/src/ggml-common.h (ggml-org/ggml d99724f2b141). Shapes and byte values: iq_grid.h.
+// The entry counts are part of the types, so an extra entry does not compile;
+// quant_iq_grids_test.cc checks the byte values (a missing entry reads 0 there), and
+// quant_oracle_test.cc decodes ggml's own blocks through them.
+#pragma once
 
-namespace moesplit::quant::internal {
+#include <cstdint>
+
+#include "core/base/iq_grid.h"
+
+namespace moesplit {
 
 // iq2xxs_grid (ggml-common.h): 256 entries of 8 bytes, each byte one of the magnitudes 8, 25, 43
 // (value j of an 8-value group is byte j, little-endian).
-const uint64_t kIq2XxsGrid[256] = {
+inline constexpr IqGrid<uint64_t, 256> kIq2XxsGridData = {{
     0x0808080808080808, 0x080808080808082b, 0x0808080808081919, 0x0808080808082b08,
     0x0808080808082b2b, 0x0808080808190819, 0x0808080808191908, 0x08080808082b0808,
     0x08080808082b082b, 0x08080808082b2b08, 0x08080808082b2b2b, 0x0808080819080819,
@@ -74,10 +78,10 @@ const uint64_t kIq2XxsGrid[256] = {
     0x2b19190819081908, 0x2b19191919190819, 0x2b192b082b080819, 0x2b192b19082b0808,
     0x2b2b08080808082b, 0x2b2b080819190808, 0x2b2b08082b081919, 0x2b2b081908082b19,
     0x2b2b082b08080808, 0x2b2b190808192b08, 0x2b2b2b0819190808, 0x2b2b2b1908081908,
-};
+}};
 
 // iq2xs_grid (ggml-common.h): 512 entries of 8 bytes, magnitudes 8, 25, 43.
-const uint64_t kIq2XsGrid[512] = {
+inline constexpr IqGrid<uint64_t, 512> kIq2XsGridData = {{
     0x0808080808080808, 0x080808080808082b, 0x0808080808081919, 0x0808080808082b08,
     0x0808080808082b2b, 0x0808080808190819, 0x0808080808191908, 0x080808080819192b,
     0x0808080808192b19, 0x08080808082b0808, 0x08080808082b082b, 0x08080808082b1919,
@@ -206,10 +210,10 @@ const uint64_t kIq2XsGrid[512] = {
     0x2b2b2b08082b0808, 0x2b2b2b08082b082b, 0x2b2b2b08082b2b08, 0x2b2b2b082b2b0808,
     0x2b2b2b082b2b2b08, 0x2b2b2b1908081908, 0x2b2b2b192b081908, 0x2b2b2b192b08192b,
     0x2b2b2b2b082b2b08, 0x2b2b2b2b082b2b2b, 0x2b2b2b2b2b190819, 0x2b2b2b2b2b2b2b2b,
-};
+}};
 
 // iq2s_grid (ggml-common.h): 1024 entries of 8 bytes, magnitudes 8, 25, 43.
-const uint64_t kIq2SGrid[1024] = {
+inline constexpr IqGrid<uint64_t, 1024> kIq2SGridData = {{
     0x0808080808080808, 0x080808080808082b, 0x0808080808081919, 0x0808080808082b08,
     0x0808080808082b2b, 0x0808080808190819, 0x0808080808191908, 0x080808080819192b,
     0x0808080808192b19, 0x08080808082b0808, 0x08080808082b082b, 0x08080808082b1919,
@@ -466,7 +470,6 @@ const uint64_t kIq2SGrid[1024] = {
     0x2b2b2b0808082b2b, 0x2b2b2b08082b2b08, 0x2b2b2b082b2b082b, 0x2b2b2b1919191908,
     0x2b2b2b192b08192b, 0x2b2b2b2b08082b08, 0x2b2b2b2b08082b2b, 0x2b2b2b2b082b0808,
     0x2b2b2b2b082b082b, 0x2b2b2b2b082b2b08, 0x2b2b2b2b2b082b08, 0x2b2b2b2b2b2b2b2b,
-};
+}};
 
-
-}  // namespace moesplit::quant::internal
+}  // namespace moesplit
