@@ -63,13 +63,14 @@ constexpr RowKernels kKernels[] = {
     {T::kQ8_K, in::DequantQ8_K, in::QuantQ8_K, 4},
     {T::kIQ4_NL, in::DequantIQ4_NL, in::QuantIQ4_NL, 2},
     {T::kIQ4_XS, in::DequantIQ4_XS, in::QuantIQ4_XS, 2},
-    // Decode only (see kDecodeOnly): no compute kernel. IQ2_XXS, IQ1_S and IQ1_M have a
-    // reference quantizer (flat importance matrix) so that make-model can write them.
+    // The lattice types and MXFP4 (see kDecodeOnly). Their reference quantizers follow ggml's
+    // with a flat importance matrix (IQ3_S, MXFP4: without one), so that make-model can write
+    // them (quant_iq2.cc, quant_iq23.cc, quant_iq1.cc).
     {T::kIQ2_XXS, in::DequantIQ2_XXS, in::QuantIQ2_XXS, 2},
-    {T::kIQ2_XS, in::DequantIQ2_XS, nullptr, 2},
-    {T::kIQ2_S, in::DequantIQ2_S, nullptr, 2},
-    {T::kIQ3_XXS, in::DequantIQ3_XXS, nullptr, 2},
-    {T::kIQ3_S, in::DequantIQ3_S, nullptr, 2},
+    {T::kIQ2_XS, in::DequantIQ2_XS, in::QuantIQ2_XS, 2},
+    {T::kIQ2_S, in::DequantIQ2_S, in::QuantIQ2_S, 2},
+    {T::kIQ3_XXS, in::DequantIQ3_XXS, in::QuantIQ3_XXS, 2},
+    {T::kIQ3_S, in::DequantIQ3_S, in::QuantIQ3_S, 2},
     {T::kIQ1_S, in::DequantIQ1_S, in::QuantIQ1_S, 2},
     {T::kIQ1_M, in::DequantIQ1_M, in::QuantIQ1_M, 1},
     {T::kMXFP4, in::DequantMXFP4, in::QuantMXFP4, 1},

@@ -1,67 +1,67 @@
 // Grid-neighbour maps of the lattice quantizers (quant_iq_lattice.h).
 //
-// The distance between a key and an entry is sum_j (l_j - e_j)^2 over the 8 levels. ggml
+// The distance between a key and an entry is sum_j (l_j - e_j)^2 over the group's levels. ggml
 // measures it between the odd numbers 2l + 1 (i.e. 4x this) and sorts all entries by (distance,
 // index); an off-grid key then keeps every entry up to and including its nwant-th distinct
-// distance. The same order comes out of bucketing by distance (at most 8 * 2^2 = 32 here) and
-// walking the entries in index order inside each bucket, without the sort.
+// distance. The same order comes out of bucketing by distance and walking the entries in index
+// order inside each bucket, without the sort.
 #include "cpu_kernels/quant/quant_iq_lattice.h"
 
+#include <algorithm>
 #include <cfloat>
-
-#include <array>
 
 #include "core/base/status.h"
 #include "cpu_kernels/quant/iq_grids.h"
 
 namespace moesplit::quant::internal {
-namespace {
 
-constexpr int kMaxDistance = 8 * 2 * 2;  // eight levels each off by at most 2
-
-// The key's 8 levels, or false if one of them is 3.
-bool KeyLevels(int key, std::array<int, 8>* l) {
-  for (int j = 0; j < 8; ++j) {
-    (*l)[j] = (key >> (2 * j)) & 3;
-    if ((*l)[j] == 3) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-IqLattice::IqLattice(const uint64_t* grid, int entries, const uint8_t byte_levels[3], int nwant)
+IqLattice::IqLattice(const uint8_t* grid_bytes, int entries, int group, const uint8_t* byte_levels,
+                     int n_levels, int nwant)
     : entries_(entries),
-      levels_(static_cast<size_t>(entries) * 8),
-      map_(kKeys, -1),
-      level_start_(kKeys, -1) {
-  MOESPLIT_CHECK(nwant >= 1 && entries > 0 && entries <= 65536);
+      group_(group),
+      n_levels_(n_levels),
+      key_bits_(n_levels <= 4 ? 2 : 3),
+      levels_(static_cast<size_t>(entries) * group) {
+  MOESPLIT_CHECK(nwant >= 1 && entries > 0 && entries <= 65536 && (group == 8 || group == 4) &&
+                 (n_levels == 3 || n_levels == 8) && group * key_bits_ <= 16);
+  const int keys = 1 << (group * key_bits_);
+  map_.assign(keys, -1);
+  level_start_.assign(keys, -1);
   for (int e = 0; e < entries; ++e) {
     int key = 0;
-    for (int j = 0; j < 8; ++j) {
-      const uint8_t b = static_cast<uint8_t>(grid[e] >> (8 * j));
+    for (int j = 0; j < group; ++j) {
+      const uint8_t b = grid_bytes[static_cast<size_t>(group) * e + j];
       int l = 0;
-      while (l < 3 && byte_levels[l] != b) ++l;
-      MOESPLIT_CHECK(l < 3, "grid entry ", e, " byte ", j, " is not a lattice level");
-      levels_[8 * e + j] = static_cast<uint8_t>(l);
-      key |= l << (2 * j);
+      while (l < n_levels && byte_levels[l] != b) ++l;
+      MOESPLIT_CHECK(l < n_levels, "grid entry ", e, " byte ", j, " is not a lattice level");
+      levels_[group * e + j] = static_cast<uint8_t>(l);
+      key |= l << (key_bits_ * j);
     }
     MOESPLIT_CHECK(map_[key] < 0, "two grid entries with the same levels");
     map_[key] = e;
   }
+  // Squared level distances go up to group * (n_levels - 1)^2: 8 * 4 = 32 (IQ2, IQ1), 4 * 49 =
+  // 196 (IQ3), so a byte holds one.
+  const int max_distance = group * (n_levels - 1) * (n_levels - 1);
   std::vector<uint8_t> dist(entries);
-  std::array<int, 8> l;
-  for (int key = 0; key < kKeys; ++key) {
+  std::vector<int> count(max_distance + 1);
+  int l[8];
+  for (int key = 0; key < keys; ++key) {
     if (map_[key] >= 0) continue;
-    if (!KeyLevels(key, &l)) {
+    bool valid = true;
+    for (int j = 0; j < group; ++j) {
+      l[j] = (key >> (key_bits_ * j)) & ((1 << key_bits_) - 1);
+      valid &= l[j] < n_levels;
+    }
+    if (!valid) {
       map_[key] = kUnreachable;
       continue;
     }
-    std::array<int, kMaxDistance + 1> count{};
+    std::fill(count.begin(), count.end(), 0);
     for (int e = 0; e < entries; ++e) {
       int d2 = 0;
-      for (int j = 0; j < 8; ++j) {
-        const int diff = levels_[8 * e + j] - l[j];
+      for (int j = 0; j < group; ++j) {
+        const int diff = levels_[group * e + j] - l[j];
         d2 += diff * diff;
       }
       dist[e] = static_cast<uint8_t>(d2);
@@ -69,7 +69,7 @@ IqLattice::IqLattice(const uint64_t* grid, int entries, const uint8_t byte_level
     }
     // The nwant-th smallest distance that occurs (or the largest, if fewer occur).
     int cutoff = 0, distinct = 0;
-    for (int d = 0; d <= kMaxDistance && distinct < nwant; ++d) {
+    for (int d = 0; d <= max_distance && distinct < nwant; ++d) {
       if (count[d] > 0) {
         cutoff = d;
         ++distinct;
@@ -88,44 +88,79 @@ IqLattice::IqLattice(const uint64_t* grid, int entries, const uint8_t byte_level
     neighbours_[offset] = static_cast<uint16_t>(n_list);
     map_[key] = -static_cast<int32_t>(offset) - 1;
     level_start_[key] = static_cast<int32_t>(neighbour_levels_.size());
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < group; ++j) {
       for (int c = 0; c < n_list; ++c) {
-        neighbour_levels_.push_back(levels_[8 * neighbours_[offset + 1 + c] + j]);
+        neighbour_levels_.push_back(levels_[group * neighbours_[offset + 1 + c] + j]);
       }
     }
   }
 }
 
+uint16_t IqLattice::Key(const int8_t* L) const {
+  int key = 0;
+  for (int j = 0; j < group_; ++j) key |= L[j] << (key_bits_ * j);
+  return static_cast<uint16_t>(key);
+}
+
 int IqLattice::Exact(uint16_t key) const {
-  MOESPLIT_CHECK(key < kKeys && map_[key] != kUnreachable, "lattice key ", key,
-                 " has a level outside 0..2");
+  MOESPLIT_CHECK(key < map_.size() && map_[key] != kUnreachable, "lattice key ", key,
+                 " has a level past the last");
   return map_[key] >= 0 ? map_[key] : -1;
 }
 
 const uint16_t* IqLattice::Neighbours(uint16_t key, int* count) const {
-  MOESPLIT_CHECK(key < kKeys && map_[key] != kUnreachable && map_[key] < 0, "lattice key ", key,
-                 " is on the grid or has a level outside 0..2");
+  MOESPLIT_CHECK(key < map_.size() && map_[key] != kUnreachable && map_[key] < 0, "lattice key ",
+                 key, " is on the grid or has a level past the last");
   const uint16_t* list = neighbours_.data() + (-map_[key] - 1);
   *count = list[0];
   return list + 1;
 }
 
 const uint8_t* IqLattice::NeighbourLevels(uint16_t key) const {
-  MOESPLIT_CHECK(key < kKeys && level_start_[key] >= 0, "lattice key ", key,
-                 " is on the grid or has a level outside 0..2");
+  MOESPLIT_CHECK(key < level_start_.size() && level_start_[key] >= 0, "lattice key ", key,
+                 " is on the grid or has a level past the last");
   return neighbour_levels_.data() + level_start_[key];
 }
 
+namespace {
+
+constexpr uint8_t kIq2Bytes[3] = {8, 25, 43};
+constexpr uint8_t kIq3XxsBytes[8] = {4, 12, 20, 28, 36, 44, 52, 62};
+constexpr uint8_t kIq3SBytes[8] = {1, 3, 5, 7, 9, 11, 13, 15};
+
+const uint8_t* Bytes(const void* grid) { return static_cast<const uint8_t*>(grid); }
+
+}  // namespace
+
 const IqLattice& Iq2XxsLattice() {
-  static constexpr uint8_t kBytes[3] = {8, 25, 43};
-  static const IqLattice lattice(kIq2XxsGrid, kIq2XxsGridSize, kBytes, 2);
+  static const IqLattice lattice(Bytes(kIq2XxsGrid), kIq2XxsGridSize, 8, kIq2Bytes, 3, 2);
+  return lattice;
+}
+
+const IqLattice& Iq2XsLattice() {
+  static const IqLattice lattice(Bytes(kIq2XsGrid), kIq2XsGridSize, 8, kIq2Bytes, 3, 2);
+  return lattice;
+}
+
+const IqLattice& Iq2SLattice() {
+  static const IqLattice lattice(Bytes(kIq2SGrid), kIq2SGridSize, 8, kIq2Bytes, 3, 1);
+  return lattice;
+}
+
+const IqLattice& Iq3XxsLattice() {
+  static const IqLattice lattice(Bytes(kIq3XxsGrid), kIq3XxsGridSize, 4, kIq3XxsBytes, 8, 2);
+  return lattice;
+}
+
+const IqLattice& Iq3SLattice() {
+  static const IqLattice lattice(Bytes(kIq3SGrid), kIq3SGridSize, 4, kIq3SBytes, 8, 3);
   return lattice;
 }
 
 const IqLattice& Iq1Lattice() {
   // int8 -1, 0, +1 as stored bytes.
   static constexpr uint8_t kBytes[3] = {0xFF, 0x00, 0x01};
-  static const IqLattice lattice(kIq1SGrid, kIq1SGridSize, kBytes, 3);
+  static const IqLattice lattice(Bytes(kIq1SGrid), kIq1SGridSize, 8, kBytes, 3, 3);
   return lattice;
 }
 
@@ -133,10 +168,10 @@ int IqLattice::NearestNeighbour(uint16_t key, const float* x, const float* w, fl
                                 const float* level_values) const {
   int count = 0;
   const uint16_t* nb = Neighbours(key, &count);
-  const uint8_t* lv = NeighbourLevels(key);  // [8][count]
+  const uint8_t* lv = NeighbourLevels(key);  // [group][count]
   float d2[kMaxNeighbours];                  // [count] weighted squared distances
   for (int c = 0; c < count; ++c) d2[c] = 0;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < group_; ++i) {
     const uint8_t* li = lv + i * count;
     for (int c = 0; c < count; ++c) {
       const float diff = scale * level_values[li[c]] - x[i];

@@ -140,14 +140,14 @@ TEST(QuantCoverage, SupportedTypes) {
   std::vector<float> f(256, 0.0f);
   std::vector<uint8_t> q(1024);
   EXPECT_DEATH(DequantizeRow(GgmlType::kTQ1_0, q.data(), f.data(), 256), "no reference dequant");
-  // Decode-only types: dequantizer, no quantizer (the table's null entry), CHECKed by name.
-  EXPECT_TRUE(CanDequantize(GgmlType::kIQ2_XS));
-  EXPECT_FALSE(CanQuantize(GgmlType::kIQ2_XS));
-  EXPECT_DEATH(QuantizeRow(GgmlType::kIQ2_XS, f.data(), q.data(), 256),
-               "no reference quantizer for iq2_xs");
-  EXPECT_DEATH(QuantizeRow(GgmlType::kIQ3_S, f.data(), q.data(), 256),
-               "no reference quantizer for iq3_s");
-  EXPECT_TRUE(CanQuantize(GgmlType::kMXFP4));  // decode-only on the GPU, quantizer and CPU kernels
+  // Every lattice type and MXFP4 has a quantizer now; a type with neither direction is CHECKed
+  // by name.
+  for (GgmlType t : {GgmlType::kIQ2_XXS, GgmlType::kIQ2_XS, GgmlType::kIQ2_S, GgmlType::kIQ3_XXS,
+                     GgmlType::kIQ3_S, GgmlType::kIQ1_S, GgmlType::kIQ1_M, GgmlType::kMXFP4}) {
+    EXPECT_TRUE(CanDequantize(t) && CanQuantize(t)) << TypeName(t);
+  }
+  EXPECT_DEATH(QuantizeRow(GgmlType::kTQ1_0, f.data(), q.data(), 256),
+               "no reference quantizer for tq1_0");
   for (const TypeCase& c : kQuantTypes) EXPECT_FALSE(IsDecodeOnly(c.type)) << TypeName(c.type);
 }
 

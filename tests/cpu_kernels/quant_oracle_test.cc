@@ -30,7 +30,7 @@ struct OracleCase {
   GgmlType type;
   double table_rmse;  // README's rel_rmse of ggml's own quantization
   bool exact_bytes;   // our quantizer reproduces T.q byte for byte (asserted)
-  bool decode_only;   // quant.h IsDecodeOnly: no compute kernel
+  bool decode_only;   // quant.h IsDecodeOnly: the lattice types and MXFP4
   bool quantizer;     // CanQuantize: the quantization is checked too
 };
 
@@ -50,16 +50,17 @@ const OracleCase kCases[] = {
     {"q6_K", GgmlType::kQ6_K, 0.0253032, true},
     {"iq4_nl", GgmlType::kIQ4_NL, 0.103738, true},
     {"iq4_xs", GgmlType::kIQ4_XS, 0.105748, true},
-    // Decode only: ggml's blocks through our lattice tables (iq_grids.h) and bit layouts.
-    // IQ2_XXS / IQ1_S / IQ1_M also have a quantizer: ggml's with a flat importance matrix,
-    // which is how the IQ2_XXS / IQ1_S oracle files were made. iq1_m.q was made without one
-    // (x^2 weights; quant_iq_test.cc checks that variant's bytes), so only its error is
-    // compared here.
+    // The lattice types: ggml's blocks through our lattice tables (iq_grids.h) and bit layouts,
+    // and our quantizers. IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ1_S and IQ1_M quantize as ggml does
+    // with a flat importance matrix (llama-quantize refuses them without one), which is how the
+    // IQ2_XXS / IQ2_XS / IQ1_S oracle files were made; iq2_s.q, iq3_xxs.q and iq1_m.q were made
+    // without one (quant_iq_test.cc checks the no-imatrix variants' bytes), so only their error
+    // is compared here. IQ3_S quantizes without one, as its file was made.
     {"iq2_xxs", GgmlType::kIQ2_XXS, 0.48939, true, true, true},
-    {"iq2_xs", GgmlType::kIQ2_XS, 0.389744, false, true},
-    {"iq2_s", GgmlType::kIQ2_S, 0.378708, false, true},
-    {"iq3_xxs", GgmlType::kIQ3_XXS, 0.282803, false, true},
-    {"iq3_s", GgmlType::kIQ3_S, 0.201533, false, true},
+    {"iq2_xs", GgmlType::kIQ2_XS, 0.389744, true, true, true},
+    {"iq2_s", GgmlType::kIQ2_S, 0.378708, false, true, true},
+    {"iq3_xxs", GgmlType::kIQ3_XXS, 0.282803, false, true, true},
+    {"iq3_s", GgmlType::kIQ3_S, 0.201533, true, true, true},
     {"iq1_s", GgmlType::kIQ1_S, 0.622482, true, true, true},
     {"iq1_m", GgmlType::kIQ1_M, 0.599684, false, true, true},
     {"mxfp4", GgmlType::kMXFP4, 0.142973, true, true, true},

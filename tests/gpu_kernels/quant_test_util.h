@@ -47,22 +47,8 @@ struct Matrix {
   std::vector<float> values;   // rows * cols, DequantizeRow of `bytes`
 };
 
-// A row of a type with no quantizer here (IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S): random codes, signs
-// and sub-block scales under an f16 super-scale d (bytes 0-1 of each 256-value block) of
-// 0.0005-0.002, so that the values are of a weight's size (|v| <= 465 d); d = 0 for a zero row.
-inline void RandomCodes(GgmlType type, int64_t row_bytes, bool zero, std::mt19937& rng, void* out) {
-  auto* p = static_cast<uint8_t*>(out);
-  for (int64_t i = 0; i < row_bytes; ++i) p[i] = static_cast<uint8_t>(rng());
-  const int64_t bb = RowBytes(type, 256);
-  for (int64_t b = 0; b < row_bytes / bb; ++b) {
-    const uint16_t d = zero ? 0 : static_cast<uint16_t>(0x1000 + rng() % 0x800);  // 2^-11 .. 2^-9
-    p[b * bb] = static_cast<uint8_t>(d & 0xff);
-    p[b * bb + 1] = static_cast<uint8_t>(d >> 8);
-  }
-}
-
 // Random weights (normal, a few 20x outliers, one all-zero row when rows > 2) quantized row by
-// row (RandomCodes for a type with no quantizer).
+// row.
 inline Matrix RandomMatrix(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
   Matrix m{type, rows, cols, RowBytes(type, cols), {}, {}};
   m.bytes.resize(rows * m.row_bytes);
@@ -75,11 +61,7 @@ inline Matrix RandomMatrix(GgmlType type, int64_t rows, int64_t cols, uint32_t s
     for (int64_t c = 0; c < cols; ++c) {
       src[c] = (rows > 2 && r == 1) ? 0.0f : normal(rng) * ((c % 53 == 7) ? 20.0f : 1.0f);
     }
-    if (quant::CanQuantize(type)) {
-      quant::QuantizeRow(type, src.data(), row.data(), cols);
-    } else {
-      RandomCodes(type, m.row_bytes, rows > 2 && r == 1, rng, row.data());
-    }
+    quant::QuantizeRow(type, src.data(), row.data(), cols);
     std::memcpy(m.bytes.data() + r * m.row_bytes, row.data(), m.row_bytes);
     quant::DequantizeRow(type, row.data(), m.values.data() + r * cols, cols);
   }

@@ -1,9 +1,9 @@
 // Not built by CMake: a one-off comparison of the lattice quantizers with ggml's, whose figures
 // tests/cpu_kernels/quant_iq_test.cc quotes. Build from the repository root after building
-// moesplit_cpu_kernels in build/:
+// moesplit_cpu_kernels in build/cpu:
 //   g++ -O1 -std=c++20 -I. -I/work/peers/llama.cpp/ggml/include \
 //     tests/cpu_kernels/ggml_compare/iq_quant_vs_ggml.cc \
-//     build/cpu_kernels/libmoesplit_cpu_kernels.a build/core/libmoesplit_base.a \
+//     build/cpu/cpu_kernels/libmoesplit_cpu_kernels.a build/cpu/core/libmoesplit_base.a \
 //     -L/work/peers/llama.cpp/build/bin -lggml-base -lggml -o /tmp/cmp
 //   LD_LIBRARY_PATH=/work/peers/llama.cpp/build/bin /tmp/cmp
 #include <cmath>
@@ -29,7 +29,11 @@ int main() {
     bool imat;
   } cs[] = {{GGML_TYPE_IQ2_XXS, moesplit::GgmlType::kIQ2_XXS, "iq2_xxs", true},
             {GGML_TYPE_IQ1_S, moesplit::GgmlType::kIQ1_S, "iq1_s", true},
-            {GGML_TYPE_IQ1_M, moesplit::GgmlType::kIQ1_M, "iq1_m", true}};
+            {GGML_TYPE_IQ1_M, moesplit::GgmlType::kIQ1_M, "iq1_m", true},
+            {GGML_TYPE_IQ2_XS, moesplit::GgmlType::kIQ2_XS, "iq2_xs", true},
+            {GGML_TYPE_IQ2_S, moesplit::GgmlType::kIQ2_S, "iq2_s", true},
+            {GGML_TYPE_IQ3_XXS, moesplit::GgmlType::kIQ3_XXS, "iq3_xxs", true},
+            {GGML_TYPE_IQ3_S, moesplit::GgmlType::kIQ3_S, "iq3_s", false}};
   const int64_t rows = 16, cols = 4096;
   for (uint32_t seed : {1u, 2u})
     for (float sigma : {1.0f, 0.02f}) {
