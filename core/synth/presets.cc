@@ -180,10 +180,15 @@ StatusOr<QuantMix> QuantMixFromName(std::string_view name) {
   if (u == "UD-IQ2_XXS") return QuantMix::kUdIQ2_XXS;
   if (u == "UD-IQ1_S") return QuantMix::kUdIQ1_S;
   if (u == "UD-IQ1_M") return QuantMix::kUdIQ1_M;
+  if (u == "IQ2_XS") return QuantMix::kIQ2_XS;
+  if (u == "IQ2_M") return QuantMix::kIQ2_M;
+  if (u == "IQ3_XXS") return QuantMix::kIQ3_XXS;
+  if (u == "IQ3_M") return QuantMix::kIQ3_M;
   if (u == "MXFP4_MOE") return QuantMix::kMXFP4_MOE;
   return InvalidArgumentError("unsupported --quant '", name,
                               "' (choose Q4_K_M, Q8_0, IQ4_XS, Q3_K_M, UD-Q2_K_XL, UD-IQ2_XXS, "
-                              "UD-IQ1_M, UD-IQ1_S, MXFP4_MOE, F16, BF16)");
+                              "UD-IQ1_M, UD-IQ1_S, IQ2_XS, IQ2_M, IQ3_XXS, IQ3_M, MXFP4_MOE, F16, "
+                              "BF16)");
 }
 
 const char* QuantMixName(QuantMix mix) {
@@ -208,6 +213,14 @@ const char* QuantMixName(QuantMix mix) {
       return "UD-IQ1_S";
     case QuantMix::kUdIQ1_M:
       return "UD-IQ1_M";
+    case QuantMix::kIQ2_XS:
+      return "IQ2_XS";
+    case QuantMix::kIQ2_M:
+      return "IQ2_M";
+    case QuantMix::kIQ3_XXS:
+      return "IQ3_XXS";
+    case QuantMix::kIQ3_M:
+      return "IQ3_M";
     case QuantMix::kMXFP4_MOE:
       return "MXFP4_MOE";
   }
@@ -236,6 +249,14 @@ uint32_t QuantMixFileType(QuantMix mix) {
       return 24;  // LLAMA_FTYPE_MOSTLY_IQ1_S
     case QuantMix::kUdIQ1_M:
       return 31;  // LLAMA_FTYPE_MOSTLY_IQ1_M
+    case QuantMix::kIQ2_XS:
+      return 20;  // LLAMA_FTYPE_MOSTLY_IQ2_XS
+    case QuantMix::kIQ2_M:
+      return 29;  // LLAMA_FTYPE_MOSTLY_IQ2_M
+    case QuantMix::kIQ3_XXS:
+      return 23;  // LLAMA_FTYPE_MOSTLY_IQ3_XXS
+    case QuantMix::kIQ3_M:
+      return 27;  // LLAMA_FTYPE_MOSTLY_IQ3_M
     case QuantMix::kMXFP4_MOE:
       return 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
   }

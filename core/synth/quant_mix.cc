@@ -18,7 +18,16 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
 }
 
 // llama-quant.cpp's tensor categories, matched by substring in the same order.
-enum class Category { kOutput, kTokenEmbd, kAttnVLike, kAttnK, kAttnOutput, kFfnDown, kOther };
+enum class Category {
+  kOutput,
+  kTokenEmbd,
+  kAttnVLike,
+  kAttnK,
+  kAttnQ,
+  kAttnOutput,
+  kFfnDown,
+  kOther
+};
 
 Category CategoryOf(std::string_view name) {
   if (name == "output.weight") return Category::kOutput;
@@ -28,7 +37,7 @@ Category CategoryOf(std::string_view name) {
     return Category::kAttnVLike;
   }
   if (Contains(name, "attn_k.weight")) return Category::kAttnK;
-  if (Contains(name, "attn_q.weight")) return Category::kOther;  // no Q4_K_M rule
+  if (Contains(name, "attn_q.weight")) return Category::kAttnQ;
   if (Contains(name, "attn_output.weight")) return Category::kAttnOutput;
   if (Contains(name, "ffn_up") || Contains(name, "ffn_gate")) return Category::kOther;
   if (Contains(name, "ffn_down")) return Category::kFfnDown;
@@ -67,6 +76,10 @@ GgmlType Fallback(GgmlType t, int64_t ne0) {
       break;
     case GgmlType::kIQ4_XS:
     case GgmlType::kIQ2_XXS:
+    case GgmlType::kIQ2_XS:
+    case GgmlType::kIQ2_S:
+    case GgmlType::kIQ3_XXS:
+    case GgmlType::kIQ3_S:
     case GgmlType::kIQ1_S:
     case GgmlType::kIQ1_M:
       r = GgmlType::kIQ4_NL;
@@ -106,6 +119,7 @@ GgmlType Q4KMType(const TensorSpec& t, Q4KMState* s) {
       if (UseMoreBits(LayerOf(t.name), s->n_layer)) type = GgmlType::kQ6_K;
       break;
     case Category::kTokenEmbd:
+    case Category::kAttnQ:
     case Category::kOther:
       break;
   }
@@ -135,6 +149,7 @@ GgmlType IQ4XSType(const TensorSpec& t, const Q4KMState& s, int64_t n_gqa) {
       if (LayerOf(t.name) < s.n_layer / 8) type = GgmlType::kQ5_K;
       break;
     case Category::kTokenEmbd:
+    case Category::kAttnQ:
     case Category::kOther:
       break;
   }
@@ -167,6 +182,7 @@ GgmlType Q3KMType(const TensorSpec& t, Q4KMState* s) {
       type = LayerOf(t.name) < s->n_layer / 16 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
       break;
     case Category::kTokenEmbd:
+    case Category::kAttnQ:
     case Category::kOther:
       break;
   }
@@ -244,6 +260,81 @@ GgmlType UdIqType(const TensorSpec& t, const UdIqRecipe& r, int64_t first_moe_la
   return GgmlType::kQ4_K;
 }
 
+// llama-quantize's IQ2_XS / IQ2_M / IQ3_XXS / IQ3_M (llama_tensor_get_type_impl, with an
+// importance matrix: the IQ2 types and IQ3_XXS need one, and make-model's quantizers weigh as an
+// all-ones one would), the mixes bartowski publishes for DeepSeek-V3 / R1. Default type IQ2_XS /
+// IQ2_S / IQ3_XXS / IQ3_S. For a DeepSeek model (many experts, MLA names: attn_q_a / attn_q_b /
+// attn_kv_a_mqa match no rule) that gives:
+//   output Q5_K (IQ3_M: Q6_K); token_embd Q2_K / IQ3_S / IQ3_S / IQ3_S;
+//   attn_kv_b (attn_v-like) Q4_K (IQ3_XXS: Q4_K when n_gqa >= 4, else IQ3_XXS);
+//   attn_output IQ2_XS / IQ3_S / IQ3_S / Q4_K (Q5_K with 8 experts);
+//   ffn_down*: IQ2: the first n_layer / 8 ffn_down tensors in llama's order (`down_rank`: by
+//   layer, then name) Q2_K (IQ2_M: IQ3_S); IQ3_M: every ffn_down in layers < n_layer / 8 Q4_K;
+//   everything else, the routed experts included, the default type.
+GgmlType LlamaIqType(QuantMix mix, const TensorSpec& t, int64_t down_rank, int64_t n_layer,
+                     int64_t n_expert, int64_t n_gqa) {
+  const bool iq2 = mix == QuantMix::kIQ2_XS || mix == QuantMix::kIQ2_M;
+  const bool m2 = mix == QuantMix::kIQ2_M, xxs3 = mix == QuantMix::kIQ3_XXS;
+  const GgmlType base = mix == QuantMix::kIQ2_XS ? GgmlType::kIQ2_XS
+                        : m2                     ? GgmlType::kIQ2_S
+                        : xxs3                   ? GgmlType::kIQ3_XXS
+                                                 : GgmlType::kIQ3_S;
+  switch (CategoryOf(t.name)) {
+    case Category::kOutput:
+      if (t.ne[0] % 256 != 0) return GgmlType::kQ8_0;
+      return iq2 || xxs3 ? GgmlType::kQ5_K : GgmlType::kQ6_K;
+    case Category::kTokenEmbd:
+      return mix == QuantMix::kIQ2_XS ? GgmlType::kQ2_K : GgmlType::kIQ3_S;
+    case Category::kAttnVLike:
+      if (iq2)
+        return n_gqa >= 4 || n_expert >= 4 ? GgmlType::kQ4_K
+               : m2                        ? GgmlType::kIQ3_S
+                                           : GgmlType::kQ2_K;
+      if (n_expert == 8) return GgmlType::kQ8_0;
+      if (xxs3) return n_gqa >= 4 ? GgmlType::kQ4_K : GgmlType::kIQ3_XXS;
+      return GgmlType::kQ4_K;
+    case Category::kAttnK:
+      if (iq2) return n_expert == 8 ? GgmlType::kQ4_K : base;
+      return n_expert == 8 ? GgmlType::kQ8_0 : xxs3 ? GgmlType::kIQ2_S : base;
+    case Category::kAttnQ:
+      return xxs3 ? GgmlType::kIQ2_S : base;
+    case Category::kAttnOutput:
+      if (n_expert == 8) return GgmlType::kQ5_K;
+      return m2 || xxs3 ? GgmlType::kIQ3_S : mix == QuantMix::kIQ3_M ? GgmlType::kQ4_K : base;
+    case Category::kFfnDown:
+      if (iq2) return down_rank < n_layer / 8 ? (m2 ? GgmlType::kIQ3_S : GgmlType::kQ2_K) : base;
+      if (mix == QuantMix::kIQ3_M) {
+        const int64_t layer = LayerOf(t.name);
+        if (layer < n_layer / 8 || (n_expert == 8 && UseMoreBits(layer, n_layer))) {
+          return GgmlType::kQ4_K;
+        }
+      }
+      return base;
+    case Category::kOther:
+      return base;
+  }
+  return base;
+}
+
+// Each ffn_down tensor's rank in the order llama-quantize visits tensors (its weight map sorts by
+// layer, then by name: blk.3.ffn_down_exps before blk.3.ffn_down_shexp), by position in
+// `tensors`; -1 for the others.
+std::vector<int64_t> FfnDownRanks(const std::vector<TensorSpec>& tensors) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!KeepsSourceType(tensors[i]) && CategoryOf(tensors[i].name) == Category::kFfnDown) {
+      order.push_back(i);
+    }
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const int64_t la = LayerOf(tensors[a].name), lb = LayerOf(tensors[b].name);
+    return la != lb ? la < lb : tensors[a].name < tensors[b].name;
+  });
+  std::vector<int64_t> rank(tensors.size(), -1);
+  for (size_t r = 0; r < order.size(); ++r) rank[order[r]] = static_cast<int64_t>(r);
+  return rank;
+}
+
 // The lowest layer holding routed experts, or n_layer if none does.
 int64_t FirstMoeLayer(const std::vector<TensorSpec>& tensors, int64_t n_layer) {
   int64_t first = n_layer;
@@ -264,10 +355,12 @@ void AssignTypes(QuantMix mix, int64_t n_layer, int64_t n_expert, int64_t n_gqa,
                  std::vector<TensorSpec>* tensors) {
   Q4KMState state{n_layer, n_expert, 0, 0};
   const int64_t first_moe_layer = FirstMoeLayer(*tensors, n_layer);
+  const std::vector<int64_t> down_rank = FfnDownRanks(*tensors);
   for (const TensorSpec& t : *tensors) {
     if (!KeepsSourceType(t) && CategoryOf(t.name) == Category::kAttnVLike) ++state.n_attn_wv;
   }
-  for (TensorSpec& t : *tensors) {
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    TensorSpec& t = (*tensors)[i];
     if (KeepsSourceType(t)) {
       t.type = GgmlType::kF32;
       continue;
@@ -302,6 +395,12 @@ void AssignTypes(QuantMix mix, int64_t n_layer, int64_t n_expert, int64_t n_gqa,
       case QuantMix::kUdIQ1_S:
       case QuantMix::kUdIQ1_M:
         t.type = Fallback(UdIqType(t, UdIqRecipeOf(mix), first_moe_layer), t.ne[0]);
+        break;
+      case QuantMix::kIQ2_XS:
+      case QuantMix::kIQ2_M:
+      case QuantMix::kIQ3_XXS:
+      case QuantMix::kIQ3_M:
+        t.type = Fallback(LlamaIqType(mix, t, down_rank[i], n_layer, n_expert, n_gqa), t.ne[0]);
         break;
     }
   }

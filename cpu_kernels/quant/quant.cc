@@ -63,9 +63,9 @@ constexpr RowKernels kKernels[] = {
     {T::kQ8_K, in::DequantQ8_K, in::QuantQ8_K, 4},
     {T::kIQ4_NL, in::DequantIQ4_NL, in::QuantIQ4_NL, 2},
     {T::kIQ4_XS, in::DequantIQ4_XS, in::QuantIQ4_XS, 2},
-    // The lattice types and MXFP4 (see kDecodeOnly). Their reference quantizers follow ggml's
-    // with a flat importance matrix (IQ3_S, MXFP4: without one), so that make-model can write
-    // them (quant_iq2.cc, quant_iq23.cc, quant_iq1.cc).
+    // The lattice types and MXFP4 (see kDecodeOnly). The lattice quantizers follow ggml's with a
+    // flat importance matrix (MXFP4 needs none), so that make-model can write them as
+    // llama-quantize does with an all-ones imatrix (quant_iq2.cc, quant_iq23.cc, quant_iq1.cc).
     {T::kIQ2_XXS, in::DequantIQ2_XXS, in::QuantIQ2_XXS, 2},
     {T::kIQ2_XS, in::DequantIQ2_XS, in::QuantIQ2_XS, 2},
     {T::kIQ2_S, in::DequantIQ2_S, in::QuantIQ2_S, 2},

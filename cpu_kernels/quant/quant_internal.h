@@ -64,8 +64,8 @@ void QuantIQ2_XXS(const float* src, void* dst, int64_t nb);
 void QuantIQ1_S(const float* src, void* dst, int64_t nb);
 void QuantIQ1_M(const float* src, void* dst, int64_t nb);
 void QuantIQ1_MNoImatrix(const float* src, void* dst, int64_t nb);
-// quant_iq23.cc: IQ2_XS, IQ2_S and IQ3_XXS with a flat importance matrix (llama-quantize's
-// bytes given an all-ones imatrix), IQ3_S without one; the *NoImatrix variants are ggml's
+// quant_iq23.cc: IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S with a flat importance matrix
+// (llama-quantize's bytes given an all-ones imatrix); the *NoImatrix variants are ggml's
 // quantize_row_*_ref (the oracle files).
 void QuantIQ2_XS(const float* src, void* dst, int64_t nb);
 void QuantIQ2_S(const float* src, void* dst, int64_t nb);
@@ -73,5 +73,6 @@ void QuantIQ2_SNoImatrix(const float* src, void* dst, int64_t nb);
 void QuantIQ3_XXS(const float* src, void* dst, int64_t nb);
 void QuantIQ3_XXSNoImatrix(const float* src, void* dst, int64_t nb);
 void QuantIQ3_S(const float* src, void* dst, int64_t nb);
+void QuantIQ3_SNoImatrix(const float* src, void* dst, int64_t nb);
 
 }  // namespace moesplit::quant::internal

@@ -3,12 +3,12 @@
 // so that the bytes are ggml's (quant_oracle_test.cc, quant_iq_test.cc compare them with
 // shared/testdata/quant/).
 //
-// Importance matrix. llama-quantize refuses IQ2_XS, IQ2_S and IQ3_XXS without one; QuantizeRow
-// quantizes them as ggml does with a FLAT one (every weight 1.0: per-value weight w_i =
-// sqrt(sigma^2 + x_i^2)), i.e. llama-quantize's bytes given an all-ones imatrix, as for IQ2_XXS.
-// IQ3_S needs none, and QuantizeRow takes ggml's path without one (w_i = x_i^2), as llama-quantize
-// does without --imatrix. The *NoImatrix variants are ggml's quantize_row_*_ref for IQ2_S (w_i =
-// sigma^2 / 4 + x_i^2) and IQ3_XXS (x_i^2), which is how their oracle files were made.
+// Importance matrix. llama-quantize refuses IQ2_XS, IQ2_S and IQ3_XXS without one. QuantizeRow
+// quantizes all four as ggml does with a FLAT one (every weight 1.0: per-value weight w_i =
+// sqrt(sigma^2 + x_i^2)), i.e. llama-quantize's bytes given an all-ones imatrix, as for IQ2_XXS
+// and IQ1, so that a make-model mix is what llama-quantize writes with such an imatrix. The
+// *NoImatrix variants are ggml's quantize_row_*_ref for IQ2_S (w_i = sigma^2 / 4 + x_i^2),
+// IQ3_XXS and IQ3_S (x_i^2), which is how their oracle files were made.
 //
 // One search for all four (SearchScale), per sub-block of n values (IQ2: 16, IQ3: 32) in groups
 // of the lattice's size (8, 4), on the magnitudes |x| (signs stored apart: IQ2_XS / IQ3_XXS 7
@@ -316,20 +316,11 @@ void QuantIq3Xxs(Weighting how, const float* src, void* dst, int64_t nb) {
       });
 }
 
-}  // namespace
-
-void QuantIQ3_XXS(const float* src, void* dst, int64_t nb) {
-  QuantIq3Xxs(Weighting::kFlatImatrix, src, dst, nb);
-}
-void QuantIQ3_XXSNoImatrix(const float* src, void* dst, int64_t nb) {
-  QuantIq3Xxs(Weighting::kSquare, src, dst, nb);
-}
-
 // ggml's `!max` test: skip only an all-zero sub-block (the least positive float as eps).
-void QuantIQ3_S(const float* src, void* dst, int64_t nb) {
+void QuantIq3S(Weighting how, const float* src, void* dst, int64_t nb) {
   static const Search s{&Iq3SLattice(), 8, -9, 0.2f, true, false};
   QuantIq3(
-      s, Weighting::kSquare, false, std::numeric_limits<float>::denorm_min(), 1.033f, src,
+      s, how, false, std::numeric_limits<float>::denorm_min(), 1.033f, src,
       static_cast<BlockIQ3_S*>(dst), nb,
       [](BlockIQ3_S& y, int ib, const int* entries, const uint8_t* signs) {
         for (int k = 0; k < 8; ++k) {
@@ -343,6 +334,21 @@ void QuantIQ3_S(const float* src, void* dst, int64_t nb) {
           y.scales[ib / 2] = static_cast<uint8_t>(nibbles[ib] | nibbles[ib + 1] << 4);
         }
       });
+}
+
+}  // namespace
+
+void QuantIQ3_XXS(const float* src, void* dst, int64_t nb) {
+  QuantIq3Xxs(Weighting::kFlatImatrix, src, dst, nb);
+}
+void QuantIQ3_XXSNoImatrix(const float* src, void* dst, int64_t nb) {
+  QuantIq3Xxs(Weighting::kSquare, src, dst, nb);
+}
+void QuantIQ3_S(const float* src, void* dst, int64_t nb) {
+  QuantIq3S(Weighting::kFlatImatrix, src, dst, nb);
+}
+void QuantIQ3_SNoImatrix(const float* src, void* dst, int64_t nb) {
+  QuantIq3S(Weighting::kSquare, src, dst, nb);
 }
 
 void QuantIQ2_XS(const float* src, void* dst, int64_t nb) {

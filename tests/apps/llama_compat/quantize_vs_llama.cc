@@ -1,24 +1,28 @@
 // Not built by CMake (it needs a llama.cpp build): the strongest check of the lattice
 // quantizers, against llama.cpp's own quantization pipeline (llama_model_quantize, what
 // llama-quantize runs) on a whole model. It
-//   1. quantizes F16_GGUF to OUT with llama_model_quantize, file type FTYPE (19 IQ2_XXS, 24
-//      IQ1_S, 31 IQ1_M), --pure (every quantizable tensor in that type, or ggml's fallback), and
-//      a flat importance matrix (every entry 1.0, ne[0] * ne[2] per tensor) — llama.cpp refuses
-//      these types without one;
+//   1. quantizes F16_GGUF to OUT with llama_model_quantize, file type FTYPE (19 IQ2_XXS, 20
+//      IQ2_XS, 28 IQ2_S, 23 IQ3_XXS, 26 IQ3_S, 24 IQ1_S, 31 IQ1_M; or the mixes 29 IQ2_M, 27
+//      IQ3_M), --pure unless MIX is given (every quantizable tensor in that type, or ggml's
+//      fallback; with MIX: llama-quantize's per-tensor rule), and a flat importance matrix
+//      (every entry 1.0, ne[0] * ne[2] per tensor) — llama.cpp refuses most of these types
+//      without one;
 //   2. for every tensor llama.cpp wrote in a lattice type, quantizes the same F16 values (as
 //      f32) with moesplit's QuantizeRow and counts identical blocks.
-// All three must be identical (moesplit runs ggml's algorithms with the same flat weights);
-// measured: 25 lattice tensors, 17216 of 17216 blocks identical for each of 19, 24, 31 on
-// ds-tiny (seed 1234).
+// All must be identical (moesplit runs ggml's algorithms with the same flat weights); measured:
+// 25 lattice tensors, 17216 of 17216 blocks identical for each of 19, 24, 31 on ds-tiny (seed
+// 1234); the other types: see docs/PERFORMANCE.md ("Quantizers for IQ2_XS, IQ2_S, IQ3_XXS,
+// IQ3_S").
 //
 // Build and run from the repository root after building moesplit_cpu_kernels in build/:
 //   g++ -O1 -std=c++20 -I. -I/work/peers/llama.cpp/include -I/work/peers/llama.cpp/ggml/include \
-//     tests/apps/llama_compat/quantize_vs_llama.cc build/cpu_kernels/libmoesplit_cpu_kernels.a \
-//     build/core/libmoesplit_base.a -L/work/peers/llama.cpp/build/bin -lllama -lggml -lggml-base \
-//     -o /tmp/quantize_vs_llama
+//     tests/apps/llama_compat/quantize_vs_llama.cc build/cpu/cpu_kernels/libmoesplit_cpu_kernels.a
+//     \
+//     build/cpu/core/libmoesplit_base.a -L/work/peers/llama.cpp/build/bin -lllama -lggml
+//     -lggml-base \ -o /tmp/quantize_vs_llama
 //   build/apps/moesplit make-model --preset ds-tiny --quant F16 -o /tmp/f16.gguf
 //   export LD_LIBRARY_PATH=/work/peers/llama.cpp/build/bin
-//   /tmp/quantize_vs_llama /tmp/f16.gguf 19 /tmp/o.gguf
+//   /tmp/quantize_vs_llama /tmp/f16.gguf 19 /tmp/o.gguf [MIX]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -48,16 +52,18 @@ Loaded Load(const char* path) {
   return l;
 }
 
-// moesplit's GgmlType for the three lattice types (same numbering as ggml's enum).
+// The lattice types (moesplit's GgmlType numbers them as ggml's enum does).
 bool IsLattice(ggml_type t) {
-  return t == GGML_TYPE_IQ2_XXS || t == GGML_TYPE_IQ1_S || t == GGML_TYPE_IQ1_M;
+  return t == GGML_TYPE_IQ2_XXS || t == GGML_TYPE_IQ2_XS || t == GGML_TYPE_IQ2_S ||
+         t == GGML_TYPE_IQ3_XXS || t == GGML_TYPE_IQ3_S || t == GGML_TYPE_IQ1_S ||
+         t == GGML_TYPE_IQ1_M;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s F16_GGUF FTYPE OUT_GGUF\n", argv[0]);
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: %s F16_GGUF FTYPE OUT_GGUF [MIX]\n", argv[0]);
     return 2;
   }
   Loaded in = Load(argv[1]);
@@ -77,7 +83,7 @@ int main(int argc, char** argv) {
   llama_model_quantize_params qp = llama_model_quantize_default_params();
   qp.nthread = 2;
   qp.ftype = static_cast<llama_ftype>(std::atoi(argv[2]));
-  qp.pure = true;
+  qp.pure = argc == 4;
   qp.imatrix = imatrix.data();
   if (llama_model_quantize(argv[1], argv[3], &qp) != 0) {
     std::fprintf(stderr, "llama_model_quantize failed\n");

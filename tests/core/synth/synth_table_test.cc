@@ -374,7 +374,61 @@ TEST(SynthTable, UdIqMixes) {
   EXPECT_TRUE(QuantMixFromName("ud-iq1_s").ok());
   EXPECT_TRUE(QuantMixFromName("UD-IQ1_M").ok());
   EXPECT_TRUE(QuantMixFromName("Ud-Iq2_xxs").ok());
-  EXPECT_FALSE(QuantMixFromName("IQ1_S").ok());  // only the UD shapes are offered
+  EXPECT_FALSE(QuantMixFromName("IQ1_S").ok());  // only the UD shapes are offered for IQ1
+}
+
+// llama-quantize's IQ2_XS / IQ2_M / IQ3_XXS / IQ3_M with an importance matrix (quant_mix.cc
+// LlamaIqType). Every tensor type of make-model's four mixes was checked against llama-quantize
+// 0a50d9909's files of the same ds-v2-lite-tiny model in both MLA layouts (and every lattice
+// block with an all-ones imatrix, docs/PERFORMANCE.md); here the rules at DeepSeek-V3 widths
+// (8 layers: the first n_layer / 8 = 1 ffn_down tensor in llama's order, blk.0's dense one, is
+// the IQ2 mixes' step up) and V2-Lite's (attn_q without q_lora; 27 / 8 = 3 ffn_down tensors:
+// blk.0.ffn_down, blk.1.ffn_down_exps, blk.1.ffn_down_shexp).
+struct LlamaIqCase {
+  QuantMix mix;
+  uint32_t file_type;
+  GgmlType base, output, embd, first_down, attn_output, kv_b, v2_attn_q;
+};
+
+TEST(SynthTable, LlamaIqMixes) {
+  using T = GgmlType;
+  const LlamaIqCase cases[] = {
+      {QuantMix::kIQ2_XS, 20, T::kIQ2_XS, T::kQ5_K, T::kQ2_K, T::kQ2_K, T::kIQ2_XS, T::kQ4_K,
+       T::kIQ2_XS},
+      {QuantMix::kIQ2_M, 29, T::kIQ2_S, T::kQ5_K, T::kIQ3_S, T::kIQ3_S, T::kIQ3_S, T::kQ4_K,
+       T::kIQ2_S},
+      {QuantMix::kIQ3_XXS, 23, T::kIQ3_XXS, T::kQ5_K, T::kIQ3_S, T::kIQ3_XXS, T::kIQ3_S,
+       T::kIQ3_XXS, T::kIQ2_S},
+      {QuantMix::kIQ3_M, 27, T::kIQ3_S, T::kQ6_K, T::kIQ3_S, T::kQ4_K, T::kQ4_K, T::kQ4_K,
+       T::kIQ3_S},
+  };
+  for (const LlamaIqCase& c : cases) {
+    SCOPED_TRACE(QuantMixName(c.mix));
+    EXPECT_EQ(QuantMixFromName(QuantMixName(c.mix)).value(), c.mix);
+    const ModelSpec v3 =
+        Build({.preset = "ds-v3", .layers = 8, .quant = c.mix, .mla = MlaLayout::kLegacy});
+    EXPECT_EQ(FindKey(v3, "general.file_type")->AsUint().value(), c.file_type);
+    EXPECT_EQ(Find(v3, "output.weight")->type, c.output);
+    EXPECT_EQ(Find(v3, "token_embd.weight")->type, c.embd);
+    EXPECT_EQ(Find(v3, "blk.0.ffn_down.weight")->type, c.first_down);
+    EXPECT_EQ(Find(v3, "blk.1.ffn_down.weight")->type,
+              c.mix == QuantMix::kIQ3_M ? T::kIQ3_S : c.base);
+    for (const char* n : {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps", "ffn_gate_shexp",
+                          "ffn_down_shexp", "attn_q_a", "attn_q_b", "attn_kv_a_mqa"}) {
+      EXPECT_EQ(Find(v3, std::string("blk.5.") + n + ".weight")->type, c.base) << n;
+    }
+    EXPECT_EQ(Find(v3, "blk.5.attn_output.weight")->type, c.attn_output);
+    EXPECT_EQ(Find(v3, "blk.5.attn_kv_b.weight")->type, c.kv_b);
+    EXPECT_EQ(Find(v3, "blk.5.ffn_gate_inp.weight")->type, T::kF32);
+    const ModelSpec split = Build({.preset = "ds-v3", .layers = 4, .quant = c.mix});
+    EXPECT_EQ(Find(split, "blk.3.attn_k_b.weight")->type, T::kIQ4_NL);  // ne[0] = 128
+    const ModelSpec lite = Build({.preset = "ds-v2-lite", .quant = c.mix});
+    EXPECT_EQ(Find(lite, "blk.0.attn_q.weight")->type, c.v2_attn_q);
+    if (c.mix == QuantMix::kIQ2_XS || c.mix == QuantMix::kIQ2_M) {
+      EXPECT_EQ(Find(lite, "blk.1.ffn_down_shexp.weight")->type, c.first_down);  // rank 2
+      EXPECT_EQ(Find(lite, "blk.2.ffn_down_shexp.weight")->type, c.base);        // rank 4
+    }
+  }
 }
 
 TEST(SynthTable, BadArguments) {

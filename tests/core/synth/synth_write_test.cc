@@ -88,13 +88,15 @@ TEST(SynthWrite, QuantMixesAndLegacyLayoutRoundTrip) {
   ExpectRoundTrip(legacy, Scratch("ds-tiny-legacy.gguf"));
 }
 
-// The UD-IQ and MXFP4_MOE mixes write lattice- / MXFP4-quantized expert tensors that read back
+// The UD-IQ, llama-quantize IQ and MXFP4_MOE mixes write lattice- / MXFP4-quantized expert
+// tensors that read back
 // with their types and decode to finite weights of about the generated spread (sd 0.02; a
 // 1.5-2 bit code keeps roughly 0.8-0.95 of it, so the bound is loose but excludes zeros and
 // garbage scales).
 TEST(SynthWrite, UdIqMixesRoundTrip) {
   for (QuantMix mix :
-       {QuantMix::kUdIQ2_XXS, QuantMix::kUdIQ1_M, QuantMix::kUdIQ1_S, QuantMix::kMXFP4_MOE}) {
+       {QuantMix::kUdIQ2_XXS, QuantMix::kUdIQ1_M, QuantMix::kUdIQ1_S, QuantMix::kIQ2_XS,
+        QuantMix::kIQ2_M, QuantMix::kIQ3_XXS, QuantMix::kIQ3_M, QuantMix::kMXFP4_MOE}) {
     SCOPED_TRACE(QuantMixName(mix));
     const ModelSpec spec = Build({.preset = "ds-tiny", .quant = mix});
     const std::string path = Scratch(std::string("ds-tiny-") + QuantMixName(mix) + ".gguf");

@@ -33,7 +33,7 @@ int main() {
             {GGML_TYPE_IQ2_XS, moesplit::GgmlType::kIQ2_XS, "iq2_xs", true},
             {GGML_TYPE_IQ2_S, moesplit::GgmlType::kIQ2_S, "iq2_s", true},
             {GGML_TYPE_IQ3_XXS, moesplit::GgmlType::kIQ3_XXS, "iq3_xxs", true},
-            {GGML_TYPE_IQ3_S, moesplit::GgmlType::kIQ3_S, "iq3_s", false}};
+            {GGML_TYPE_IQ3_S, moesplit::GgmlType::kIQ3_S, "iq3_s", true}};
   const int64_t rows = 16, cols = 4096;
   for (uint32_t seed : {1u, 2u})
     for (float sigma : {1.0f, 0.02f}) {
