@@ -233,6 +233,22 @@ TEST(HybridEmu, DsTinyStructureLatticeTypesAgreeWithTheCpuPass) {
   std::remove(path.c_str());
 }
 
+// llama-quantize's IQ2_M mix as make-model writes it (bartowski's DeepSeek shape): IQ2_S
+// attention, experts and shared experts, IQ3_S attn_output, token_embd and first ffn_down, Q5_K
+// output (ds-tiny's rows that are not a multiple of 256 fall back to IQ4_NL), on the device's
+// decoders with the experts in device memory.
+TEST(HybridEmu, DsTinyStructureIq2MMixAgreesWithTheCpuPass) {
+  MOESPLIT_SKIP_UNDER_SANITIZER();
+  const std::string path = WriteMla576("ds-tiny", "ds-tiny-576-iq2m", synth::QuantMix::kIQ2_M);
+  {
+    std::unique_ptr<gguf::GgufFile> f = gguf::GgufFile::Open(path).value();
+    EXPECT_EQ(f->FindTensor("blk.1.attn_kv_a_mqa.weight")->type, GgmlType::kIQ2_S);
+    EXPECT_EQ(f->FindTensor("token_embd.weight")->type, GgmlType::kIQ3_S);
+  }
+  CheckAgainstCpu(path, ExpertHome::kDevice);
+  std::remove(path.c_str());
+}
+
 // shared/testdata's ds-tiny (llama.cpp's oracle) has a 64 + 16 latent: the pass refuses it with
 // a clear error instead of computing garbage.
 // An IQ4_XS file (make-model's mix for llama-quantize IQ4_XS: IQ4_XS attention, shared experts
