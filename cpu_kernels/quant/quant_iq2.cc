@@ -104,74 +104,6 @@ float MakeQpQuants(int n, int nmax, const float* x, uint8_t* L, const float* w) 
   return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
-// The grid entry for the 8 levels L[0..8) (0..2): the exact one, or among the key's
-// neighbours the one of least sum w_i (scale (2e_i + 1) - x_i)^2 (first on ties); L is
-// overwritten with the chosen entry's levels. The candidates are scored together, value by
-// value (the loop over candidates vectorizes), but each candidate's sum still adds its 8 terms
-// in ggml's order from 0, so the sums and the choice are ggml's.
-int SnapToGrid(const IqLattice& lat, const float* xval, const float* w, float scale, int8_t* L) {
-  uint16_t key = 0;
-  for (int i = 0; i < 8; ++i) key |= static_cast<uint16_t>(L[i] << (2 * i));
-  int e = lat.Exact(key);
-  if (e < 0) {
-    static constexpr float kLevelValues[3] = {1.0f, 3.0f, 5.0f};  // 2 l + 1
-    e = lat.NearestNeighbour(key, xval, w, scale, kLevelValues);
-  }
-  for (int i = 0; i < 8; ++i) L[i] = static_cast<int8_t>(lat.Level(e, i));
-  return e;
-}
-
-// Levels round((id x - 1) / 2) clamped to 0..kMaxQ-1 of the 8 values x.
-void RoundLevels(const float* x, float id, int8_t* L) {
-  for (int i = 0; i < 8; ++i) {
-    const int l = NearestInt(0.5f * (id * x[i] - 1));
-    L[i] = static_cast<int8_t>(l < 0 ? 0 : (l > kMaxQ - 1 ? kMaxQ - 1 : l));
-  }
-}
-
-// sum w x q and sum w q^2 with q = 2L + 1 over the 32 values.
-void OddSums(const float* x, const float* w, const int8_t* L, float* sumqx, float* sumq2) {
-  float qx = 0, q2 = 0;
-  for (int i = 0; i < 32; ++i) {
-    const float q = static_cast<float>(2 * L[i] + 1);
-    qx += w[i] * x[i] * q;
-    q2 += w[i] * q * q;
-  }
-  *sumqx = qx;
-  *sumq2 = q2;
-}
-
-// Sign bits (7 per group of 8, bit i set: value i negative) of the 32 values xb, and their
-// magnitudes in xval, with the least-w x^2 value of an odd-count group kept negative.
-void SubBlockSigns(const float* xb, const float* w, float* xval, uint8_t signs[4]) {
-  for (int k = 0; k < 4; ++k) {
-    int nflip = 0;
-    uint8_t s = 0;
-    for (int i = 0; i < 8; ++i) {
-      const float v = xb[8 * k + i];
-      xval[8 * k + i] = v >= 0 ? v : -v;
-      if (!(v >= 0)) {
-        ++nflip;
-        s |= static_cast<uint8_t>(1 << i);
-      }
-    }
-    if (nflip % 2) {
-      int imin = 0;
-      float min = w[8 * k] * xb[8 * k] * xb[8 * k];
-      for (int i = 1; i < 8; ++i) {
-        const float ax = w[8 * k + i] * xb[8 * k + i] * xb[8 * k + i];
-        if (ax < min) {
-          min = ax;
-          imin = i;
-        }
-      }
-      xval[8 * k + imin] = -xval[8 * k + imin];
-      s ^= static_cast<uint8_t>(1 << imin);
-    }
-    signs[k] = s & 127;
-  }
-}
-
 // One 32-value sub-block: its scale (0 for an all-zero one) and packed words q2[0..1] (grid
 // indices; 7-bit signs of each group at bits 7k), the 4-bit scale still to be added.
 float QuantizeSubBlock(const IqLattice& lat, const float* xb, float sigma2, uint32_t q2[2]) {
@@ -179,7 +111,7 @@ float QuantizeSubBlock(const IqLattice& lat, const float* xb, float sigma2, uint
   for (int i = 0; i < 32; ++i) weight[i] = std::sqrt(sigma2 + xb[i] * xb[i]);
   for (int i = 0; i < 32; ++i) waux[i] = std::sqrt(weight[i]);
   uint8_t signs[4];
-  SubBlockSigns(xb, weight, xval, signs);
+  for (int k = 0; k < 4; ++k) signs[k] = GroupSigns(xb + 8 * k, weight + 8 * k, true, xval + 8 * k);
   float max = xval[0];
   for (int i = 1; i < 32; ++i) max = max > xval[i] ? max : xval[i];
   if (max < kGroupMaxEps) return 0.0f;
@@ -193,11 +125,10 @@ float QuantizeSubBlock(const IqLattice& lat, const float* xb, float sigma2, uint
     const float id = (2 * kMaxQ - 1 + is * 0.1f) / eff_max;
     const float this_scale = 1 / id;
     for (int k = 0; k < 4; ++k) {
-      RoundLevels(xval + 8 * k, id, Laux + 8 * k);
-      SnapToGrid(lat, xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k);
+      SnapLevels(lat, kMaxQ, xval + 8 * k, waux + 8 * k, id, this_scale, Laux + 8 * k);
     }
     float sumqx, sumq2;
-    OddSums(xval, weight, Laux, &sumqx, &sumq2);
+    OddSums(32, xval, weight, Laux, &sumqx, &sumq2);
     if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
       scale = sumqx / sumq2;
       best = scale * sumqx;
@@ -207,11 +138,10 @@ float QuantizeSubBlock(const IqLattice& lat, const float* xb, float sigma2, uint
   if (scale > 0) {
     const float id = 1 / scale;
     for (int k = 0; k < 4; ++k) {
-      RoundLevels(xval + 8 * k, id, L + 8 * k);
-      SnapToGrid(lat, xval + 8 * k, waux + 8 * k, scale, L + 8 * k);
+      SnapLevels(lat, kMaxQ, xval + 8 * k, waux + 8 * k, id, scale, L + 8 * k);
     }
     float sumqx, sumq2;
-    OddSums(xval, weight, L, &sumqx, &sumq2);
+    OddSums(32, xval, weight, L, &sumqx, &sumq2);
     if (sumq2 > 0) scale = sumqx / sumq2;
   }
   if (scale < 0) {  // ggml guards it (never seen): flip the scale and the stored signs

@@ -47,36 +47,6 @@ struct Search {
   bool on_grid0;    // the groups' on-grid flags before any trial (IQ3_S: false)
 };
 
-// Levels round((id x - 1) / 2) clamped to 0 .. kmax - 1 of the group's values x, snapped to the
-// lattice at `scale` (the levels of the exact entry, or of the nearest neighbour). Returns
-// whether the rounded levels were on the grid.
-bool SnapGroup(const Search& s, const float* x, const float* waux, float id, float scale,
-               int8_t* L) {
-  static constexpr float kOdd[8] = {1, 3, 5, 7, 9, 11, 13, 15};  // 2 l + 1
-  const int g = s.lat->group();
-  for (int i = 0; i < g; ++i) {
-    const int l = NearestInt(0.5f * (id * x[i] - 1));
-    L[i] = static_cast<int8_t>(l < 0 ? 0 : (l > s.kmax - 1 ? s.kmax - 1 : l));
-  }
-  const uint16_t key = s.lat->Key(L);
-  if (s.lat->Exact(key) >= 0) return true;
-  const int e = s.lat->NearestNeighbour(key, x, waux, scale, kOdd);
-  for (int i = 0; i < g; ++i) L[i] = static_cast<int8_t>(s.lat->Level(e, i));
-  return false;
-}
-
-// sum w x q and sum w q^2 with q = 2L + 1 over n values.
-void OddSums(int n, const float* x, const float* w, const int8_t* L, float* sumqx, float* sumq2) {
-  float qx = 0, q2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const float q = static_cast<float>(2 * L[i] + 1);
-    qx += w[i] * x[i] * q;
-    q2 += w[i] * q * q;
-  }
-  *sumqx = qx;
-  *sumq2 = q2;
-}
-
 // The scale of n magnitudes xval (max > 0) and their on-grid levels L[0..n).
 float SearchScale(const Search& s, int n, const float* xval, const float* weight, const float* waux,
                   float max, int8_t* L) {
@@ -90,7 +60,8 @@ float SearchScale(const Search& s, int n, const float* xval, const float* weight
     const float id = (2 * s.kmax - 1 + is * s.step) / max;
     const float this_scale = 1 / id;
     for (int k = 0; k < groups; ++k) {
-      on_aux[k] = SnapGroup(s, xval + g * k, waux + g * k, id, this_scale, Laux + g * k);
+      on_aux[k] =
+          SnapLevels(*s.lat, s.kmax, xval + g * k, waux + g * k, id, this_scale, Laux + g * k);
     }
     float sumqx, sumq2;
     OddSums(n, xval, weight, Laux, &sumqx, &sumq2);
@@ -107,43 +78,13 @@ float SearchScale(const Search& s, int n, const float* xval, const float* weight
     const float id = 1 / scale;
     for (int k = 0; k < groups; ++k) {
       if (s.resnap_all || !on_grid[k])
-        SnapGroup(s, xval + g * k, waux + g * k, id, scale, L + g * k);
+        SnapLevels(*s.lat, s.kmax, xval + g * k, waux + g * k, id, scale, L + g * k);
     }
     float sumqx, sumq2;
     OddSums(n, xval, weight, L, &sumqx, &sumq2);
     if (sumq2 > 0) scale = sumqx / sumq2;
   }
   return scale;
-}
-
-// Magnitudes of the 8 values xb in xval and their sign bits (bit i: value i negative). With
-// `parity` (7 stored bits) an odd count of negatives flips the least-w x^2 value: it is kept
-// negative in xval and its bit cleared, and the result is masked to 7 bits.
-uint8_t GroupSigns(const float* xb, const float* w, bool parity, float* xval) {
-  int nflip = 0;
-  uint8_t s = 0;
-  for (int i = 0; i < 8; ++i) {
-    xval[i] = xb[i] >= 0 ? xb[i] : -xb[i];
-    if (!(xb[i] >= 0)) {
-      ++nflip;
-      s |= static_cast<uint8_t>(1 << i);
-    }
-  }
-  if (!parity) return s;
-  if (nflip % 2) {
-    int imin = 0;
-    float min = w[0] * xb[0] * xb[0];
-    for (int i = 1; i < 8; ++i) {
-      const float ax = w[i] * xb[i] * xb[i];
-      if (ax < min) {
-        min = ax;
-        imin = i;
-      }
-    }
-    xval[imin] = -xval[imin];
-    s ^= static_cast<uint8_t>(1 << imin);
-  }
-  return s & 127;
 }
 
 // How a type weighs its values: w_i = sqrt(sigma2 + x_i^2) (a flat importance matrix), sigma2 /
@@ -209,78 +150,37 @@ float Sigma2(const float* xbl, float factor) {
   return factor * sumx2 / kQkK;
 }
 
-// IQ2_XS (parity signs, 9-bit index) and IQ2_S (8 explicit signs, 10-bit index) share the
-// 16-value search; fill(ibl block, ib, k, entry, signs) stores one group.
-template <typename Block, typename Fill>
-void QuantIq2Per16(const Search& s, Weighting how, bool parity, float eps, float sigma_factor,
-                   float d_fudge, const float* src, Block* blocks, int64_t nb, Fill fill) {
+// What differs between the four types' block loops.
+struct BlockRule {
+  Weighting how;
+  bool parity;         // 7 stored sign bits per 8 values (IQ2_XS, IQ3_XXS)
+  float eps;           // sub-blocks whose largest |x| is below it store nothing
+  float sigma_factor;  // sigma^2 = factor * mean x^2 (IQ2_XS: 1, the others 2)
+  float d_fudge;       // the stored d is max_scale / 31 times this
+};
+
+// The 256-value blocks of kSub-value sub-blocks (IQ2: 16, IQ3: 32): sub-block ib's grid entries
+// (kSub / group of them) and kSub / 8 sign bytes go to store(block, ib, entries, signs), its
+// 4-bit scales to put_scales(block, nibbles[kQkK / kSub]).
+template <int kSub, typename Block, typename Store, typename PutScales>
+void QuantBlocks(const Search& s, const BlockRule& rule, const float* src, Block* blocks,
+                 int64_t nb, Store store, PutScales put_scales) {
+  const int g = s.lat->group();
   for (int64_t ibl = 0; ibl < nb; ++ibl) {
     const float* xbl = src + kQkK * ibl;
     Block& y = blocks[ibl];
     std::memset(&y, 0, sizeof(y));
-    const float sigma2 = Sigma2(xbl, sigma_factor);
-    float scales[kQkK / 16] = {}, max_scale = 0;
-    for (int ib = 0; ib < kQkK / 16; ++ib) {
-      int8_t L[16];
-      uint8_t signs[2];
-      if (!QuantizeSub(s, how, parity, eps, 16, xbl + 16 * ib, sigma2, &scales[ib], L, signs)) {
+    const float sigma2 = Sigma2(xbl, rule.sigma_factor);
+    float scales[kQkK / kSub] = {}, max_scale = 0;
+    for (int ib = 0; ib < kQkK / kSub; ++ib) {
+      int8_t L[kSub];
+      uint8_t signs[kSub / 8];
+      if (!QuantizeSub(s, rule.how, rule.parity, rule.eps, kSub, xbl + kSub * ib, sigma2,
+                       &scales[ib], L, signs)) {
         continue;
       }
-      for (int k = 0; k < 2; ++k) fill(y, ib, k, Entry(*s.lat, L + 8 * k), signs[k]);
-      max_scale = max_scale > scales[ib] ? max_scale : scales[ib];
-    }
-    if (!(max_scale != 0)) {
-      std::memset(&y, 0, sizeof(y));
-      continue;
-    }
-    const float d = max_scale / 31;
-    y.d = ToHalf(d * d_fudge);
-    const float id = 1 / d;
-    for (int ib = 0; ib < kQkK / 16; ++ib) {
-      y.scales[ib / 2] |= static_cast<uint8_t>(ScaleNibble(scales[ib], id) << (4 * (ib % 2)));
-    }
-  }
-}
-
-const Search& Iq2XsSearch() {
-  static const Search s{&Iq2XsLattice(), 3, -9, 0.1f, false, true};
-  return s;
-}
-const Search& Iq2SSearch() {
-  static const Search s{&Iq2SLattice(), 3, -9, 0.1f, false, true};
-  return s;
-}
-
-void QuantIq2S(Weighting how, const float* src, void* dst, int64_t nb) {
-  QuantIq2Per16(Iq2SSearch(), how, false, 1e-8f, 2.0f, 0.9875f, src, static_cast<BlockIQ2_S*>(dst),
-                nb, [](BlockIQ2_S& y, int ib, int k, int e, uint8_t signs) {
-                  const int i8 = 2 * ib + k;
-                  y.qs[i8] = static_cast<uint8_t>(e & 255);
-                  y.qh[i8 / 4] |= static_cast<uint8_t>((e >> 8) << (2 * (i8 % 4)));
-                  y.qs[kQkK / 8 + i8] = signs;
-                });
-}
-
-// IQ3_XXS (256 groups of 4, parity signs) and IQ3_S (512, 8 explicit signs): 32-value
-// sub-blocks; sub-block ib's levels L[32], entries of its 8 groups and 4 sign bytes go to
-// store(block, ib, entries, signs), the 4-bit scales to put_scales(block, nibbles[8]).
-template <typename Block, typename Store, typename PutScales>
-void QuantIq3(const Search& s, Weighting how, bool parity, float eps, float d_fudge,
-              const float* src, Block* blocks, int64_t nb, Store store, PutScales put_scales) {
-  for (int64_t ibl = 0; ibl < nb; ++ibl) {
-    const float* xbl = src + kQkK * ibl;
-    Block& y = blocks[ibl];
-    std::memset(&y, 0, sizeof(y));
-    const float sigma2 = Sigma2(xbl, 2.0f);
-    float scales[kQkK / 32] = {}, max_scale = 0;
-    for (int ib = 0; ib < kQkK / 32; ++ib) {
-      int8_t L[32];
-      uint8_t signs[4];
-      if (!QuantizeSub(s, how, parity, eps, 32, xbl + 32 * ib, sigma2, &scales[ib], L, signs)) {
-        continue;
-      }
-      int entries[8];
-      for (int k = 0; k < 8; ++k) entries[k] = Entry(*s.lat, L + 4 * k);
+      int entries[kSub / 4];  // [kSub / g]
+      for (int k = 0; k < kSub / g; ++k) entries[k] = Entry(*s.lat, L + g * k);
       store(y, ib, entries, signs);
       max_scale = max_scale > scales[ib] ? max_scale : scales[ib];
     }
@@ -289,18 +189,41 @@ void QuantIq3(const Search& s, Weighting how, bool parity, float eps, float d_fu
       continue;
     }
     const float d = max_scale / 31;
-    y.d = ToHalf(d * d_fudge);
+    y.d = ToHalf(d * rule.d_fudge);
     const float id = 1 / d;
-    int nibbles[kQkK / 32];
-    for (int ib = 0; ib < kQkK / 32; ++ib) nibbles[ib] = ScaleNibble(scales[ib], id);
+    int nibbles[kQkK / kSub];
+    for (int ib = 0; ib < kQkK / kSub; ++ib) nibbles[ib] = ScaleNibble(scales[ib], id);
     put_scales(y, nibbles);
   }
 }
 
+// IQ2_XS / IQ2_S: two 4-bit scales per byte, sub-block ib's in nibble ib % 2 of byte ib / 2.
+template <typename Block>
+void PutIq2Scales(Block& y, const int* nibbles) {
+  for (int ib = 0; ib < kQkK / 16; ++ib) {
+    y.scales[ib / 2] |= static_cast<uint8_t>(nibbles[ib] << (4 * (ib % 2)));
+  }
+}
+
+void QuantIq2S(Weighting how, const float* src, void* dst, int64_t nb) {
+  static const Search s{&Iq2SLattice(), 3, -9, 0.1f, false, true};
+  QuantBlocks<16>(
+      s, {how, false, 1e-8f, 2.0f, 0.9875f}, src, static_cast<BlockIQ2_S*>(dst), nb,
+      [](BlockIQ2_S& y, int ib, const int* entries, const uint8_t* signs) {
+        for (int k = 0; k < 2; ++k) {
+          const int i8 = 2 * ib + k;
+          y.qs[i8] = static_cast<uint8_t>(entries[k] & 255);
+          y.qh[i8 / 4] |= static_cast<uint8_t>((entries[k] >> 8) << (2 * (i8 % 4)));
+          y.qs[kQkK / 8 + i8] = signs[k];
+        }
+      },
+      PutIq2Scales<BlockIQ2_S>);
+}
+
 void QuantIq3Xxs(Weighting how, const float* src, void* dst, int64_t nb) {
   static const Search s{&Iq3XxsLattice(), 8, -15, 0.2f, false, true};
-  QuantIq3(
-      s, how, true, 1e-8f, 1.0125f, src, static_cast<BlockIQ3_XXS*>(dst), nb,
+  QuantBlocks<32>(
+      s, {how, true, 1e-8f, 2.0f, 1.0125f}, src, static_cast<BlockIQ3_XXS*>(dst), nb,
       [](BlockIQ3_XXS& y, int ib, const int* entries, const uint8_t* signs) {
         for (int k = 0; k < 8; ++k) y.qs[8 * ib + k] = static_cast<uint8_t>(entries[k]);
         const uint32_t word = signs[0] | signs[1] << 7 | signs[2] << 14 | signs[3] << 21;
@@ -319,8 +242,8 @@ void QuantIq3Xxs(Weighting how, const float* src, void* dst, int64_t nb) {
 // ggml's `!max` test: skip only an all-zero sub-block (the least positive float as eps).
 void QuantIq3S(Weighting how, const float* src, void* dst, int64_t nb) {
   static const Search s{&Iq3SLattice(), 8, -9, 0.2f, true, false};
-  QuantIq3(
-      s, how, false, std::numeric_limits<float>::denorm_min(), 1.033f, src,
+  QuantBlocks<32>(
+      s, {how, false, std::numeric_limits<float>::denorm_min(), 2.0f, 1.033f}, src,
       static_cast<BlockIQ3_S*>(dst), nb,
       [](BlockIQ3_S& y, int ib, const int* entries, const uint8_t* signs) {
         for (int k = 0; k < 8; ++k) {
@@ -352,11 +275,16 @@ void QuantIQ3_SNoImatrix(const float* src, void* dst, int64_t nb) {
 }
 
 void QuantIQ2_XS(const float* src, void* dst, int64_t nb) {
-  QuantIq2Per16(Iq2XsSearch(), Weighting::kFlatImatrix, true, 1e-15f, 1.0f, 1.0f, src,
-                static_cast<BlockIQ2_XS*>(dst), nb,
-                [](BlockIQ2_XS& y, int ib, int k, int e, uint8_t signs) {
-                  y.qs[2 * ib + k] = static_cast<uint16_t>(e | (signs << 9));
-                });
+  static const Search s{&Iq2XsLattice(), 3, -9, 0.1f, false, true};
+  QuantBlocks<16>(
+      s, {Weighting::kFlatImatrix, true, 1e-15f, 1.0f, 1.0f}, src, static_cast<BlockIQ2_XS*>(dst),
+      nb,
+      [](BlockIQ2_XS& y, int ib, const int* entries, const uint8_t* signs) {
+        for (int k = 0; k < 2; ++k) {
+          y.qs[2 * ib + k] = static_cast<uint16_t>(entries[k] | (signs[k] << 9));
+        }
+      },
+      PutIq2Scales<BlockIQ2_XS>);
 }
 
 void QuantIQ2_S(const float* src, void* dst, int64_t nb) {

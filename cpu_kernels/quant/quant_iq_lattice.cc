@@ -12,6 +12,7 @@
 
 #include "core/base/status.h"
 #include "cpu_kernels/quant/iq_grids.h"
+#include "cpu_kernels/quant/quant_math.h"
 
 namespace moesplit::quant::internal {
 
@@ -162,6 +163,59 @@ const IqLattice& Iq1Lattice() {
   static constexpr uint8_t kBytes[3] = {0xFF, 0x00, 0x01};
   static const IqLattice lattice(Bytes(kIq1SGrid), kIq1SGridSize, 8, kBytes, 3, 3);
   return lattice;
+}
+
+bool SnapLevels(const IqLattice& lat, int kmax, const float* x, const float* waux, float id,
+                float scale, int8_t* L) {
+  static constexpr float kOdd[8] = {1, 3, 5, 7, 9, 11, 13, 15};  // 2 l + 1
+  const int g = lat.group();
+  for (int i = 0; i < g; ++i) {
+    const int l = NearestInt(0.5f * (id * x[i] - 1));
+    L[i] = static_cast<int8_t>(l < 0 ? 0 : (l > kmax - 1 ? kmax - 1 : l));
+  }
+  const uint16_t key = lat.Key(L);
+  if (lat.Exact(key) >= 0) return true;
+  const int e = lat.NearestNeighbour(key, x, waux, scale, kOdd);
+  for (int i = 0; i < g; ++i) L[i] = static_cast<int8_t>(lat.Level(e, i));
+  return false;
+}
+
+void OddSums(int n, const float* x, const float* w, const int8_t* L, float* sumqx, float* sumq2) {
+  float qx = 0, q2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const float q = static_cast<float>(2 * L[i] + 1);
+    qx += w[i] * x[i] * q;
+    q2 += w[i] * q * q;
+  }
+  *sumqx = qx;
+  *sumq2 = q2;
+}
+
+uint8_t GroupSigns(const float* xb, const float* w, bool parity, float* xval) {
+  int nflip = 0;
+  uint8_t s = 0;
+  for (int i = 0; i < 8; ++i) {
+    xval[i] = xb[i] >= 0 ? xb[i] : -xb[i];
+    if (!(xb[i] >= 0)) {
+      ++nflip;
+      s |= static_cast<uint8_t>(1 << i);
+    }
+  }
+  if (!parity) return s;
+  if (nflip % 2) {
+    int imin = 0;
+    float min = w[0] * xb[0] * xb[0];
+    for (int i = 1; i < 8; ++i) {
+      const float ax = w[i] * xb[i] * xb[i];
+      if (ax < min) {
+        min = ax;
+        imin = i;
+      }
+    }
+    xval[imin] = -xval[imin];
+    s ^= static_cast<uint8_t>(1 << imin);
+  }
+  return s & 127;
 }
 
 int IqLattice::NearestNeighbour(uint16_t key, const float* x, const float* w, float scale,

@@ -71,6 +71,21 @@ class IqLattice {
   static constexpr int32_t kUnreachable = INT32_MIN;
 };
 
+// Helpers of the IQ2 / IQ3 quantizers' searches (quant_iq2.cc, quant_iq23.cc), in ggml's
+// arithmetic order:
+// Levels round((id x - 1) / 2) clamped to 0 .. kmax - 1 of the group's values x, snapped to the
+// lattice at `scale` (the exact entry's levels, or the nearest neighbour's by sum waux (scale
+// (2 l + 1) - x)^2). Returns whether the rounded levels were on the grid.
+bool SnapLevels(const IqLattice& lat, int kmax, const float* x, const float* waux, float id,
+                float scale, int8_t* L);
+// sum w x q and sum w q^2 with q = 2 L + 1 over n values.
+void OddSums(int n, const float* x, const float* w, const int8_t* L, float* sumqx, float* sumq2);
+// Magnitudes of the 8 values xb in xval and their sign bits (bit i: value i negative). With
+// `parity` (7 stored bits, the 8th implied by an even count) an odd count of negatives flips the
+// least-w x^2 value: it stays negative in xval, its bit is cleared, and the byte is masked to 7
+// bits.
+uint8_t GroupSigns(const float* xb, const float* w, bool parity, float* xval);
+
 // The lattices, each built on first use: IQ2_XXS (kIq2XxsGrid, 256 entries, nwant 2, ~10 ms),
 // IQ2_XS (512, nwant 2), IQ2_S (1024, nwant 1), IQ3_XXS (kIq3XxsGrid, 256 groups of 4, nwant 2),
 // IQ3_S (512, nwant 3) and the IQ1_S / IQ1_M one (kIq1SGrid, 2048 entries, nwant 3, ~0.3 s).
