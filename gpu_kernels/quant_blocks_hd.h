@@ -136,11 +136,13 @@ inline constexpr char kHdDecodableTypes[] =
 
 // Every type above as X(enumerator): the one list that the dispatch switches (here, qgemv.cu,
 // dequant.cu) expand, so a new decoder is reached everywhere by one line.
-#define MOESPLIT_HD_DECODABLE_TYPES(X)                                                         \
-  X(kQ4_0)                                                                                     \
-  X(kQ5_0) X(kQ4_1) X(kQ5_1) X(kQ8_0) X(kIQ4_NL) X(kMXFP4) X(kQ2_K) X(kQ3_K) X(kQ4_K) X(kQ5_K) \
-      X(kQ6_K) X(kIQ4_XS) X(kIQ2_XXS) X(kIQ2_XS) X(kIQ2_S) X(kIQ3_XXS) X(kIQ3_S) X(kIQ1_S)     \
-          X(kIQ1_M) X(kF32) X(kF16) X(kBF16)
+// clang-format off
+#define MOESPLIT_HD_DECODABLE_TYPES(X)                                                   \
+  X(kQ4_0) X(kQ5_0) X(kQ4_1) X(kQ5_1) X(kQ8_0) X(kIQ4_NL) X(kMXFP4)                      \
+  X(kQ2_K) X(kQ3_K) X(kQ4_K) X(kQ5_K) X(kQ6_K) X(kIQ4_XS)                                \
+  X(kIQ2_XXS) X(kIQ2_XS) X(kIQ2_S) X(kIQ3_XXS) X(kIQ3_S) X(kIQ1_S) X(kIQ1_M)             \
+  X(kF32) X(kF16) X(kBF16)
+// clang-format on
 MOESPLIT_HD constexpr bool HdIsPlainFloat(GgmlType t) {
   return t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16;
 }

@@ -66,9 +66,9 @@ MOESPLIT_HD void HdIq1Group(float scale, uint64_t entry, float delta, float* out
   }
 }
 
-// (d * (0.5f + s)) * quarter: the IQ2 (quarter 0.25) / IQ3_XXS (0.5) sub-block scale.
-MOESPLIT_HD float HdIqHalfStepScale(float d, uint32_t s, float quarter) {
-  return HdMul(HdMul(d, HdAdd(0.5f, static_cast<float>(s))), quarter);
+// (d * (0.5f + s)) * factor: the IQ2 (factor 0.25) / IQ3_XXS (0.5) sub-block scale.
+MOESPLIT_HD float HdIqHalfStepScale(float d, uint32_t s, float factor) {
+  return HdMul(HdMul(d, HdAdd(0.5f, static_cast<float>(s))), factor);
 }
 
 // 66 B: d at 0; sub-block j at 2 + 8 j: 4 grid-index bytes, then a u32 of 4 x 7 sign bits and
@@ -149,7 +149,7 @@ MOESPLIT_HD void HdDecodeIQ1_S(const uint8_t* b, int j, float* out) {
   const float d = HdHalfToFloat(HdLoadU16(b));
   const uint32_t qh = HdLoadU16(b + 34 + 2 * j);
   const float dl = HdMul(d, static_cast<float>(2 * ((qh >> 12) & 7) + 1));
-  const float delta = (qh & 0x8000) ? -0.125f : 0.125f;
+  const float delta = (qh & 0x8000) ? -kIq1Delta : kIq1Delta;
   MOESPLIT_HD_UNROLL
   for (int g = 0; g < 4; ++g) {
     const uint32_t idx = b[2 + 4 * j + g] | (((qh >> (3 * g)) & 7) << 8);
@@ -173,7 +173,7 @@ MOESPLIT_HD void HdDecodeIQ1_M(const uint8_t* b, int j, float* out) {
   for (int g = 0; g < 4; ++g) {
     const uint32_t nibble = (b[32 + 2 * j + g / 2] >> (4 * (g % 2))) & 0xF;
     const uint32_t idx = b[4 * j + g] | ((nibble & 7) << 8);
-    HdIq1Group(dl[g / 2], MOESPLIT_HD_GRID(kIq1SGrid, idx), (nibble & 8) ? -0.125f : 0.125f,
+    HdIq1Group(dl[g / 2], MOESPLIT_HD_GRID(kIq1SGrid, idx), (nibble & 8) ? -kIq1Delta : kIq1Delta,
                out + 8 * g);
   }
 }

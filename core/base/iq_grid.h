@@ -43,4 +43,8 @@ __host__ __device__
   return static_cast<uint8_t>(s | ((ones & 1) << 7));
 }
 
+// The offset IQ1_S / IQ1_M add to every grid value (+/- IQ1S_DELTA, IQ1M_DELTA in ggml; both
+// 0.125), the sign chosen per group by one bit. A scalar constexpr: device code reads it too.
+inline constexpr float kIq1Delta = 0.125f;
+
 }  // namespace moesplit

@@ -26,9 +26,6 @@ inline constexpr const uint32_t (&kIq3SGrid)[kIq3SGridSize] = kIq3SGridData.v;
 inline constexpr const uint64_t (&kIq1SGrid)[kIq1SGridSize] = kIq1SGridData.v;
 
 using ::moesplit::Iq2SignByte;
-
-// The offset IQ1_S / IQ1_M add to every grid value (+/- IQ1S_DELTA, IQ1M_DELTA in ggml; both
-// 0.125), the sign chosen per group by one bit.
-inline constexpr float kIq1Delta = 0.125f;
+using ::moesplit::kIq1Delta;
 
 }  // namespace moesplit::quant::internal

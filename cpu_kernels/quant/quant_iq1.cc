@@ -90,8 +90,7 @@ void SplitLevels(const int* order, int n, int i1, int i2, int8_t* L) {
 // when no neighbour has a finite error (non-finite input); this CHECKs instead.
 int SnapToGrid(const IqLattice& lat, const float* x, const float* w, float scale, const float* xx,
                int8_t* L, bool* on_grid) {
-  uint16_t key = 0;
-  for (int i = 0; i < 8; ++i) key |= static_cast<uint16_t>(L[i] << (2 * i));
+  const uint16_t key = lat.Key(L);
   int e = lat.Exact(key);
   if (e < 0) {
     *on_grid = false;

@@ -149,11 +149,7 @@ float QuantizeSubBlock(const IqLattice& lat, const float* xb, float sigma2, uint
     for (uint8_t& s : signs) s = static_cast<uint8_t>(~s & 127);
   }
   for (int k = 0; k < 4; ++k) {
-    uint16_t key = 0;
-    for (int i = 0; i < 8; ++i) key |= static_cast<uint16_t>(L[8 * k + i] << (2 * i));
-    const int e = lat.Exact(key);
-    MOESPLIT_CHECK(e >= 0, "IQ2_XXS levels off the grid after the snap");
-    q2[0] |= static_cast<uint32_t>(e) << (8 * k);
+    q2[0] |= static_cast<uint32_t>(lat.Entry(L + 8 * k)) << (8 * k);
     q2[1] |= static_cast<uint32_t>(signs[k]) << (7 * k);
   }
   return scale;

@@ -131,13 +131,6 @@ bool QuantizeSub(const Search& s, Weighting how, bool parity, float eps, int n, 
   return true;
 }
 
-// The grid entry of group k's levels (on the grid after the search).
-int Entry(const IqLattice& lat, const int8_t* L) {
-  const int e = lat.Exact(lat.Key(L));
-  MOESPLIT_CHECK(e >= 0, "lattice levels off the grid after the snap");
-  return e;
-}
-
 // The 4-bit sub-block scale round((scale / d - 1) / 2) for id = 1 / d.
 int ScaleNibble(float scale, float id) {
   const int l = NearestInt(0.5f * (id * scale - 1));
@@ -180,7 +173,7 @@ void QuantBlocks(const Search& s, const BlockRule& rule, const float* src, Block
         continue;
       }
       int entries[kSub / 4];  // [kSub / g]
-      for (int k = 0; k < kSub / g; ++k) entries[k] = Entry(*s.lat, L + g * k);
+      for (int k = 0; k < kSub / g; ++k) entries[k] = s.lat->Entry(L + g * k);
       store(y, ib, entries, signs);
       max_scale = max_scale > scales[ib] ? max_scale : scales[ib];
     }

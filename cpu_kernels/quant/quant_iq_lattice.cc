@@ -20,7 +20,6 @@ IqLattice::IqLattice(const uint8_t* grid_bytes, int entries, int group, const ui
                      int n_levels, int nwant)
     : entries_(entries),
       group_(group),
-      n_levels_(n_levels),
       key_bits_(n_levels <= 4 ? 2 : 3),
       levels_(static_cast<size_t>(entries) * group) {
   MOESPLIT_CHECK(nwant >= 1 && entries > 0 && entries <= 65536 && (group == 8 || group == 4) &&
@@ -95,6 +94,12 @@ IqLattice::IqLattice(const uint8_t* grid_bytes, int entries, int group, const ui
       }
     }
   }
+}
+
+int IqLattice::Entry(const int8_t* L) const {
+  const int e = Exact(Key(L));
+  MOESPLIT_CHECK(e >= 0, "lattice levels off the grid after the snap");
+  return e;
 }
 
 uint16_t IqLattice::Key(const int8_t* L) const {

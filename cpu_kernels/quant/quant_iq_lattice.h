@@ -50,13 +50,14 @@ class IqLattice {
   int Level(int e, int j) const { return levels_[group_ * e + j]; }
   // The key of n = group levels L.
   uint16_t Key(const int8_t* L) const;
+  // The entry of levels L that a search left on the grid (CHECKed).
+  int Entry(const int8_t* L) const;
   int entries() const { return entries_; }
   int group() const { return group_; }
 
  private:
   int entries_;
   int group_;                    // values per entry (8 or 4)
-  int n_levels_;                 // 3 or 8
   int key_bits_;                 // bits per level in a key (2 or 3)
   std::vector<uint8_t> levels_;  // [entries * group] level of value j of entry e at group e + j
   // [1 << (group * key_bits)]: >= 0 the entry of an on-grid key; for an off-grid key of valid

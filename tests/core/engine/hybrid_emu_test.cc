@@ -76,44 +76,51 @@ std::string WriteMla576(const char* preset, const char* tag, synth::QuantMix qua
   return wo.path;
 }
 
+// A copy of the GGUF at `src` in `path`: its metadata, each tensor t in type_of(t), its data
+// written by write(t, type_of(t), writer).
+template <typename TypeOf, typename Write>
+std::string RewrittenCopy(const std::string& src, const std::string& path, TypeOf type_of,
+                          Write write) {
+  std::unique_ptr<gguf::GgufFile> in = gguf::GgufFile::Open(src).value();
+  gguf::GgufWriter w(path);
+  for (const gguf::KeyValue& kv : in->metadata()) w.AddKeyValue(kv.key, kv.value);
+  for (const gguf::TensorInfo& t : in->tensors()) {
+    w.AddTensor(t.name, type_of(t), std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims));
+  }
+  EXPECT_TRUE(w.Begin().ok());
+  for (const gguf::TensorInfo& t : in->tensors()) write(t, type_of(t), w);
+  EXPECT_TRUE(w.Finish().ok());
+  return path;
+}
+
 // A copy of the F16 model at `src` with the f16 values of the tensors whose names contain one of
 // `sharpen` multiplied by 16 (exact in f16), so that attention is far from uniform: with
 // make-model's N(0, 0.02) weights the scores are so small that a wrong key map (e.g. W_kb
 // untransposed) changes the logits by less than the Pearson floor below.
 std::string SharpenedCopy(const std::string& src, std::initializer_list<const char*> sharpen) {
-  const std::string path = src + ".sharp.gguf";
-  std::unique_ptr<gguf::GgufFile> in = gguf::GgufFile::Open(src).value();
-  gguf::GgufWriter w(path);
-  for (const gguf::KeyValue& kv : in->metadata()) w.AddKeyValue(kv.key, kv.value);
-  for (const gguf::TensorInfo& t : in->tensors()) {
-    w.AddTensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims));
-  }
-  EXPECT_TRUE(w.Begin().ok());
-  for (const gguf::TensorInfo& t : in->tensors()) {
-    std::vector<uint8_t> bytes(t.data, t.data + t.nbytes);
-    bool scale = false;
-    for (const char* part : sharpen) scale |= t.name.find(part) != std::string::npos;
-    if (scale) {
-      EXPECT_EQ(t.type, GgmlType::kF16) << t.name;
-      for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
-        uint16_t h;
-        std::memcpy(&h, &bytes[i], 2);
-        h = Fp32ToFp16(Fp16ToFp32(h) * 16.0f);
-        std::memcpy(&bytes[i], &h, 2);
-      }
-    }
-    EXPECT_TRUE(w.WriteTensorData(bytes.data(), bytes.size()).ok());
-  }
-  EXPECT_TRUE(w.Finish().ok());
-  return path;
+  return RewrittenCopy(
+      src, src + ".sharp.gguf", [](const gguf::TensorInfo& t) { return t.type; },
+      [&](const gguf::TensorInfo& t, GgmlType, gguf::GgufWriter& w) {
+        std::vector<uint8_t> bytes(t.data, t.data + t.nbytes);
+        bool scale = false;
+        for (const char* part : sharpen) scale |= t.name.find(part) != std::string::npos;
+        if (scale) {
+          EXPECT_EQ(t.type, GgmlType::kF16) << t.name;
+          for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
+            uint16_t h;
+            std::memcpy(&h, &bytes[i], 2);
+            h = Fp32ToFp16(Fp16ToFp32(h) * 16.0f);
+            std::memcpy(&bytes[i], &h, 2);
+          }
+        }
+        EXPECT_TRUE(w.WriteTensorData(bytes.data(), bytes.size()).ok());
+      });
 }
 
 // A copy of the F16 model at `src` with every weight whose name contains retype[i].first
 // requantized to retype[i].second (the first match wins; rows not a multiple of 256 stay F16).
 std::string RequantizedCopy(const std::string& src,
                             std::initializer_list<std::pair<const char*, GgmlType>> retype) {
-  const std::string path = src + ".requant.gguf";
-  std::unique_ptr<gguf::GgufFile> in = gguf::GgufFile::Open(src).value();
   auto target = [&](const gguf::TensorInfo& t) {
     for (const auto& [part, type] : retype) {
       if (t.name.find(part) != std::string::npos && t.type == GgmlType::kF16 && t.n_dims >= 2 &&
@@ -123,30 +130,23 @@ std::string RequantizedCopy(const std::string& src,
     }
     return t.type;
   };
-  gguf::GgufWriter w(path);
-  for (const gguf::KeyValue& kv : in->metadata()) w.AddKeyValue(kv.key, kv.value);
-  for (const gguf::TensorInfo& t : in->tensors()) {
-    w.AddTensor(t.name, target(t), std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims));
-  }
-  EXPECT_TRUE(w.Begin().ok());
-  for (const gguf::TensorInfo& t : in->tensors()) {
-    const GgmlType to = target(t);
-    if (to == t.type) {
-      EXPECT_TRUE(w.WriteTensorData(t.data, t.nbytes).ok());
-      continue;
-    }
-    const int64_t cols = t.ne[0], rows = t.NumElements() / cols;
-    std::vector<float> row(cols);
-    std::vector<uint32_t> q((RowBytes(to, cols) + 3) / 4);  // 4-byte aligned for QuantizeRow
-    for (int64_t r = 0; r < rows; ++r) {
-      const auto* h = reinterpret_cast<const uint16_t*>(t.data) + r * cols;
-      for (int64_t c = 0; c < cols; ++c) row[c] = Fp16ToFp32(h[c]);
-      quant::QuantizeRow(to, row.data(), q.data(), cols);
-      EXPECT_TRUE(w.WriteTensorData(q.data(), RowBytes(to, cols)).ok());
-    }
-  }
-  EXPECT_TRUE(w.Finish().ok());
-  return path;
+  return RewrittenCopy(
+      src, src + ".requant.gguf", target,
+      [](const gguf::TensorInfo& t, GgmlType to, gguf::GgufWriter& w) {
+        if (to == t.type) {
+          EXPECT_TRUE(w.WriteTensorData(t.data, t.nbytes).ok());
+          return;
+        }
+        const int64_t cols = t.ne[0], rows = t.NumElements() / cols;
+        std::vector<float> row(cols);
+        std::vector<uint32_t> q((RowBytes(to, cols) + 3) / 4);  // 4-byte aligned for QuantizeRow
+        for (int64_t r = 0; r < rows; ++r) {
+          const auto* h = reinterpret_cast<const uint16_t*>(t.data) + r * cols;
+          for (int64_t c = 0; c < cols; ++c) row[c] = Fp16ToFp32(h[c]);
+          quant::QuantizeRow(to, row.data(), q.data(), cols);
+          EXPECT_TRUE(w.WriteTensorData(q.data(), RowBytes(to, cols)).ok());
+        }
+      });
 }
 
 // The hybrid pass on the emulated device against the CPU pass (itself checked against
