@@ -1,0 +1,55 @@
+// Not built by CMake: a one-off probe of 512-bit instruction throughput on the build machine,
+// whose figures docs/PERFORMANCE.md quotes ("Why IQ2_XXS decode stays short of 0.85 ...").
+// Eight independent chains of one instruction each, 20 M iterations; prints ns per instruction
+// (lower = more per cycle; a dependent pair shows the latency of the chain instead).
+//   g++ -O2 -march=native -std=c++20 bench/probes/instruction_throughput.cc -o /tmp/probe
+//   /tmp/probe
+// Needs AVX-512 VNNI, VBMI and GFNI (Ice Lake, Zen 4 and later).
+#include <immintrin.h>
+
+#include <chrono>
+#include <cstdio>
+
+namespace {
+
+// ns per application of f over 8 independent chains.
+template <typename F>
+void Run(const char* name, F f) {
+  __m512i r[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm512_set1_epi32(i + 1);
+  const __m512i t = _mm512_set1_epi8(3), u = _mm512_set1_epi8(5);
+  constexpr long kIters = 20000000;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (long k = 0; k < kIters; ++k) {
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) r[i] = f(r[i], t, u);
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  __m512i s = r[0];
+  for (int i = 1; i < 8; ++i) s = _mm512_xor_si512(s, r[i]);  // keeps the chains live
+  const double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / (kIters * 8.0);
+  std::printf("%-14s %.3f ns/op  (sink %d)\n", name, ns, _mm512_reduce_add_epi32(s) & 1);
+}
+
+}  // namespace
+
+int main() {
+  Run("vpaddd", [](__m512i a, __m512i t, __m512i) { return _mm512_add_epi32(a, t); });
+  Run("vpermb", [](__m512i a, __m512i t, __m512i) { return _mm512_permutexvar_epi8(a, t); });
+  Run("vpermi2b",
+      [](__m512i a, __m512i t, __m512i u) { return _mm512_permutex2var_epi8(t, a, u); });
+  Run("vpdpbusd", [](__m512i a, __m512i t, __m512i u) { return _mm512_dpbusd_epi32(a, t, u); });
+  Run("vpternlogq",
+      [](__m512i a, __m512i t, __m512i u) { return _mm512_ternarylogic_epi64(a, t, u, 0xE4); });
+  Run("vpsrlw", [](__m512i a, __m512i, __m512i) { return _mm512_srli_epi16(a, 2); });
+  Run("gf2p8affine",
+      [](__m512i a, __m512i t, __m512i) { return _mm512_gf2p8affine_epi64_epi8(a, t, 0); });
+  Run("vpmulld", [](__m512i a, __m512i t, __m512i) { return _mm512_mullo_epi32(a, t); });
+  Run("vpmaddubsw", [](__m512i a, __m512i t, __m512i) { return _mm512_maddubs_epi16(t, a); });
+  Run("vpdpwssd", [](__m512i a, __m512i t, __m512i u) { return _mm512_dpwssd_epi32(a, t, u); });
+  Run("vpmultishift",
+      [](__m512i a, __m512i t, __m512i) { return _mm512_multishift_epi64_epi8(t, a); });
+  Run("permb+dpbusd", [](__m512i a, __m512i t, __m512i u) {
+    return _mm512_dpbusd_epi32(a, _mm512_permutexvar_epi8(a, t), u);
+  });
+}
