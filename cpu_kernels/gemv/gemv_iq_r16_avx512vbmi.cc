@@ -26,18 +26,24 @@
 //   IQ2_S: as IQ2_XS over 1024 entries (eight masked vpermi2b per table, index bits 8 and 9 in
 //     the masks qh[j][0], qh[j][1])
 //   IQ3_XXS: x = q[j][h] (h = 0, 1; groups of 4 values), each looked up into A (3-bit codes of
-//     values 0-1: iq3xxs_lo, bits 0-5 used) and B (values 2-3: the code's bits 6-11); value m =
-//     4 h + k: u = vpermb(A or B, the 64-entry table of the low / high 3 bits' level
-//     {4, 12, .., 52, 62}) (IQ3_XXS's levels are no affine map of the code: 62, not 60);
-//     a as IQ2_XXS's, negated under the mask sgn[j][m] (|a| <= 127: exact); P = vpdpbusd(P, u, a)
-//   IQ3_S: as IQ3_XXS, each lookup over 512 entries (four masked vpermi2b, the index's 9th bit
-//     the mask qh[j][h]; levels 1, 3, .., 15)
-//   I += P * (2 s_j + 1)     [16] i32: |I| <= 8 x 31 x 32 x 62 x 127 < 2^31
+//     values 0-1: iq3xxs_lo, bits 0-5 used) and B (values 2-3: the code's bits 6-11); with the
+//     sign bytes S = sgn[j], value m = 4 h + k: V = A or B under the mask 0x07 (k even) or 0x38
+//     (k odd), the rest from S >> kIq3R16SignShift[m] (one bit select: code and sign in the
+//     6-bit index, repack.h), u = vpermb(V, the table of 62 + its signed level), 0 .. 124 (the
+//     levels {4, 12, .., 52, 62} are no affine map of the code: 62, not 60); a as IQ2_XXS's;
+//     P = vpdpbusd(P, u, a) from P = -62 B_j
+//   IQ3_S: IQ3_XXS's lookups over 512 entries (four masked vpermi2b, the index's 9th bit the
+//     mask qh[j][h]); u = vpermb(A or B, the table of the low / high 3 bits' level 1, 3, ..,
+//     15), a negated under the mask sgn[j][m] (|a| <= 127: exact); P = vpdpbusd(P, u, a) from 0
+//   I += P * (2 s_j + 1)     [16] i32: |I| <= 8 x 31 x 32 x 62 x 128 < 2^31 (IQ3_XXS's offset
+//     terms cancel within a sub-block; vpdpbusd's i32 sums do not saturate on the way)
 // per block and token: acc += cvt(I) * d * d_a / 8 (or / 4). IQ2_XXS: ~28 vector ops per 512
 // weights (1 token), where the file layout's block decode (gemv_iq_avx512vbmi.cc) takes ~90: no
 // per-value shuffle of the activations, no sign ops per value and token, and no horizontal
-// sums (the lanes are rows). IQ3_XXS: ~37 per 512 (two lookups per sub-block, vpermb levels)
-// where the file layout's gemm (gemv_iq23_avx512vbmi.cc) takes ~100.
+// sums (the lanes are rows). IQ3_XXS: ~37 per 512 (two lookups per sub-block, a select and a
+// vpermb per value; with 64-bit sign masks, a mask load and a masked negate per value and
+// token, ~42 and the mask ops on Zen 4's critical path) where the file layout's gemm
+// (gemv_iq23_avx512vbmi.cc) takes ~100.
 // IQ1_S (kIQ1_S_R16, base-3 digits t + 1 of the grid values t): per sub-block j,
 //   x = a[j] looked up (two masked vpermi2b each) into C (digits of values 0-3 as 2-bit
 //     fields) and D4 (value 4's digit); f[j]'s 16 words spread into the dword lanes (vpermb),
@@ -114,13 +120,13 @@ constexpr int TableRegs(Kind k) {
 // Permuted activation bytes per block and token (IQ1_M: the quants twice, once with groups
 // 2-3 of each sub-block zeroed and once with groups 0-1, one per half's scale), and the i32 of
 // activation sums per block and token that follow all tokens' quants (IQ1_S: B_j per sub-block;
-// IQ2_XXS: -43 B_j; IQ1_M: per half the i16 pair of its two groups' sums).
+// IQ2_XXS / IQ3_XXS: -kOffset B_j; IQ1_M: per half the i16 pair of its two groups' sums).
 template <Kind K>
 constexpr int kActBytes = K == Kind::kIQ1M ? 2 * kQkK : kQkK;
 template <Kind K>
-constexpr int kAuxInts = K == Kind::kIQ1S || K == Kind::kIQ2XXS ? 8
-                         : K == Kind::kIQ1M                     ? 16
-                                                                : 0;
+constexpr int kAuxInts = K == Kind::kIQ1M                                               ? 16
+                         : K == Kind::kIQ1S || K == Kind::kIQ2XXS || K == Kind::kIQ3XXS ? 8
+                                                                                        : 0;
 // Payload cache lines per group block: 17 / 19 / 20 / 25 / 27 / 14 / 16.
 template <Kind K>
 constexpr int kLines = static_cast<int>(sizeof(GroupBlock<K>) / 64);
@@ -130,8 +136,11 @@ constexpr float kScale = K == Kind::kIQ3XXS ? 0.25f
                          : K == Kind::kIQ3S ? 1.0f
                                             : 0.125f;
 
-// IQ2_XXS's offset of the signed levels -43 .. 43 into vpdpbusd's unsigned range.
+// The offset of the signed levels into vpdpbusd's unsigned range: IQ2_XXS (and IQ2_XS / IQ2_S)
+// -43 .. 43, IQ3_XXS -62 .. 62.
 constexpr int kIq2Offset = 43;
+template <Kind K>
+constexpr int kOffset = K == Kind::kIQ3XXS ? 62 : kIq2Offset;
 // The sign bits Codes' selects rely on: values 0, 1 at bits 4, 5 and 2, 3 at 0, 1 (kept where
 // V0's / V1's fields have them), values 4-7 two bits higher than 0-3 (sgn >> 2 brings them there).
 static_assert(quant::kIq2R16SignBit[0] == 4 && quant::kIq2R16SignBit[1] == 5 &&
@@ -142,83 +151,7 @@ static_assert([] {
   }
   return true;
 }());
-// vgf2p8affineqb matrix taking bits 2 k, 2 k + 1 of a byte to bits 0, 1 (IQ1_S's 2-bit digit
-// fields -> the digit byte 0, 1, 2).
-constexpr uint64_t PickMatrix(int k) {
-  return (uint64_t{1} << (2 * k)) << 56 | (uint64_t{1} << (2 * k + 1)) << 48;
-}
-
-// Constant tables (nothing here runs at static-init time).
-struct Consts {
-  uint8_t perm[2][64];       // [kind] vpermb control of the activation permutation per 64 bytes
-  uint8_t iq3_level[2][64];  // vpermb tables: level of bits 0-2 / bits 3-5 of a 6-bit code
-  uint8_t iq3s_level[2][64];  // the same for IQ3_S's levels 1, 3, .., 15
-  // IQ2_XXS's vpermb tables, value m of the groups from V_{m/2} by table m % 4: kIq2Offset +
-  // the level of the code at bits 0-1 / 2-3 / 2-3 / 4-5, negated when bit 4 / 5 / 0 / 1 is set.
-  uint8_t iq2_level[4][64];
-  // IQ1_S: byte v < 243 (5 digits) -> digits 0-3 as 2-bit fields / digit 4; field i & 31 < 27
-  // (3 digits; bit 5 of the vpermb index is the next field's, hence the doubled table) -> its
-  // digits as 2-bit fields; the vpermb control spreading 16 3-byte words into dword lanes
-  // (byte 3 of a lane repeats byte 2); the vpmultishiftqb control moving group g's field of
-  // the qword's row h to byte 4 h + g (bit 32 h + 5 g); by bits 0-3 of word >> 20 (s | sign
-  // << 3): 8 (2 s + 1) and (2 s + 1) (e - 8).
-  uint8_t iq1_lo[256], iq1_d4[256], iq1_hi[64], iq1_spread[64], iq1_shift[64];
-  int32_t iq1_ls8[16], iq1_cb[16];
-  // IQ1_M, by a half's 5 bits i = s | sign_0 << 3 | sign_1 << 4 (vpermt2d): 8 (2 s + 1), and
-  // the i16 pair (2 s + 1) (e_0 - 8), (2 s + 1) (e_1 - 8) for vpdpwssd with the groups' sums;
-  // the byte mask keeping groups 0-1 of each dword.
-  int32_t iq1m_ls8[32], iq1m_ec[32];
-  uint8_t iq1m_lo_groups[64];
-};
-constexpr Consts MakeConsts() {
-  Consts c{};
-  constexpr uint8_t kIq3Levels[8] = {4, 12, 20, 28, 36, 44, 52, 62};  // IqTables' code order
-  for (int v = 0; v < 256; ++v) {
-    int rest = v < 243 ? v : 0;
-    for (int k = 0; k < 4; ++k, rest /= 3) c.iq1_lo[v] |= static_cast<uint8_t>(rest % 3 << 2 * k);
-    c.iq1_d4[v] = static_cast<uint8_t>(rest);
-  }
-  for (int i = 0; i < 64; ++i) {
-    int rest = (i & 31) < 27 ? i & 31 : 0;
-    for (int k = 0; k < 3; ++k, rest /= 3) c.iq1_hi[i] |= static_cast<uint8_t>(rest % 3 << 2 * k);
-    c.iq1_spread[i] = static_cast<uint8_t>(3 * (i / 4) + (i % 4 < 3 ? i % 4 : 2));
-    c.iq1_shift[i] = static_cast<uint8_t>(32 * ((i / 4) % 2) + 5 * (i % 4));
-  }
-  for (int i = 0; i < 16; ++i) {
-    const int ls = 2 * (i & 7) + 1, e = i & 8 ? -1 : 1;
-    c.iq1_ls8[i] = 8 * ls;
-    c.iq1_cb[i] = ls * (e - 8);
-  }
-  for (int i = 0; i < 32; ++i) {
-    const int ls = 2 * (i & 7) + 1, e0 = i & 8 ? -1 : 1, e1 = i & 16 ? -1 : 1;
-    c.iq1m_ls8[i] = 8 * ls;
-    c.iq1m_ec[i] =
-        static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(ls * (e0 - 8))) |
-                             static_cast<uint32_t>(static_cast<uint16_t>(ls * (e1 - 8))) << 16);
-  }
-  for (int b = 0; b < 64; ++b) c.iq1m_lo_groups[b] = b % 4 < 2 ? 0xFF : 0;
-  for (int b = 0; b < 64; ++b) {
-    // IQ2_XXS: out[32 h + 4 k + g] = in[32 h + 8 g + k]; IQ3_XXS: out[16 i + 4 k + g] =
-    // in[16 i + 4 g + k].
-    c.perm[0][b] = static_cast<uint8_t>(32 * (b / 32) + 8 * (b % 4) + (b % 32) / 4);
-    c.perm[1][b] = static_cast<uint8_t>(16 * (b / 16) + 4 * (b % 4) + (b % 16) / 4);
-    c.iq3_level[0][b] = kIq3Levels[b & 7];
-    c.iq3_level[1][b] = kIq3Levels[(b >> 3) & 7];
-    c.iq3s_level[0][b] = static_cast<uint8_t>(2 * (b & 7) + 1);
-    c.iq3s_level[1][b] = static_cast<uint8_t>(2 * ((b >> 3) & 7) + 1);
-    // Value t < 4's sign sits in V_{t/2} where the layout stores it (V0 / V1 keep the sign
-    // byte's bits in place); values 4-7 reach the same fields through sgn >> 2 (Codes).
-    constexpr int kCodeShift[4] = {0, 2, 2, 4};
-    constexpr int kIq2Levels[4] = {8, 25, 43, 0};  // code 3 never occurs
-    for (int t = 0; t < 4; ++t) {
-      const int level = kIq2Levels[(b >> kCodeShift[t]) & 3];
-      const int neg = (b >> quant::kIq2R16SignBit[t]) & 1;
-      c.iq2_level[t][b] = static_cast<uint8_t>(kIq2Offset + (neg ? -level : level));
-    }
-  }
-  return c;
-}
-alignas(64) constexpr Consts kConsts = MakeConsts();
+#include "cpu_kernels/gemv/gemv_iq_r16_consts.inc"
 
 // n_tok tokens' quants in the permuted order: out + t * (nb * 256), nb blocks each.
 // IQ1_S / IQ1_M: then the tokens' kAuxInts i32 per block at out + n_tok * nb * kActBytes.
@@ -248,9 +181,9 @@ void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb,
           _mm512_storeu_si512(ob, pq);
         }
       }
-      if constexpr (K == Kind::kIQ1S || K == Kind::kIQ2XXS) {  // B_j or -43 B_j
+      if constexpr (kAuxInts<K> == 8) {  // B_j or -kOffset B_j
         const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at[b].bsums));
-        const int16_t f = K == Kind::kIQ1S ? 1 : -kIq2Offset;
+        const int16_t f = K == Kind::kIQ1S ? 1 : -kOffset<K>;
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(aux + (t * nb + b) * 8),
                             _mm256_madd_epi16(bs, _mm256_set1_epi16(f)));
       }
@@ -262,13 +195,13 @@ void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb,
 // and its four signed-level tables (IQ2_XS / IQ2_S: iq2xs_* / iq2s_*, c0 / c1 [0..7] / [0..15],
 // the same level tables);
 // IQ3_XXS c0 = iq3xxs_lo (the 12-bit code's bits 0-7; the level lookups use bits 0-5), c1 =
-// iq3xxs_b (bits 6-11), and the two level tables; IQ3_S the same over 512 entries (c0 / c1
-// [0..7]).
+// iq3xxs_b (bits 6-11), and the eight signed-level tables; IQ3_S the same over 512 entries (c0 /
+// c1 [0..7]) and two unsigned-level tables.
 // IQ1_S: c0 / c1 = iq1_lo / iq1_d4, and its field table, spread / shift controls and scale
 // factors.
 struct Tables {
   __m512i c0[16], c1[16];
-  __m512i level[2], iq2_level[4];
+  __m512i level[8], iq2_level[4];
   __m512i hi, spread, shift, ls8, cb;
   __m512i m_ls8[2], m_ec[2];  // IQ1_M's 32-entry tables
 };
@@ -297,8 +230,9 @@ Tables LoadTables() {
       r.c1[i] = _mm512_load_si512(t.iq3xxs_b + 64 * i);
     }
   }
-  for (int h = 0; h < 2; ++h) {
-    r.level[h] = _mm512_load_si512(K == Kind::kIQ3S ? kConsts.iq3s_level[h] : kConsts.iq3_level[h]);
+  for (int m = 0; m < 8; ++m) {
+    r.level[m] =
+        _mm512_load_si512(K == Kind::kIQ3S ? kConsts.iq3s_level[m % 2] : kConsts.iq3_level[m]);
   }
   for (int t = 0; t < 4; ++t) r.iq2_level[t] = _mm512_load_si512(kConsts.iq2_level[t]);
   r.hi = _mm512_load_si512(kConsts.iq1_hi);
@@ -358,7 +292,8 @@ IQ_INLINE void PartMasks(__mmask64 bit7, const __mmask64 (&high)[B], __mmask64 (
 
 // The code vectors of sub-block j: IQ2_XXS / IQ2_XS c[0..3] = V0 .. V3 (codes and signs of
 // values 0-1, 2-3, 4-5, 6-7 of the groups), IQ3_XXS / IQ3_S c[0..3] (A, B of half 0, then of
-// half 1).
+// half 1) and IQ3_XXS c[4..6] the sign bytes shifted right by 0, 4, 2 (kIq3R16SignShift;
+// Levels selects).
 template <Kind K>
 IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i* c) {
   constexpr int kVectors = IsIq2(K) ? 1 : 2;
@@ -395,17 +330,30 @@ IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i
     c[1] = _mm512_ternarylogic_epi64(_mm512_srli_epi16(lo, 2), sg, mid4, 0xE4);
     c[2] = _mm512_ternarylogic_epi64(hi, sg2, lo4, 0xE4);
     c[3] = _mm512_ternarylogic_epi64(_mm512_srli_epi16(hi, 2), sg2, mid4, 0xE4);
+  } else if constexpr (K == Kind::kIQ3XXS) {
+    // The 16-bit shifts move into a byte only bits above those a select takes from it.
+    const __m512i sg = _mm512_loadu_si512(blk.sgn[j]);
+    c[4] = sg;
+    c[5] = _mm512_srli_epi16(sg, 4);
+    c[6] = _mm512_srli_epi16(sg, 2);
   }
 }
 
-// The level bytes of value m of the groups (IQ3_XXS / IQ3_S: m = 4 h + k; IQ2_XXS:
-// kIq2Offset + the signed level).
+// The level bytes of value m of the groups, kOffset + the signed level (IQ3_XXS: m = 4 h + k,
+// the code beside its sign by one bit select: the code's bits 0-2 or 3-5 of A / B, the rest
+// of the sign bytes shifted by kIq3R16SignShift[m]). IQ3_S: the unsigned level.
 template <Kind K>
 IQ_INLINE __m512i Levels(const __m512i* c, int m, const Tables& tab) {
   if constexpr (IsIq2(K)) {
     return _mm512_permutexvar_epi8(c[m / 2], tab.iq2_level[m % 4]);
-  } else {
+  } else if constexpr (K == Kind::kIQ3S) {
     return _mm512_permutexvar_epi8(c[m / 2], tab.level[m % 2]);
+  } else {
+    constexpr int kShiftVector[5] = {4, -1, 6, -1, 5};  // by kIq3R16SignShift 0 / 2 / 4
+    const __m512i code_bits = _mm512_set1_epi8(m % 2 == 0 ? 0x07 : 0x38);
+    const __m512i v = _mm512_ternarylogic_epi64(
+        c[m / 2], c[kShiftVector[quant::kIq3R16SignShift[m]]], code_bits, 0xE4);
+    return _mm512_permutexvar_epi8(v, tab.level[m]);
   }
 }
 
@@ -556,12 +504,11 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
           SubBlockPer16<K, G, T>(blk, j, ab, act_stride, a, a_stride, b, tab, isum);
           continue;
         }
-        __m512i c[G][4], P[G][T];
-        __m512i p0[T];  // IQ2_XXS: -43 B_j of each token
+        constexpr bool kS = K == Kind::kIQ3S;
+        __m512i c[G][7], P[G][T];
+        __m512i p0[T];  // -kOffset B_j of each token (IQ3_S: 0)
         for (int t = 0; t < T; ++t) {
-          p0[t] = K == Kind::kIQ2XXS
-                      ? _mm512_set1_epi32(aux[t * nb * kAuxInts<K> + b * kAuxInts<K> + j])
-                      : zero;
+          p0[t] = kS ? zero : _mm512_set1_epi32(aux[t * nb * kAuxInts<K> + b * kAuxInts<K> + j]);
         }
         for (int i = 0; i < G; ++i) {
           Codes<K>(*blk[i], j, tab, c[i]);
@@ -578,7 +525,7 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
             const __m512i u = Levels<K>(c[i], m, tab);
             for (int t = 0; t < T; ++t) {
               __m512i a = at[t];
-              if constexpr (IsIq3(K)) a = _mm512_mask_sub_epi8(a, blk[i]->sgn[j][m], zero, a);
+              if constexpr (kS) a = _mm512_mask_sub_epi8(a, blk[i]->sgn[j][m], zero, a);
               P[i][t] = _mm512_dpbusd_epi32(P[i][t], u, a);
             }
           }

@@ -113,22 +113,33 @@
 //
 // kIQ3_XXS_R16: IQ3_XXS the same way. Its grid entries are 4 values, so a sub-block's 8 indices
 // per row fill two vectors: q[j][h] byte 4 r + g = row r's index of values 32 j + 16 h + 4 g ..
-// + 3, and sgn[j][4 h + k] bit 4 r + g = value 32 j + 16 h + 4 g + k negative (the activations
-// are permuted per 16: out[16 i + 4 k + g] = in[16 i + 4 g + k]). The kernel looks each vector
-// up into two 6-bit code bytes (3-bit levels of values 0-1 and 2-3 of each group) and takes
-// each value's level with one vpermb (bits 0-5 of its index), since IQ3_XXS's levels 4, 12,
-// .., 52, 62 are no affine map of the code. 16 x 102 bytes per 256 values (IQ3_XXS: 98).
+// + 3, and sgn[j] byte 4 r + g holds the signs of both halves' groups g: value 32 j + 16 h + 4 g
+// + k negative at bit kIq3R16SignBit[4 h + k] (the activations are permuted per 16: out[16 i +
+// 4 k + g] = in[16 i + 4 g + k]). The kernel looks each vector up into two 6-bit code bytes
+// (3-bit levels of values 0-1 and 2-3 of each group: A, B), then per value m = 4 h + k one bit
+// select puts the code beside its sign, V = (A or B) under the mask 0x07 (k even: code bits
+// 0-2) or 0x38 (k odd: bits 3-5), the rest from sgn >> kIq3R16SignShift[m]; the sign lands at
+// index bit 3-5 (k even) or 0-2 (k odd), {3, 0, 3, 0, 5, 1, 4, 0}, and one vpermb takes the
+// value to its offset signed level (IQ3_XXS's levels 4, 12, .., 52, 62 are no affine map of the
+// code: 62, not 60). The bit order below is the one that gives every value such a place with
+// three shifts of the byte (0, 4, 2). Where the layout before kept 64-bit masks, one mask load
+// and one masked negate of the activations per value and token, this takes one select per value
+// (and none per token). 16 x 102 bytes per 256 values (IQ3_XXS: 98).
 //
 // kIQ3_S_R16: IQ3_S in kIQ3_XXS_R16's shape, the file's bytes rearranged (110 per 256 values
 // and row, as the file). IQ3_S's grid has 512 entries of 4 values (levels 1, 3, .., 15), its
 // signs are one bit per value and its 4-bit scales are per 32 values, so per sub-block j:
 //   q[j][h]   byte 4 r + g = the low 8 bits of row r's index of values 32 j + 16 h + 4 g .. + 3
 //   qh[j][h]  bit 4 r + g = that index's 9th bit (a mask a kernel loads as it is)
-//   sgn[j]    as kIQ3_XXS_R16's (bit 4 r + g of mask 4 h + k: value 32 j + 16 h + 4 g + k
-//             negative), copied from the file's sign bits
+//   sgn[j][m] bit 4 r + g = value 32 j + 16 h + 4 g + k negative (m = 4 h + k), a 64-bit mask
+//             per value of the groups, copied from the file's sign bits
 //   sc[p]     byte r = s_2p | s_2p+1 << 4
 // Why: the kernel looks up 64 indices per vector as IQ3_XXS's does, with two more masked
-// vpermi2b per table for the upper 256 entries (the 9th bit a mask, no blend).
+// vpermi2b per table for the upper 256 entries (the 9th bit a mask, no blend); the signs go to
+// the activations, a masked negate per value and token under sgn[j][m]. (IQ3_XXS's sign bytes
+// measured 0-5% slower here in decode, the eight signed-level tables spilling beside IQ3_S's
+// 16 code tables; and two 4-bit grid values per code byte taken by an AND instead of a vpermb
+// measured no faster.)
 //
 // kIQ2_XS_R16: IQ2_XS in kIQ2_XXS_R16's shape. IQ2_XS's grid has 512 entries (levels 8, 25,
 // 43 as IQ2_XXS's) and a 4-bit scale per 16 values, so per sub-block j:
@@ -255,9 +266,24 @@ static_assert(sizeof(BlockIQ2_XXS_R16) + kR16Rows * 2 == kR16Rows * 70);
 
 struct BlockIQ3_XXS_R16 {
   uint8_t q[8][2][4 * kR16Rows];  // [sub-block j][half h][4 r + g] grid index (4 values)
-  uint64_t sgn[8][8];             // [j][4 h + value k of a group] bit 4 r + g: value negative
+  uint8_t sgn[8][4 * kR16Rows];   // [j][4 r + g] bit kIq3R16SignBit[4 h + k]: value k of half
+                                  // h's group g negative
   uint8_t sc[4][kR16Rows];        // [pair p][row r] s_2p | s_2p+1 << 4
 };
+// Where value m = 4 h + k of a sub-block's groups g keeps its sign in a kIQ3_XXS_R16 sign byte, and
+// the right shift that takes it to its place in the value's vpermb index: bits 3-5 for even k (code
+// at bits 0-2), 0-2 for odd k (code at bits 3-5).
+inline constexpr int kIq3R16SignBit[8] = {3, 0, 7, 4, 5, 1, 6, 2};
+inline constexpr int kIq3R16SignShift[8] = {0, 0, 4, 4, 0, 0, 2, 2};
+static_assert([] {
+  int used = 0;
+  for (int m = 0; m < 8; ++m) {
+    const int at = kIq3R16SignBit[m] - kIq3R16SignShift[m];
+    if (at < 0 || (m % 2 == 0 ? at < 3 || at > 5 : at > 2)) return false;
+    used |= 1 << kIq3R16SignBit[m];
+  }
+  return used == 255;
+}());
 static_assert(sizeof(BlockIQ3_XXS_R16) == 25 * 64, "25 cache lines");
 static_assert(sizeof(BlockIQ3_XXS_R16) + kR16Rows * 2 == kR16Rows * 102);
 

@@ -16,9 +16,14 @@ namespace {
 
 using internal::Iq2SignByte;
 
-// kIQ3_XXS_R16's / kIQ3_S_R16's sign masks: value v = 16 h + 4 g + k < 32 of sub-block j, row r
-// is bit 4 r + g of the mask sgn[j][4 h + k], as a bit index into the group block's sgn array.
+// kIQ3_XXS_R16's sign bytes: value v = 16 h + 4 g + k < 32 of sub-block j, row r is bit
+// kIq3R16SignBit[4 h + k] of byte 4 r + g of sgn[j], as a bit index into the group block's sgn
+// array.
 int Iq3SignBit(int j, int r, int v) {
+  return 8 * (64 * j + 4 * r + (v % 16) / 4) + kIq3R16SignBit[4 * (v / 16) + v % 4];
+}
+// kIQ3_S_R16's sign masks: the same value is bit 4 r + g of the mask sgn[j][4 h + k].
+int Iq3SMaskBit(int j, int r, int v) {
   return 64 * (8 * j + 4 * (v / 16) + v % 4) + 4 * r + (v % 16) / 4;
 }
 
@@ -45,7 +50,7 @@ struct Iq3Traits {
   static constexpr int kIdx = 8;
   static uint8_t* IdxBytes(Block& b, int j) { return b.qs + 8 * j; }
   static uint8_t* AuxBytes(Block& b, int j) { return b.qs + kQkK / 4 + 4 * j; }
-  // Iq3SignBit's byte and bit (x86: the masks' bytes little-endian).
+  // Iq3SignBit's byte and bit.
   static std::pair<int, int> SignBit(int j, int r, int v) {
     const int bit = Iq3SignBit(j, r, v);
     return {bit / 8, bit % 8};
@@ -169,7 +174,7 @@ void RepackIQ3SRows16(const void* src, size_t src_stride, int64_t n, void* dst) 
             SetBit(o.qh[j], 64 * (i / 4) + 4 * r + i % 4, (in.qh[j] >> i) & 1);
           }
           for (int v = 0; v < 32; ++v) {
-            SetBit(o.sgn[0], Iq3SignBit(j, r, v), (in.signs[4 * j + v / 8] >> (v % 8)) & 1);
+            SetBit(o.sgn[0], Iq3SMaskBit(j, r, v), (in.signs[4 * j + v / 8] >> (v % 8)) & 1);
           }
           o.sc[j / 2][r] |= static_cast<uint8_t>(in.scales[j / 2] & (15 << (4 * (j % 2))));
         }
@@ -185,7 +190,7 @@ void UnpackIQ3SRows16(const void* src, int64_t n, void* dst, size_t dst_stride) 
           }
           for (int v = 0; v < 32; ++v) {
             out.signs[4 * j + v / 8] |=
-                static_cast<uint8_t>(GetBit(g.sgn[0], Iq3SignBit(j, r, v)) << (v % 8));
+                static_cast<uint8_t>(GetBit(g.sgn[0], Iq3SMaskBit(j, r, v)) << (v % 8));
           }
           out.scales[j / 2] |= static_cast<uint8_t>(g.sc[j / 2][r] & (15 << (4 * (j % 2))));
         }
