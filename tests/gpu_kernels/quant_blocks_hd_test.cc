@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -81,6 +83,30 @@ TEST(QuantBlocksHd, GeometryMatchesGgml) {
     EXPECT_FALSE(HdCanDecode(t)) << TypeName(t);
     float out[32];
     EXPECT_FALSE(HdDecodeUnit(t, nullptr, 0, out)) << TypeName(t);
+  }
+}
+
+// The three parallel statements of what the GPU decodes agree: the X-macro list that the
+// dispatch switches expand, the geometry switch (HdCanDecode) and the error messages' string;
+// and this file's kTypes covers them all.
+TEST(QuantBlocksHd, DecodableListsAgree) {
+#define MOESPLIT_TEST_TYPE(t) GgmlType::t,
+  constexpr GgmlType kListed[] = {MOESPLIT_HD_DECODABLE_TYPES(MOESPLIT_TEST_TYPE)};
+#undef MOESPLIT_TEST_TYPE
+  std::string names;
+  for (GgmlType t : kListed) {
+    EXPECT_TRUE(HdCanDecode(t)) << TypeName(t);
+    names += (names.empty() ? "" : ", ") + std::string(TypeName(t));
+  }
+  EXPECT_EQ(names, kHdDecodableTypes);
+  ASSERT_EQ(std::size(kListed), std::size(kTypes));
+  for (size_t i = 0; i < std::size(kTypes); ++i) EXPECT_EQ(kListed[i], kTypes[i]) << i;
+  // No type decodes without being listed (every value up to 4095; the enumerators end below 100).
+  for (int v = 0; v < 4096; ++v) {
+    const auto t = static_cast<GgmlType>(v);
+    if (!HdCanDecode(t)) continue;
+    EXPECT_NE(std::find(std::begin(kListed), std::end(kListed), t), std::end(kListed))
+        << "type value " << v << " decodes but is not in MOESPLIT_HD_DECODABLE_TYPES";
   }
 }
 
