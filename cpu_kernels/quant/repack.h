@@ -121,7 +121,7 @@
 // 0-2) or 0x38 (k odd: bits 3-5), the rest from sgn >> kIq3R16SignShift[m]; the sign lands at
 // index bit 3-5 (k even) or 0-2 (k odd), {3, 0, 3, 0, 5, 1, 4, 0}, and one vpermb takes the
 // value to its offset signed level (IQ3_XXS's levels 4, 12, .., 52, 62 are no affine map of the
-// code: 62, not 60). The bit order below is the one that gives every value such a place with
+// code: 62, not 60). The bit order below is one that gives every value such a place with
 // three shifts of the byte (0, 4, 2). Where the layout before kept 64-bit masks, one mask load
 // and one masked negate of the activations per value and token, this takes one select per value
 // (and none per token). 16 x 102 bytes per 256 values (IQ3_XXS: 98).
