@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 
 namespace {
@@ -31,9 +32,20 @@ void Run(const char* name, F f) {
   std::printf("%-14s %.3f ns/op  (sink %d)\n", name, ns, _mm512_reduce_add_epi32(s) & 1);
 }
 
+// The same with the iteration number passed on (k + i: a varying index, e.g. into a mask table).
+template <typename F>
+void RunIndexed(const char* name, F f) {
+  long k = 0;
+  Run(name, [&k, f](__m512i a, __m512i t, __m512i u) { return f(a, t, u, k++); });
+}
+
+// 64-bit masks read from memory (volatile: a load per use, as a kernel's stored sign masks).
+volatile uint64_t g_masks[64];
+
 }  // namespace
 
 int main() {
+  for (int i = 0; i < 64; ++i) g_masks[i] = 0x0123456789ABCDEFull * static_cast<uint64_t>(i + 1);
   Run("vpaddd", [](__m512i a, __m512i t, __m512i) { return _mm512_add_epi32(a, t); });
   Run("vpermb", [](__m512i a, __m512i t, __m512i) { return _mm512_permutexvar_epi8(a, t); });
   Run("vpermi2b",
@@ -58,5 +70,13 @@ int main() {
   });
   Run("permb+ternlog", [](__m512i a, __m512i t, __m512i u) {
     return _mm512_ternarylogic_epi64(_mm512_permutexvar_epi8(a, t), t, u, 0xE4);
+  });
+  // The mask path: a masked byte op with a constant mask, and with a mask loaded from memory.
+  Run("vpandd", [](__m512i a, __m512i t, __m512i) { return _mm512_and_si512(a, t); });
+  Run("vpaddb k-const", [](__m512i a, __m512i t, __m512i) {
+    return _mm512_mask_add_epi8(a, static_cast<__mmask64>(0x5555555555555555ull), a, t);
+  });
+  RunIndexed("vpsubb k-mem", [](__m512i a, __m512i t, __m512i, long k) {
+    return _mm512_mask_sub_epi8(a, static_cast<__mmask64>(g_masks[k & 63]), t, a);
   });
 }
