@@ -151,6 +151,13 @@ static_assert([] {
   }
   return true;
 }());
+// Codes keeps the IQ3_XXS sign bytes shifted by 0, 2, 4 (c[4 + s / 2]): the shifts Levels reads.
+static_assert([] {
+  for (int s : quant::kIq3R16SignShift) {
+    if (s != 0 && s != 2 && s != 4) return false;
+  }
+  return true;
+}());
 #include "cpu_kernels/gemv/gemv_iq_r16_consts.inc"
 
 // n_tok tokens' quants in the permuted order: out + t * (nb * 256), nb blocks each.
@@ -201,7 +208,7 @@ void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb,
 // factors.
 struct Tables {
   __m512i c0[16], c1[16];
-  __m512i level[8], iq2_level[4];
+  __m512i level[8], iq2_level[4];  // level: IQ3_XXS [8], IQ3_S [2]
   __m512i hi, spread, shift, ls8, cb;
   __m512i m_ls8[2], m_ec[2];  // IQ1_M's 32-entry tables
 };
@@ -230,9 +237,8 @@ Tables LoadTables() {
       r.c1[i] = _mm512_load_si512(t.iq3xxs_b + 64 * i);
     }
   }
-  for (int m = 0; m < 8; ++m) {
-    r.level[m] =
-        _mm512_load_si512(K == Kind::kIQ3S ? kConsts.iq3s_level[m % 2] : kConsts.iq3_level[m]);
+  for (int m = 0; m < (K == Kind::kIQ3S ? 2 : 8); ++m) {
+    r.level[m] = _mm512_load_si512(K == Kind::kIQ3S ? kConsts.iq3s_level[m] : kConsts.iq3_level[m]);
   }
   for (int t = 0; t < 4; ++t) r.iq2_level[t] = _mm512_load_si512(kConsts.iq2_level[t]);
   r.hi = _mm512_load_si512(kConsts.iq1_hi);
@@ -292,8 +298,8 @@ IQ_INLINE void PartMasks(__mmask64 bit7, const __mmask64 (&high)[B], __mmask64 (
 
 // The code vectors of sub-block j: IQ2_XXS / IQ2_XS c[0..3] = V0 .. V3 (codes and signs of
 // values 0-1, 2-3, 4-5, 6-7 of the groups), IQ3_XXS / IQ3_S c[0..3] (A, B of half 0, then of
-// half 1) and IQ3_XXS c[4..6] the sign bytes shifted right by 0, 4, 2 (kIq3R16SignShift;
-// Levels selects).
+// half 1) and IQ3_XXS c[4 + s / 2] the sign bytes shifted right by s = 0, 2, 4
+// (kIq3R16SignShift; Levels selects).
 template <Kind K>
 IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i* c) {
   constexpr int kVectors = IsIq2(K) ? 1 : 2;
@@ -334,8 +340,8 @@ IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i
     // The 16-bit shifts move into a byte only bits above those a select takes from it.
     const __m512i sg = _mm512_loadu_si512(blk.sgn[j]);
     c[4] = sg;
-    c[5] = _mm512_srli_epi16(sg, 4);
-    c[6] = _mm512_srli_epi16(sg, 2);
+    c[5] = _mm512_srli_epi16(sg, 2);
+    c[6] = _mm512_srli_epi16(sg, 4);
   }
 }
 
@@ -349,10 +355,9 @@ IQ_INLINE __m512i Levels(const __m512i* c, int m, const Tables& tab) {
   } else if constexpr (K == Kind::kIQ3S) {
     return _mm512_permutexvar_epi8(c[m / 2], tab.level[m % 2]);
   } else {
-    constexpr int kShiftVector[5] = {4, -1, 6, -1, 5};  // by kIq3R16SignShift 0 / 2 / 4
     const __m512i code_bits = _mm512_set1_epi8(m % 2 == 0 ? 0x07 : 0x38);
-    const __m512i v = _mm512_ternarylogic_epi64(
-        c[m / 2], c[kShiftVector[quant::kIq3R16SignShift[m]]], code_bits, 0xE4);
+    const __m512i v =
+        _mm512_ternarylogic_epi64(c[m / 2], c[4 + quant::kIq3R16SignShift[m] / 2], code_bits, 0xE4);
     return _mm512_permutexvar_epi8(v, tab.level[m]);
   }
 }
