@@ -202,9 +202,12 @@ void GemmQ6KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, c
 // Q5_K row-lane tile filled from the groups (gemv_kquants_q5k_r16_avx512vnni.inc).
 void GemmQ5KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
-// IQ4_XS: the AVX2 dot (also the AVX-512 tier's), the AVX-512 VNNI dot and the kIQ4_XS_R16
-// kernels (gemv_iq4xs_avx2.cc, gemv_iq4xs_avx512vnni.cc); the file layout's gemm is GemmByDots.
+// IQ4_XS: the AVX2 dot and token tiles (also the AVX-512 tier's; gemv_kquants_avx2.cc), the
+// AVX-512 VNNI dot and the kIQ4_XS_R16 kernels (gemv_iq4xs_avx512vnni.cc), whose file layout's
+// gemm is GemmByDots.
 float DotIQ4XS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
+void GemmIQ4XS_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 float DotIQ4XS_Q8K_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
 void GemmIQ4XSR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
@@ -213,11 +216,15 @@ void GemmIQ4XSR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows,
 float DotIQ4XS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
 void GemmIQ4XSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
-// Q2_K / Q3_K: the AVX2 dots (gemv_q23k_avx2.cc), the AVX-512 and VNNI dots and the VNNI
-// kQ2_K_R16 / kQ3_K_R16 kernels (gemv_q23k_avx512{,vnni,gfni}.cc, bodies in gemv_q23k_avx512.inc);
-// the file layout's gemm is GemmByDots.
+// Q2_K / Q3_K: the AVX2 dots and token tiles (gemv_kquants_avx2.cc), the AVX-512 and VNNI dots
+// and the VNNI kQ2_K_R16 / kQ3_K_R16 kernels (gemv_q23k_avx512{,vnni,gfni}.cc, bodies in
+// gemv_q23k_avx512.inc); the AVX-512 tiers' file-layout gemm is GemmByDots.
 float DotQ2K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotQ3K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
+void GemmQ2K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                      size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ3K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                      size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 float DotQ2K_Q8K_Avx512(const void* w_row, const void* a_row, int64_t n);
 float DotQ3K_Q8K_Avx512(const void* w_row, const void* a_row, int64_t n);
 float DotQ2K_Q8K_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);

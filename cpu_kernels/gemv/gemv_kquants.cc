@@ -88,9 +88,11 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(GemmR16ByUnpack<GgmlType::kQ4_K_R16, GemmQ4K_Q8K_Avx2>, false);
       set_r16(GemmR16ByUnpack<kQ6R16, GemmQ6K_Q8K_Avx2>, false, kQ6R16);
       set_r16(GemmR16ByUnpack<kQ5R16, GemmQ5K_Q8K_Avx2>, false, kQ5R16);
-      set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx2, GemmByDots<DotIQ4XS_Q8K_Avx2>);
-      set_r16(GemmR16ByUnpack<kXsR16, GemmByDots<DotIQ4XS_Q8K_Avx2>>, false, kXsR16);
-      MOESPLIT_Q23_BY_DOTS(Avx2);
+      set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx2, GemmIQ4XS_Q8K_Avx2);
+      set_r16(GemmR16ByUnpack<kXsR16, GemmIQ4XS_Q8K_Avx2>, false, kXsR16);
+      set_q23(DotQ2K_Q8K_Avx2, DotQ3K_Q8K_Avx2, GemmQ2K_Q8K_Avx2, GemmQ3K_Q8K_Avx2,
+              GemmR16ByUnpack<kQ2R16, GemmQ2K_Q8K_Avx2>, GemmR16ByUnpack<kQ3R16, GemmQ3K_Q8K_Avx2>,
+              false);
       MOESPLIT_IQ_BY_DOTS(Avx2);
       MOESPLIT_IQ23_BY_DOTS(Avx2);
       return;
@@ -101,9 +103,9 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(GemmR16ByUnpack<GgmlType::kQ4_K_R16, GemmQ4K_Q8K_Avx512>, false);
       set_r16(GemmR16ByUnpack<kQ6R16, GemmQ6K_Q8K_Avx512>, false, kQ6R16);
       set_r16(GemmR16ByUnpack<kQ5R16, GemmQ5K_Q8K_Avx512>, false, kQ5R16);
-      // IQ4_XS: the AVX2 dot (no VNNI: 512-bit maddubs gains nothing over it here).
-      set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx2, GemmByDots<DotIQ4XS_Q8K_Avx2>);
-      set_r16(GemmR16ByUnpack<kXsR16, GemmByDots<DotIQ4XS_Q8K_Avx2>>, false, kXsR16);
+      // IQ4_XS: the AVX2 kernels (no VNNI: 512-bit maddubs gains nothing over them here).
+      set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx2, GemmIQ4XS_Q8K_Avx2);
+      set_r16(GemmR16ByUnpack<kXsR16, GemmIQ4XS_Q8K_Avx2>, false, kXsR16);
       MOESPLIT_Q23_BY_DOTS(Avx512);
       // IQ2_XXS / IQ1_S / IQ1_M: the AVX2 dots (their decode needs VBMI's byte permutes).
       MOESPLIT_IQ_BY_DOTS(Avx2);

@@ -1,19 +1,25 @@
-// AVX2 + FMA tier of the K-quant kernels (weights Q4_K / Q5_K / Q6_K, activations Q8_K).
-// Compiled with MOESPLIT_FLAGS_AVX2 (gemv/kquants.cmake); reached only through
-// KernelsFor(IsaTier::kAvx2).
+// AVX2 + FMA tier of the K-quant kernels (weights Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS,
+// activations Q8_K). Compiled with MOESPLIT_FLAGS_AVX2 (gemv/kquants.cmake); reached through
+// KernelsFor(IsaTier::kAvx2) (IQ4_XS also through kAvx512).
 //
 // A weight block is unpacked into 8 ymm "pieces" p of 32 u8 quants, values 32p .. 32p + 31
 // (the Q8_K byte order, so activations are plain loads), once per block and reused for the
-// tile's tokens. Per (row, token, block):
+// tile's tokens (1 row x 4 tokens in prefill, 2 rows x 1 token in decode). Per (row, token,
+// block):
 //   8 x  I += madd(maddubs(W_p, A_p), S_p)  S_p: [16] i16 scale of each pair lane (one vpshufb)
 //        acc = fma(cvt(I), d * d_a, acc)   [8] f32
 // and the offsets through the Q8_K bsums: Q4_K / Q5_K acc = fma(-dmin m_j, d_a bsum32_j, acc)
-// (bsum32_j: activation sum of sub-block j); Q6_K starts I at -32 sum_k sc_k bsum_k (one madd),
-// so its quants stay unsigned 0..63 for maddubs.
+// (bsum32_j: activation sum of sub-block j); Q2_K acc = fma(cvt(madd(m16, bsums)), -dmin d_a,
+// acc) (a min per 16 values); Q6_K / Q3_K start I at -32 sum_k sc_k bsum_k / -4 sum_k
+// (s_k - 32) bsum_k (one madd), so their quants stay unsigned (0..63 / 0..7) for maddubs.
+// IQ4_XS's table levels are signed: maddubs(|W_p|, A_p with W_p's signs).
+// Integer lanes are exact; cvt rounds above 2^24, so the results agree with the scalar dots
+// to ~1e-6 of sum |w a|, and dot, gemv and every gemm tile agree bit for bit.
 #include <immintrin.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/gemv/gemv_isa_common.h"
@@ -43,7 +49,19 @@ MOESPLIT_KQ_INLINE __m256i PickWord(int i) {
 
 // ---------------------------------------------------------------------------------------------
 // Weight formats: Prepare once per (row, block); Values / Scales per piece p (32 values).
+// What a format adds to I = sum_p madd(maddubs(W_p, A_p), S_p) (defaults: nothing):
+//   kMins     acc += mins * d_a bsum32 (Q4_K / Q5_K: -dmin m_j per 32-value sub-block)
+//   kMins16   acc += cvt(madd(m16, bsums)) * nmin * d_a (Q2_K: a min per 16 values)
+//   kBsumInit I starts at madd(bsums, binit) (Q6_K: -32 sc_k; Q3_K: -4 (s_k - 32))
+//   kSigned   W_p is signed: maddubs(|W_p|, A_p with W_p's signs) (IQ4_XS)
 // ---------------------------------------------------------------------------------------------
+
+struct FmtTraits {
+  static constexpr bool kMins = false;
+  static constexpr bool kMins16 = false;
+  static constexpr bool kBsumInit = false;
+  static constexpr bool kSigned = false;
+};
 
 // [16] u8: s_0..s_7, m_0..m_7 of Q4_K's 12 packed scale bytes b (blocks.h), vectorized:
 //   s_j = b[j] & 63,  m_j = b[j + 4] & 63                      (j < 4)
@@ -86,7 +104,7 @@ MOESPLIT_KQ_INLINE __m256i Nibbles(const uint8_t* qs, int p) {
   return p % 2 == 0 ? _mm256_and_si256(x, m) : _mm256_and_si256(_mm256_srli_epi16(x, 4), m);
 }
 
-struct Q4KFmt {
+struct Q4KFmt : FmtTraits {
   using Block = BlockQ4_K;
   using Prep = Q4KPrep;
   static constexpr bool kMins = true;
@@ -107,7 +125,7 @@ struct Q5KPrep : Q4KPrep {
   __m256i qh;  // [32] u8: bit p of byte l = 5th bit of value 32p + l
 };
 
-struct Q5KFmt {
+struct Q5KFmt : FmtTraits {
   using Block = BlockQ5_K;
   using Prep = Q5KPrep;
   static constexpr bool kMins = true;
@@ -131,21 +149,38 @@ struct Q5KFmt {
 struct Q6KPrep {
   __m256i sc_lo;  // [16] i16: sc_0..sc_7 in both 128-bit halves
   __m256i sc_hi;  // [16] i16: sc_8..sc_15 in both halves
-  __m256i neg32;  // [16] i16: -32 * sc_k (|.| <= 4096)
+  __m256i binit;  // [16] i16: -32 * sc_k (|.| <= 4096), the bsums' weights of I's start
   __m256 d;       // [8] f32: d
 };
 
-struct Q6KFmt {
+// Piece p = sub-blocks 2p (pair lanes 0..7) and 2p + 1 (lanes 8..15) of a type with 16
+// scales per block, sc_lo / sc_hi ([16] i16) holding scales 0..7 / 8..15 in both halves.
+MOESPLIT_KQ_INLINE __m256i PairScales(__m256i sc_lo, __m256i sc_hi, int p) {
+  const int j = 2 * p % 8;  // word of sc_2p in sc_lo / sc_hi
+  const __m256i pick = _mm256_setr_epi8(
+      2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,
+      2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j + 2, 2 * j + 3, 2 * j + 2,
+      2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2,
+      2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2, 2 * j + 3);
+  return _mm256_shuffle_epi8(p < 4 ? sc_lo : sc_hi, pick);
+}
+
+// [16] i16 s_0..s_15 -> (s_0..s_7 in both halves, s_8..s_15 in both halves).
+MOESPLIT_KQ_INLINE void SplitScales(__m256i sc16, __m256i* lo, __m256i* hi) {
+  *lo = _mm256_permute2x128_si256(sc16, sc16, 0x00);
+  *hi = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+}
+
+struct Q6KFmt : FmtTraits {
   using Block = BlockQ6_K;
   using Prep = Q6KPrep;
-  static constexpr bool kMins = false;
+  static constexpr bool kBsumInit = true;
   static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
     const auto& b = *reinterpret_cast<const Block*>(blk);
     const __m256i sc16 =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
-    p->sc_lo = _mm256_permute2x128_si256(sc16, sc16, 0x00);
-    p->sc_hi = _mm256_permute2x128_si256(sc16, sc16, 0x11);
-    p->neg32 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5));
+    SplitScales(sc16, &p->sc_lo, &p->sc_hi);
+    p->binit = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5));
     p->d = _mm256_set1_ps(_cvtsh_ss(b.d));
   }
   // Piece p = 4h + k (values 128h + 32k + l): ql[64h + 32 (k % 2) + l], nibble k / 2, with qh
@@ -164,15 +199,121 @@ struct Q6KFmt {
                                 : _mm256_srli_epi16(qh, 2);
     return _mm256_or_si256(lo, _mm256_and_si256(hs, _mm256_set1_epi8(0x30)));
   }
-  // Piece p = sub-blocks 2p (pair lanes 0..7) and 2p + 1 (lanes 8..15).
   static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int p) {
-    const int j = 2 * p % 8;  // word of sc_2p in sc_lo / sc_hi
-    const __m256i pick = _mm256_setr_epi8(
-        2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,
-        2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j + 2, 2 * j + 3, 2 * j + 2,
-        2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2,
-        2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2, 2 * j + 3);
-    return _mm256_shuffle_epi8(p < 4 ? pr.sc_lo : pr.sc_hi, pick);
+    return PairScales(pr.sc_lo, pr.sc_hi, p);
+  }
+};
+
+// Piece p = 4h + k of Q2_K / Q3_K (values 128h + 32k + l): bits 2k, 2k + 1 of qs[32h + l].
+MOESPLIT_KQ_INLINE __m256i Crumbs(const uint8_t* qs, int p) {
+  const __m256i x = Load256(qs + 32 * (p / 4));
+  return _mm256_and_si256(_mm256_srli_epi16(x, 2 * (p % 4)), _mm256_set1_epi8(3));
+}
+
+struct Q2KPrep {
+  __m256i sc_lo, sc_hi;  // [16] i16: s_0..s_7 / s_8..s_15 (4 bits) in both halves
+  __m256i m16;           // [16] i16: m_0..m_15 (4 bits)
+  __m256 d;              // [8] f32: d
+  __m256 nmin;           // [8] f32: -dmin
+};
+
+// Q2_K: w = d s_j q - dmin m_j, q in [0, 3] (|pair| <= 2 * 3 * 128: no saturation).
+struct Q2KFmt : FmtTraits {
+  using Block = quant::BlockQ2_K;
+  using Prep = Q2KPrep;
+  static constexpr bool kMins16 = true;
+  static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
+    const auto& b = *reinterpret_cast<const Block*>(blk);
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m128i m0f = _mm_set1_epi8(0x0F);
+    SplitScales(_mm256_cvtepu8_epi16(_mm_and_si128(raw, m0f)), &p->sc_lo, &p->sc_hi);
+    p->m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m0f));
+    p->d = _mm256_set1_ps(_cvtsh_ss(b.d));
+    p->nmin = _mm256_set1_ps(-_cvtsh_ss(b.dmin));
+  }
+  static MOESPLIT_KQ_INLINE __m256i Values(const uint8_t* blk, const Prep&, int p) {
+    return Crumbs(reinterpret_cast<const Block*>(blk)->qs, p);
+  }
+  static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int p) {
+    return PairScales(pr.sc_lo, pr.sc_hi, p);
+  }
+};
+
+struct Q3KPrep {
+  __m256i sc_lo, sc_hi;  // [16] i16: s_0 - 32 .. s_7 - 32 / s_8 - 32 .. in both halves
+  __m256i binit;         // [16] i16: -4 (s_k - 32) (|.| <= 128)
+  __m256i hm;            // [32] u8: hmask; bit p of byte l = bit 2 of value 32p + l
+  __m256 d;              // [8] f32: d
+};
+
+// Q3_K: w = d (s_j - 32)(q3 - 4), q3 = crumb + 4 hbit in [0, 7]; the -4 is I's start.
+struct Q3KFmt : FmtTraits {
+  using Block = quant::BlockQ3_K;
+  using Prep = Q3KPrep;
+  static constexpr bool kBsumInit = true;
+  static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
+    const auto& b = *reinterpret_cast<const Block*>(blk);
+    alignas(16) int8_t s8[16];  // s_k - 32
+    UnpackQ3KScales(b.scales, s8);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(s8)));
+    SplitScales(sc16, &p->sc_lo, &p->sc_hi);
+    p->binit = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 2));
+    p->hm = Load256(b.hmask);
+    p->d = _mm256_set1_ps(_cvtsh_ss(b.d));
+  }
+  // Bit p of each hmask byte moved to bit 2 within 16-bit lanes (bits crossing from the other
+  // byte land on bits 0-1 or 3-7 and are masked off).
+  static MOESPLIT_KQ_INLINE __m256i Values(const uint8_t* blk, const Prep& pr, int p) {
+    const __m256i h = p <= 2 ? _mm256_slli_epi16(pr.hm, 2 - p) : _mm256_srli_epi16(pr.hm, p - 2);
+    return _mm256_or_si256(Crumbs(reinterpret_cast<const Block*>(blk)->qs, p),
+                           _mm256_and_si256(h, _mm256_set1_epi8(4)));
+  }
+  static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int p) {
+    return PairScales(pr.sc_lo, pr.sc_hi, p);
+  }
+};
+
+struct IQ4XSPrep {
+  __m256i sc;  // [16] i16: s_0 - 32 .. s_7 - 32 in both halves (for PickWord)
+  __m256 d;    // [8] f32: d
+};
+
+// IQ4_XS: w = d (s_j - 32) kIq4Values[q], values in [-127, 113]: signed, so maddubs takes
+// |w| and the activations with w's signs (|pair| <= 2 * 127 * 127 < 2^15).
+struct IQ4XSFmt : FmtTraits {
+  using Block = quant::BlockIQ4_XS;
+  using Prep = IQ4XSPrep;
+  static constexpr bool kSigned = true;
+  static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
+    const auto& b = *reinterpret_cast<const Block*>(blk);
+    // [8] i32 lane j: s_j - 32 = (nibble j of scales_l | bits 2j, 2j + 1 of scales_h << 4) - 32
+    uint32_t lo4;
+    std::memcpy(&lo4, b.scales_l, 4);
+    const __m256i l = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(lo4)),
+                                        _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+    const __m256i h = _mm256_srlv_epi32(_mm256_set1_epi32(b.scales_h),
+                                        _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+    const __m256i s32 = _mm256_sub_epi32(
+        _mm256_or_si256(_mm256_and_si256(l, _mm256_set1_epi32(0xF)),
+                        _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(3)), 4)),
+        _mm256_set1_epi32(32));
+    const __m128i s16 =
+        _mm_packs_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+    p->sc = _mm256_broadcastsi128_si256(s16);
+    p->d = _mm256_set1_ps(_cvtsh_ss(b.d));
+  }
+  // Sub-block p: its 16 index bytes, low nibbles = values 0..15, high = 16..31.
+  static MOESPLIT_KQ_INLINE __m256i Values(const uint8_t* blk, const Prep&, int p) {
+    const __m128i x = _mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(reinterpret_cast<const Block*>(blk)->qs + 16 * p));
+    const __m256i idx =
+        _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(x, 4), x), _mm256_set1_epi8(0x0F));
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIq4Values)));
+    return _mm256_shuffle_epi8(table, idx);
+  }
+  static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int p) {
+    return _mm256_shuffle_epi8(pr.sc, PickWord(2 * p));
   }
 };
 
@@ -243,19 +384,25 @@ struct Avx2Core {
         Fmt::Prepare(wb[r], &p[r]);
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
-          if constexpr (Fmt::kMins) {
-            isum[r][t] = _mm256_setzero_si256();
+          if constexpr (Fmt::kBsumInit) {
+            isum[r][t] = _mm256_madd_epi16(Load256(ab[t]->bsums), p[r].binit);
           } else {
-            isum[r][t] = _mm256_madd_epi16(Load256(ab[t]->bsums), p[r].neg32);
+            isum[r][t] = _mm256_setzero_si256();
           }
         }
       }
 #pragma GCC unroll 8
       for (int pc = 0; pc < 8; ++pc) {
-        __m256i wv[R], sv[R];  // [32] u8 quants, [16] i16 pair scales of values 32pc ..
+        // [32] u8 quants (kSigned: |quants|), [32] i8 signed quants (kSigned only), [16] i16
+        // pair scales of values 32pc ..
+        __m256i wv[R], ws[R], sv[R];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           wv[r] = Fmt::Values(wb[r], p[r], pc);
+          if constexpr (Fmt::kSigned) {
+            ws[r] = wv[r];
+            wv[r] = _mm256_abs_epi8(ws[r]);
+          }
           sv[r] = Fmt::Scales(p[r], pc);
         }
 #pragma GCC unroll 8
@@ -263,8 +410,10 @@ struct Avx2Core {
           const __m256i av = Load256(ab[t]->qs + 32 * pc);
 #pragma GCC unroll 8
           for (int r = 0; r < R; ++r) {
-            // |pair| <= 2 * 63 * 128 < 2^15: maddubs never saturates.
-            const __m256i pr = _mm256_maddubs_epi16(wv[r], av);
+            // |pair| <= 2 * 127 * 128 < 2^15 (IQ4_XS's |w| <= 127 against the activation with
+            // w's sign; the other formats' w <= 63): maddubs never saturates.
+            const __m256i pr =
+                _mm256_maddubs_epi16(wv[r], Fmt::kSigned ? _mm256_sign_epi8(av, ws[r]) : av);
             isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(pr, sv[r]));
           }
         }
@@ -280,6 +429,11 @@ struct Avx2Core {
           const __m256 dd = _mm256_mul_ps(p[r].d, da);
           acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][t]), dd, acc[r][t]);
           if constexpr (Fmt::kMins) acc[r][t] = _mm256_fmadd_ps(p[r].mins, bs, acc[r][t]);
+          if constexpr (Fmt::kMins16) {  // |lane| <= 2 * 15 * 16 * 128: exact in i32 and f32
+            const __m256i m = _mm256_madd_epi16(Load256(ab[t]->bsums), p[r].m16);
+            acc[r][t] =
+                _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_mul_ps(p[r].nmin, da), acc[r][t]);
+          }
         }
       }
     }
@@ -305,6 +459,16 @@ float DotQ6K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
   return KQuantDot<Avx2Core, Q6KFmt>(w_row, a_row, n);
 }
 
+float DotQ2K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
+  return KQuantDot<Avx2Core, Q2KFmt>(w_row, a_row, n);
+}
+float DotQ3K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
+  return KQuantDot<Avx2Core, Q3KFmt>(w_row, a_row, n);
+}
+float DotIQ4XS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
+  return KQuantDot<Avx2Core, IQ4XSFmt>(w_row, a_row, n);
+}
+
 void GemmQ4K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   KQuantGemm<Avx2Core, Q4KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
@@ -316,6 +480,19 @@ void GemmQ5K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void
 void GemmQ6K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   KQuantGemm<Avx2Core, Q6KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+
+void GemmQ2K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                      size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  KQuantGemm<Avx2Core, Q2KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmQ3K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                      size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  KQuantGemm<Avx2Core, Q3KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmIQ4XS_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  KQuantGemm<Avx2Core, IQ4XSFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 }  // namespace moesplit::gemv::internal

@@ -9,21 +9,18 @@ set_source_files_properties(gemv/gemv_kquants_avx512.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512}")
 set_source_files_properties(gemv/gemv_kquants_avx512vnni.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI}")
-# IQ4_XS (256-value super-blocks with table levels): AVX2 (also the AVX-512 tier's), VNNI, and
-# VNNI + VBMI (vpermb lookups; picked within the VNNI tier where the CPU has VBMI).
-target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_iq4xs_avx2.cc gemv/gemv_iq4xs_avx512vnni.cc
+# IQ4_XS (256-value super-blocks with table levels): AVX2 (in gemv_kquants_avx2.cc; also the
+# AVX-512 tier's), VNNI, and VNNI + VBMI (vpermb lookups; picked within the VNNI tier where the
+# CPU has VBMI).
+target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_iq4xs_avx512vnni.cc
   gemv/gemv_iq4xs_avx512vbmi.cc)
 set_source_files_properties(gemv/gemv_iq4xs_avx512vbmi.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI};-mavx512vbmi")
-set_source_files_properties(gemv/gemv_iq4xs_avx2.cc PROPERTIES
-  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX2}")
 set_source_files_properties(gemv/gemv_iq4xs_avx512vnni.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI}")
-# Q2_K / Q3_K: AVX2, AVX-512 (file-layout dots) and VNNI (file-layout dots + the R16 kernels).
-target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_q23k_avx2.cc gemv/gemv_q23k_avx512.cc
-  gemv/gemv_q23k_avx512vnni.cc)
-set_source_files_properties(gemv/gemv_q23k_avx2.cc PROPERTIES
-  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX2}")
+# Q2_K / Q3_K: AVX2 (tiles, in gemv_kquants_avx2.cc), AVX-512 (file-layout dots) and VNNI
+# (file-layout dots + the R16 kernels).
+target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_q23k_avx512.cc gemv/gemv_q23k_avx512vnni.cc)
 set_source_files_properties(gemv/gemv_q23k_avx512.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512}")
 set_source_files_properties(gemv/gemv_q23k_avx512vnni.cc PROPERTIES
