@@ -4,7 +4,7 @@
 //
 // A weight block is unpacked into 8 ymm "pieces" p of 32 u8 quants, values 32p .. 32p + 31
 // (the Q8_K byte order, so activations are plain loads), once per block and reused for the
-// tile's tokens (1 row x 4 tokens in prefill, 2 rows x 1 token in decode). Per (row, token,
+// tile's tokens (1 row x 4 tokens in prefill; 1 row, Q3_K 2, in decode). Per (row, token,
 // block):
 //   8 x  I += madd(maddubs(W_p, A_p), S_p)  S_p: [16] i16 scale of each pair lane (one vpshufb)
 //        acc = fma(cvt(I), d * d_a, acc)   [8] f32
@@ -85,14 +85,12 @@ MOESPLIT_KQ_INLINE __m128i UnpackQ4KScalesVec(const uint8_t* b) {
 
 struct Q4KPrep {
   __m256i sc;   // [16] i16: s_0..s_7 in both 128-bit halves (for PickWord)
-  __m256 d;     // [8] f32: d
   __m256 mins;  // [8] f32: -dmin * m_j
 };
 
-MOESPLIT_KQ_INLINE void PrepareQ4K(const uint8_t* scales12, uint16_t d, uint16_t dmin, Q4KPrep* p) {
+MOESPLIT_KQ_INLINE void PrepareQ4K(const uint8_t* scales12, uint16_t dmin, Q4KPrep* p) {
   const __m128i raw = UnpackQ4KScalesVec(scales12);  // scale[8] min[8]
   p->sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(raw));
-  p->d = _mm256_set1_ps(_cvtsh_ss(d));
   p->mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(raw, 8))),
                           _mm256_set1_ps(-_cvtsh_ss(dmin)));
 }
@@ -107,10 +105,13 @@ MOESPLIT_KQ_INLINE __m256i Nibbles(const uint8_t* qs, int p) {
 struct Q4KFmt : FmtTraits {
   using Block = BlockQ4_K;
   using Prep = Q4KPrep;
+  static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
+    return _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
+  }
   static constexpr bool kMins = true;
   static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
     const auto& b = *reinterpret_cast<const Block*>(blk);
-    PrepareQ4K(b.scales, b.d, b.dmin, p);
+    PrepareQ4K(b.scales, b.dmin, p);
   }
   static MOESPLIT_KQ_INLINE __m256i Values(const uint8_t* blk, const Prep&, int p) {
     return Nibbles(reinterpret_cast<const Block*>(blk)->qs, p);
@@ -128,10 +129,13 @@ struct Q5KPrep : Q4KPrep {
 struct Q5KFmt : FmtTraits {
   using Block = BlockQ5_K;
   using Prep = Q5KPrep;
+  static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
+    return _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
+  }
   static constexpr bool kMins = true;
   static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
     const auto& b = *reinterpret_cast<const Block*>(blk);
-    PrepareQ4K(b.scales, b.d, b.dmin, p);
+    PrepareQ4K(b.scales, b.dmin, p);
     p->qh = Load256(b.qh);
   }
   // Nibbles | (bit p of qh) << 4: qh shifted per 16-bit lane so that bit p lands on bit 4
@@ -150,7 +154,6 @@ struct Q6KPrep {
   __m256i sc_lo;  // [16] i16: sc_0..sc_7 in both 128-bit halves
   __m256i sc_hi;  // [16] i16: sc_8..sc_15 in both halves
   __m256i binit;  // [16] i16: -32 * sc_k (|.| <= 4096), the bsums' weights of I's start
-  __m256 d;       // [8] f32: d
 };
 
 // Piece p = sub-blocks 2p (pair lanes 0..7) and 2p + 1 (lanes 8..15) of a type with 16
@@ -174,6 +177,9 @@ MOESPLIT_KQ_INLINE void SplitScales(__m256i sc16, __m256i* lo, __m256i* hi) {
 struct Q6KFmt : FmtTraits {
   using Block = BlockQ6_K;
   using Prep = Q6KPrep;
+  static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
+    return _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
+  }
   static constexpr bool kBsumInit = true;
   static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
     const auto& b = *reinterpret_cast<const Block*>(blk);
@@ -181,7 +187,6 @@ struct Q6KFmt : FmtTraits {
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
     SplitScales(sc16, &p->sc_lo, &p->sc_hi);
     p->binit = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5));
-    p->d = _mm256_set1_ps(_cvtsh_ss(b.d));
   }
   // Piece p = 4h + k (values 128h + 32k + l): ql[64h + 32 (k % 2) + l], nibble k / 2, with qh
   // bits 2k, 2k + 1 of qh[32h + l] moved to bits 4-5.
@@ -212,24 +217,29 @@ MOESPLIT_KQ_INLINE __m256i Crumbs(const uint8_t* qs, int p) {
 
 struct Q2KPrep {
   __m256i sc_lo, sc_hi;  // [16] i16: s_0..s_7 / s_8..s_15 (4 bits) in both halves
-  __m256i m16;           // [16] i16: m_0..m_15 (4 bits)
-  __m256 d;              // [8] f32: d
-  __m256 nmin;           // [8] f32: -dmin
 };
 
 // Q2_K: w = d s_j q - dmin m_j, q in [0, 3] (|pair| <= 2 * 3 * 128: no saturation).
 struct Q2KFmt : FmtTraits {
   using Block = quant::BlockQ2_K;
   using Prep = Q2KPrep;
+  static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
+    return _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
+  }
   static constexpr bool kMins16 = true;
+  // [16] i16 m_0..m_15 and -dmin, read at the block's end (not kept in Prep: registers).
+  static MOESPLIT_KQ_INLINE __m256i Mins16(const uint8_t* blk) {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
+    return _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F)));
+  }
+  static MOESPLIT_KQ_INLINE float NegDmin(const uint8_t* blk) {
+    return -_cvtsh_ss(reinterpret_cast<const Block*>(blk)->dmin);
+  }
   static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
     const auto& b = *reinterpret_cast<const Block*>(blk);
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
     const __m128i m0f = _mm_set1_epi8(0x0F);
     SplitScales(_mm256_cvtepu8_epi16(_mm_and_si128(raw, m0f)), &p->sc_lo, &p->sc_hi);
-    p->m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m0f));
-    p->d = _mm256_set1_ps(_cvtsh_ss(b.d));
-    p->nmin = _mm256_set1_ps(-_cvtsh_ss(b.dmin));
   }
   static MOESPLIT_KQ_INLINE __m256i Values(const uint8_t* blk, const Prep&, int p) {
     return Crumbs(reinterpret_cast<const Block*>(blk)->qs, p);
@@ -243,13 +253,15 @@ struct Q3KPrep {
   __m256i sc_lo, sc_hi;  // [16] i16: s_0 - 32 .. s_7 - 32 / s_8 - 32 .. in both halves
   __m256i binit;         // [16] i16: -4 (s_k - 32) (|.| <= 128)
   __m256i hm;            // [32] u8: hmask; bit p of byte l = bit 2 of value 32p + l
-  __m256 d;              // [8] f32: d
 };
 
 // Q3_K: w = d (s_j - 32)(q3 - 4), q3 = crumb + 4 hbit in [0, 7]; the -4 is I's start.
 struct Q3KFmt : FmtTraits {
   using Block = quant::BlockQ3_K;
   using Prep = Q3KPrep;
+  static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
+    return _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
+  }
   static constexpr bool kBsumInit = true;
   static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
     const auto& b = *reinterpret_cast<const Block*>(blk);
@@ -259,7 +271,6 @@ struct Q3KFmt : FmtTraits {
     SplitScales(sc16, &p->sc_lo, &p->sc_hi);
     p->binit = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 2));
     p->hm = Load256(b.hmask);
-    p->d = _mm256_set1_ps(_cvtsh_ss(b.d));
   }
   // Bit p of each hmask byte moved to bit 2 within 16-bit lanes (bits crossing from the other
   // byte land on bits 0-1 or 3-7 and are masked off).
@@ -275,7 +286,6 @@ struct Q3KFmt : FmtTraits {
 
 struct IQ4XSPrep {
   __m256i sc;  // [16] i16: s_0 - 32 .. s_7 - 32 in both halves (for PickWord)
-  __m256 d;    // [8] f32: d
 };
 
 // IQ4_XS: w = d (s_j - 32) kIq4Values[q], values in [-127, 113]: signed, so maddubs takes
@@ -283,6 +293,9 @@ struct IQ4XSPrep {
 struct IQ4XSFmt : FmtTraits {
   using Block = quant::BlockIQ4_XS;
   using Prep = IQ4XSPrep;
+  static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
+    return _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
+  }
   static constexpr bool kSigned = true;
   static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
     const auto& b = *reinterpret_cast<const Block*>(blk);
@@ -300,7 +313,6 @@ struct IQ4XSFmt : FmtTraits {
     const __m128i s16 =
         _mm_packs_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
     p->sc = _mm256_broadcastsi128_si256(s16);
-    p->d = _mm256_set1_ps(_cvtsh_ss(b.d));
   }
   // Sub-block p: its 16 index bytes, low nibbles = values 0..15, high = 16..31.
   static MOESPLIT_KQ_INLINE __m256i Values(const uint8_t* blk, const Prep&, int p) {
@@ -337,7 +349,10 @@ MOESPLIT_KQ_INLINE float ReduceLanes(__m256 v) {
 struct Avx2Core {
   static constexpr int64_t kChunkBlocks = 8;  // 2048 values per partial sum
   static constexpr int kTileTokens = 4;       // 1 row x 4 tokens: 16 ymm registers
-  static constexpr int kDecodeRows = 2;
+  // One row per decode tile: on Zen 3 (bench_gemv 2048x7168, medians of 3 alternated runs)
+  // two rows sharing the activation loads spill and run 0.93-0.95x (Q4_K), 0.76-0.83x (Q6_K),
+  // 0.93-0.97x (Q2_K) of one; Q3_K keeps two (1.09-1.12x).
+  static constexpr int kDecodeRows = 1;
 
   // One chunk of T tokens: Q4_K / Q5_K's scaled sub-block sums (the activations and Q6_K's
   // bsums are read in place).
@@ -419,20 +434,27 @@ struct Avx2Core {
         }
       }
 #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        const __m256 da = _mm256_set1_ps(ab[t]->d);
-        __m256 bs = _mm256_setzero_ps();
-        if constexpr (Fmt::kMins)
-          bs = kTile ? _mm256_load_ps(tok->bs[t][b - b0]) : ScaledBsums32(*ab[t]);
+      for (int r = 0; r < R; ++r) {
+        const float dw = Fmt::D(wb[r]);
+        __m256i m16;  // [16] i16 (kMins16)
+        float nmin = 0;
+        if constexpr (Fmt::kMins16) {
+          m16 = Fmt::Mins16(wb[r]);
+          nmin = Fmt::NegDmin(wb[r]);
+        }
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const __m256 dd = _mm256_mul_ps(p[r].d, da);
-          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][t]), dd, acc[r][t]);
-          if constexpr (Fmt::kMins) acc[r][t] = _mm256_fmadd_ps(p[r].mins, bs, acc[r][t]);
+        for (int t = 0; t < T; ++t) {
+          const float da = ab[t]->d;
+          acc[r][t] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][t]), _mm256_set1_ps(dw * da), acc[r][t]);
+          if constexpr (Fmt::kMins) {
+            const __m256 bs = kTile ? _mm256_load_ps(tok->bs[t][b - b0]) : ScaledBsums32(*ab[t]);
+            acc[r][t] = _mm256_fmadd_ps(p[r].mins, bs, acc[r][t]);
+          }
           if constexpr (Fmt::kMins16) {  // |lane| <= 2 * 15 * 16 * 128: exact in i32 and f32
-            const __m256i m = _mm256_madd_epi16(Load256(ab[t]->bsums), p[r].m16);
+            const __m256i m = _mm256_madd_epi16(Load256(ab[t]->bsums), m16);
             acc[r][t] =
-                _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_mul_ps(p[r].nmin, da), acc[r][t]);
+                _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(nmin * da), acc[r][t]);
           }
         }
       }
