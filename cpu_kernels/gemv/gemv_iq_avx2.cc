@@ -26,6 +26,8 @@
 namespace moesplit::gemv::internal {
 namespace {
 
+#include "cpu_kernels/gemv/gemv_avx2_tile.inc"
+
 using quant::BlockIQ1_M;
 using quant::BlockIQ1_S;
 using quant::BlockIQ2_XXS;
@@ -46,25 +48,6 @@ IQ_INLINE __m256i Grid4(const uint64_t* grid, int i0, int i1, int i2, int i3) {
                            static_cast<int64_t>(grid[i1]), static_cast<int64_t>(grid[i0]));
 }
 
-// [8] i32 summing to the block's integer (scalar dot's isum).
-IQ_INLINE __m256i BlockIQ2XXS(const BlockIQ2_XXS& w, const int8_t* q8, const uint64_t* smask) {
-  const uint64_t* grid = qi::kIq2XxsGrid;
-  const __m256i one = _mm256_set1_epi8(1);
-  __m256i s = _mm256_setzero_si256();
-#pragma GCC unroll 8
-  for (int j = 0; j < 8; ++j) {
-    const uint32_t idx = LoadU32(&w.qs[4 * j]), aux = LoadU32(&w.qs[4 * j + 2]);
-    const __m256i m = Grid4(grid, idx & 0xFF, (idx >> 8) & 0xFF, (idx >> 16) & 0xFF, idx >> 24);
-    const __m256i neg = Grid4(smask, aux & 127, (aux >> 7) & 127, (aux >> 14) & 127,
-                              (aux >> 21) & 127);  // 0xFF where negative
-    const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 32 * j));
-    const __m256i p = _mm256_maddubs_epi16(m, _mm256_sign_epi8(act, _mm256_or_si256(neg, one)));
-    s = _mm256_add_epi32(
-        s, _mm256_madd_epi16(p, _mm256_set1_epi16(static_cast<int16_t>(2 * (aux >> 28) + 1))));
-  }
-  return s;
-}
-
 // u = 8 g + 16 + 2 pos for the grid bytes g in {-1, 0, 1} of four groups: vpshufb of g & 3
 // ({0, 1, -1} -> 16, 24, 8), plus `plus2` (0x02 bytes in the groups whose delta is positive).
 IQ_INLINE __m256i Iq1Levels(__m256i g, __m256i plus2) {
@@ -81,24 +64,97 @@ IQ_INLINE __m256i Iq1Correction(__m256i sw16, const int16_t* bsums) {
   return _mm256_mullo_epi32(_mm256_madd_epi16(sw16, bs), _mm256_set1_epi32(-17));
 }
 
-IQ_INLINE __m256i BlockIQ1S(const BlockIQ1_S& w, const BlockQ8_K& a) {
-  const uint64_t* grid = qi::kIq1SGrid;
-  __m256i s = _mm256_setzero_si256();
-  alignas(32) int16_t sw[16];  // 2 s_h + 1 per 16 values
-#pragma GCC unroll 8
-  for (int j = 0; j < 8; ++j) {
+// ---------------------------------------------------------------------------------------------
+// IQ2_XXS and IQ1_S as formats of the AVX2 token tile (gemv_avx2_tile.inc): piece p is
+// sub-block p (32 values, one scale), its four grid entries fetched once per (row, block) and
+// used by every token of the tile.
+// ---------------------------------------------------------------------------------------------
+
+// Byte k of kSignMask.v[s] is 0xFF where value k of a group with sign index s is negative
+// (Iq2SignByte; IqTables::sign_mask's bytes, as a compile-time table: the tile reads it per
+// piece, where a call to GetIqTables would cost more than the lookup).
+struct SignMaskTable {
+  uint64_t v[128];  // [sign index] 8 byte masks
+};
+constexpr SignMaskTable MakeSignMasks() {
+  SignMaskTable t{};
+  for (int s = 0; s < 128; ++s) {
+    for (int k = 0; k < 8; ++k) {
+      if ((Iq2SignByte(s) >> k) & 1) t.v[s] |= uint64_t{0xFF} << (8 * k);
+    }
+  }
+  return t;
+}
+alignas(64) constexpr SignMaskTable kSignMask = MakeSignMasks();
+
+struct IqScalesPrep {
+  __m256i sc;     // [16] i16: the 8 sub-block multipliers 2 s_j + 1 in both halves (PickWord)
+  __m256i binit;  // [16] i16: -17 (2 s_j + 1) per 16 values (IQ1_S's offset; unused by IQ2_XXS)
+};
+
+// IQ2_XXS: w = d / 8 (2 s_j + 1) m sign, m the grid bytes (8 / 25 / 43); magnitudes m and the
+// activations negated where the sign bit is set (|pair| <= 2 * 43 * 127).
+struct IQ2XXSFmt : FmtTraits {
+  using Block = BlockIQ2_XXS;
+  struct Prep {
+    const BlockIQ2_XXS* w;  // the block: the scales are read per piece (scalar work, off the
+                            // vector ports), not unpacked into a register up front
+  };
+  static constexpr bool kSigned = true;
+  static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
+    return 0.125f * _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
+  }
+  static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
+    p->w = reinterpret_cast<const Block*>(blk);
+  }
+  static MOESPLIT_KQ_INLINE void SignedValues(const uint8_t* blk, const Prep&, int j, __m256i* mag,
+                                              __m256i* sgn) {
+    const auto& w = *reinterpret_cast<const Block*>(blk);
+    const uint64_t* grid = qi::kIq2XxsGrid;
+    const uint64_t* smask = kSignMask.v;
+    const uint32_t idx = LoadU32(&w.qs[4 * j]), aux = LoadU32(&w.qs[4 * j + 2]);
+    *mag = Grid4(grid, idx & 0xFF, (idx >> 8) & 0xFF, (idx >> 16) & 0xFF, idx >> 24);
+    const __m256i neg = Grid4(smask, aux & 127, (aux >> 7) & 127, (aux >> 14) & 127,
+                              (aux >> 21) & 127);  // 0xFF where negative
+    *sgn = _mm256_or_si256(neg, _mm256_set1_epi8(1));
+  }
+  static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int j) {
+    return _mm256_set1_epi16(static_cast<int16_t>(2 * (LoadU32(&pr.w->qs[4 * j + 2]) >> 28) + 1));
+  }
+};
+
+// IQ1_S: u = 8 grid + 16 + 2 [delta > 0] in [8, 26] (Iq1Levels), w = d / 8 (2 s_j + 1)(u - 17);
+// the -17 is I's start, -17 sum_h (2 s_h + 1) bsum_h (|lane| <= 2 * 17 * 15 * 2032 after madd).
+struct IQ1SFmt : FmtTraits {
+  using Block = BlockIQ1_S;
+  using Prep = IqScalesPrep;
+  static constexpr bool kBsumInit = true;
+  static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
+    return 0.125f * _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
+  }
+  static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
+    const auto& w = *reinterpret_cast<const Block*>(blk);
+    // qh[j] >> 12 & 7 = s_j for the 8 words: 2 s_j + 1 as [8] i16, then per 16 values
+    const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qh));
+    const __m128i sc =
+        _mm_or_si128(_mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7)), 1),
+                     _mm_set1_epi16(1));
+    p->sc = _mm256_broadcastsi128_si256(sc);
+    const __m256i sc16 = _mm256_cvtepu16_epi32(sc);  // [8] i32 lanes j: (sc_j, 0) as i16 pairs
+    const __m256i twice = _mm256_or_si256(sc16, _mm256_slli_epi32(sc16, 16));  // (sc_j, sc_j)
+    p->binit = _mm256_mullo_epi16(twice, _mm256_set1_epi16(-17));
+  }
+  static MOESPLIT_KQ_INLINE __m256i Values(const uint8_t* blk, const Prep&, int j) {
+    const auto& w = *reinterpret_cast<const Block*>(blk);
     const unsigned qh = w.qh[j];
     const int i0 = w.qs[4 * j] | (qh & 7) << 8, i1 = w.qs[4 * j + 1] | (qh >> 3 & 7) << 8;
     const int i2 = w.qs[4 * j + 2] | (qh >> 6 & 7) << 8, i3 = w.qs[4 * j + 3] | (qh >> 9 & 7) << 8;
-    const __m256i u = Iq1Levels(Grid4(grid, i0, i1, i2, i3), _mm256_set1_epi8(qh & 0x8000 ? 0 : 2));
-    const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * j));
-    const int16_t sc = static_cast<int16_t>(2 * (qh >> 12 & 7) + 1);
-    sw[2 * j] = sw[2 * j + 1] = sc;
-    s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(u, act), _mm256_set1_epi16(sc)));
+    return Iq1Levels(Grid4(qi::kIq1SGrid, i0, i1, i2, i3), _mm256_set1_epi8(qh & 0x8000 ? 0 : 2));
   }
-  return _mm256_add_epi32(
-      s, Iq1Correction(_mm256_load_si256(reinterpret_cast<const __m256i*>(sw)), a.bsums));
-}
+  static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int j) {
+    return _mm256_shuffle_epi8(pr.sc, PickWord(2 * j));
+  }
+};
 
 IQ_INLINE __m256i BlockIQ1M(const BlockIQ1_M& w, const BlockQ8_K& a, float* d) {
   const uint64_t* grid = qi::kIq1SGrid;
@@ -133,28 +189,18 @@ IQ_INLINE __m256i BlockIQ1M(const BlockIQ1_M& w, const BlockQ8_K& a, float* d) {
 }  // namespace
 
 float DotIQ2XXS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
-  const auto* w = static_cast<const BlockIQ2_XXS*>(w_row);  // [n / 256]
-  const auto* a = static_cast<const BlockQ8_K*>(a_row);     // [n / 256]
-  const uint64_t* smask = GetIqTables().sign_mask;
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQkK; ++b) {
-    const __m256i s = BlockIQ2XXS(w[b], a[b].qs, smask);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * _cvtsh_ss(w[b].d) * a[b].d),
-                          _mm256_cvtepi32_ps(s), acc);
-  }
-  return HorizontalSum(acc);
+  return KQuantDot<Avx2Core, IQ2XXSFmt>(w_row, a_row, n);
 }
-
 float DotIQ1S_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
-  const auto* w = static_cast<const BlockIQ1_S*>(w_row);  // [n / 256]
-  const auto* a = static_cast<const BlockQ8_K*>(a_row);   // [n / 256]
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQkK; ++b) {
-    const __m256i s = BlockIQ1S(w[b], a[b]);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * _cvtsh_ss(w[b].d) * a[b].d),
-                          _mm256_cvtepi32_ps(s), acc);
-  }
-  return HorizontalSum(acc);
+  return KQuantDot<Avx2Core, IQ1SFmt>(w_row, a_row, n);
+}
+void GemmIQ2XXS_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  KQuantGemm<Avx2Core, IQ2XXSFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmIQ1S_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  KQuantGemm<Avx2Core, IQ1SFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 float DotIQ1M_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
@@ -170,5 +216,6 @@ float DotIQ1M_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
 }
 
 #undef IQ_INLINE
+#undef MOESPLIT_KQ_INLINE
 
 }  // namespace moesplit::gemv::internal

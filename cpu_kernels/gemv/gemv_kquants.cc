@@ -51,6 +51,13 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
          GemmR16ByUnpack<kIq2R16, GemmByDots<DotIQ2XXS_Q8K_##Tier>>,       \
          GemmR16ByUnpack<kIq1R16, GemmByDots<DotIQ1S_Q8K_##Tier>>,         \
          GemmR16ByUnpack<kIq1mR16, GemmByDots<DotIQ1M_Q8K_##Tier>>, false)
+  // ... and the AVX2 kernels: IQ2_XXS / IQ1_S on the token tiles, IQ1_M one dot per (row, token).
+#define MOESPLIT_IQ_AVX2                                                              \
+  set_iq(DotIQ2XXS_Q8K_Avx2, DotIQ1S_Q8K_Avx2, DotIQ1M_Q8K_Avx2, GemmIQ2XXS_Q8K_Avx2, \
+         GemmIQ1S_Q8K_Avx2, GemmByDots<DotIQ1M_Q8K_Avx2>,                             \
+         GemmR16ByUnpack<kIq2R16, GemmIQ2XXS_Q8K_Avx2>,                               \
+         GemmR16ByUnpack<kIq1R16, GemmIQ1S_Q8K_Avx2>,                                 \
+         GemmR16ByUnpack<kIq1mR16, GemmByDots<DotIQ1M_Q8K_Avx2>>, false)
   // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: one dot per (row, token) (the scalar or AVX2 dots),
   // except on the VNNI tier with VBMI: 1-4 tokens per decoded block; IQ3_XXS's, IQ3_S's,
   // IQ2_XS's and IQ2_S's 16-row layouts run their own kernel with VBMI and GFNI, elsewhere unpack
@@ -93,7 +100,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_q23(DotQ2K_Q8K_Avx2, DotQ3K_Q8K_Avx2, GemmQ2K_Q8K_Avx2, GemmQ3K_Q8K_Avx2,
               GemmR16ByUnpack<kQ2R16, GemmQ2K_Q8K_Avx2>, GemmR16ByUnpack<kQ3R16, GemmQ3K_Q8K_Avx2>,
               false);
-      MOESPLIT_IQ_BY_DOTS(Avx2);
+      MOESPLIT_IQ_AVX2;
       MOESPLIT_IQ23_BY_DOTS(Avx2);
       return;
     case cpu::IsaTier::kAvx512:
@@ -108,7 +115,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(GemmR16ByUnpack<kXsR16, GemmIQ4XS_Q8K_Avx2>, false, kXsR16);
       MOESPLIT_Q23_BY_DOTS(Avx512);
       // IQ2_XXS / IQ1_S / IQ1_M: the AVX2 dots (their decode needs VBMI's byte permutes).
-      MOESPLIT_IQ_BY_DOTS(Avx2);
+      MOESPLIT_IQ_AVX2;
       MOESPLIT_IQ23_BY_DOTS(Avx2);
       return;
     case cpu::IsaTier::kAvx512Vnni:
@@ -149,7 +156,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
                GemmIQ2XXSR16_Q8K_Avx512Vbmi, GemmIQ1SR16_Q8K_Avx512Vbmi, GemmIQ1MR16_Q8K_Avx512Vbmi,
                true);
       } else {
-        MOESPLIT_IQ_BY_DOTS(Avx2);
+        MOESPLIT_IQ_AVX2;
       }
       if (cpu::DetectCpuFeatures().avx512vbmi) {
         set(GgmlType::kIQ3_XXS, DotIQ3XXS_Q8K_Avx512Vbmi, GemmIQ3XXS_Q8K_Avx512Vbmi);
@@ -179,6 +186,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
   }
 #undef MOESPLIT_Q23_BY_DOTS
 #undef MOESPLIT_IQ_BY_DOTS
+#undef MOESPLIT_IQ_AVX2
 #undef MOESPLIT_IQ23_BY_DOTS
 }
 

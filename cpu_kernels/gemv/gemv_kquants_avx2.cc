@@ -28,40 +28,12 @@
 namespace moesplit::gemv::internal {
 namespace {
 
-#include "cpu_kernels/gemv/gemv_kquants_tiles.inc"
-
 using quant::BlockQ4_K;
 using quant::BlockQ5_K;
 using quant::BlockQ6_K;
 using quant::BlockQ8_K;
 
-#define MOESPLIT_KQ_INLINE inline __attribute__((always_inline))
-
-MOESPLIT_KQ_INLINE __m256i Load256(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-
-// [32] u8 shuffle control repeating bytes (i, i + 1): with a vector of i16 lanes (both 128-bit
-// halves alike), vpshufb broadcasts i16 lane i / 2 to all 16 lanes.
-MOESPLIT_KQ_INLINE __m256i PickWord(int i) {
-  return _mm256_set1_epi16(static_cast<int16_t>(i | (i + 1) << 8));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Weight formats: Prepare once per (row, block); Values / Scales per piece p (32 values).
-// What a format adds to I = sum_p madd(maddubs(W_p, A_p), S_p) (defaults: nothing):
-//   kMins     acc += mins * d_a bsum32 (Q4_K / Q5_K: -dmin m_j per 32-value sub-block)
-//   kMins16   acc += cvt(madd(m16, bsums)) * nmin * d_a (Q2_K: a min per 16 values)
-//   kBsumInit I starts at madd(bsums, binit) (Q6_K: -32 sc_k; Q3_K: -4 (s_k - 32))
-//   kSigned   W_p is signed: maddubs(|W_p|, A_p with W_p's signs) (IQ4_XS)
-// ---------------------------------------------------------------------------------------------
-
-struct FmtTraits {
-  static constexpr bool kMins = false;
-  static constexpr bool kMins16 = false;
-  static constexpr bool kBsumInit = false;
-  static constexpr bool kSigned = false;
-};
+#include "cpu_kernels/gemv/gemv_avx2_tile.inc"
 
 // [16] u8: s_0..s_7, m_0..m_7 of Q4_K's 12 packed scale bytes b (blocks.h), vectorized:
 //   s_j = b[j] & 63,  m_j = b[j + 4] & 63                      (j < 4)
@@ -155,24 +127,6 @@ struct Q6KPrep {
   __m256i sc_hi;  // [16] i16: sc_8..sc_15 in both halves
   __m256i binit;  // [16] i16: -32 * sc_k (|.| <= 4096), the bsums' weights of I's start
 };
-
-// Piece p = sub-blocks 2p (pair lanes 0..7) and 2p + 1 (lanes 8..15) of a type with 16
-// scales per block, sc_lo / sc_hi ([16] i16) holding scales 0..7 / 8..15 in both halves.
-MOESPLIT_KQ_INLINE __m256i PairScales(__m256i sc_lo, __m256i sc_hi, int p) {
-  const int j = 2 * p % 8;  // word of sc_2p in sc_lo / sc_hi
-  const __m256i pick = _mm256_setr_epi8(
-      2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1,
-      2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j, 2 * j + 1, 2 * j + 2, 2 * j + 3, 2 * j + 2,
-      2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2,
-      2 * j + 3, 2 * j + 2, 2 * j + 3, 2 * j + 2, 2 * j + 3);
-  return _mm256_shuffle_epi8(p < 4 ? sc_lo : sc_hi, pick);
-}
-
-// [16] i16 s_0..s_15 -> (s_0..s_7 in both halves, s_8..s_15 in both halves).
-MOESPLIT_KQ_INLINE void SplitScales(__m256i sc16, __m256i* lo, __m256i* hi) {
-  *lo = _mm256_permute2x128_si256(sc16, sc16, 0x00);
-  *hi = _mm256_permute2x128_si256(sc16, sc16, 0x11);
-}
 
 struct Q6KFmt : FmtTraits {
   using Block = BlockQ6_K;
@@ -315,155 +269,19 @@ struct IQ4XSFmt : FmtTraits {
     p->sc = _mm256_broadcastsi128_si256(s16);
   }
   // Sub-block p: its 16 index bytes, low nibbles = values 0..15, high = 16..31.
-  static MOESPLIT_KQ_INLINE __m256i Values(const uint8_t* blk, const Prep&, int p) {
+  static MOESPLIT_KQ_INLINE void SignedValues(const uint8_t* blk, const Prep&, int p, __m256i* mag,
+                                              __m256i* sgn) {
     const __m128i x = _mm_loadu_si128(
         reinterpret_cast<const __m128i*>(reinterpret_cast<const Block*>(blk)->qs + 16 * p));
     const __m256i idx =
         _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(x, 4), x), _mm256_set1_epi8(0x0F));
     const __m256i table = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIq4Values)));
-    return _mm256_shuffle_epi8(table, idx);
+    *sgn = _mm256_shuffle_epi8(table, idx);
+    *mag = _mm256_abs_epi8(*sgn);
   }
   static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int p) {
     return _mm256_shuffle_epi8(pr.sc, PickWord(2 * p));
-  }
-};
-
-// ---------------------------------------------------------------------------------------------
-// The register tile.
-// ---------------------------------------------------------------------------------------------
-
-// Q4_K / Q5_K: [8] f32 = d_a * (bsum_2j + bsum_2j+1), the activation sum of sub-block j.
-MOESPLIT_KQ_INLINE __m256 ScaledBsums32(const BlockQ8_K& a) {
-  const __m256i s32 = _mm256_madd_epi16(Load256(a.bsums), _mm256_set1_epi16(1));
-  return _mm256_mul_ps(_mm256_set1_ps(a.d), _mm256_cvtepi32_ps(s32));
-}
-
-// The sum of the 8 lanes, pairing lane i with i + 4, then i + 2, i + 1 (fixed order).
-MOESPLIT_KQ_INLINE float ReduceLanes(__m256 v) {
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-}
-
-struct Avx2Core {
-  static constexpr int64_t kChunkBlocks = 8;  // 2048 values per partial sum
-  static constexpr int kTileTokens = 4;       // 1 row x 4 tokens: 16 ymm registers
-  // One row per decode tile: on Zen 3 (bench_gemv 2048x7168, medians of 3 alternated runs)
-  // two rows sharing the activation loads spill and run 0.93-0.95x (Q4_K), 0.76-0.83x (Q6_K),
-  // 0.93-0.97x (Q2_K) of one; Q3_K keeps two (1.09-1.12x).
-  static constexpr int kDecodeRows = 1;
-
-  // One chunk of T tokens: Q4_K / Q5_K's scaled sub-block sums (the activations and Q6_K's
-  // bsums are read in place).
-  template <class Fmt, int T>
-  struct Tokens {
-    static constexpr int kT4 = Fmt::kMins ? T : 1;
-    alignas(32) float bs[kT4][kChunkBlocks][8];  // [T][block][8] ScaledBsums32 (Q4_K, Q5_K)
-  };
-
-  template <class Fmt, int T>
-  static void PrepareTokens(const uint8_t* const* a, int64_t b0, int64_t b1, Tokens<Fmt, T>* tok) {
-    if constexpr (Fmt::kMins) {
-      for (int t = 0; t < T; ++t) {
-        const auto* ab = reinterpret_cast<const BlockQ8_K*>(a[t]);
-        for (int64_t b = b0; b < b1; ++b) _mm256_store_ps(tok->bs[t][b - b0], ScaledBsums32(ab[b]));
-      }
-    }
-  }
-
-  // out[r][t] over blocks [b0, b1): per block, I = init + sum_p madd(maddubs(W_p, A_p), S_p)
-  // ([8] i32; Q6_K's init = -32 * sum_k sc_k bsum_k as one madd), then
-  // acc = fma(cvt(I), d * d_a, acc) and, for Q4_K / Q5_K, acc = fma(mins, bs, acc).
-  template <class Fmt, int R, int T, bool kTile>
-  static MOESPLIT_KQ_INLINE void ChunkSums(const uint8_t* const* w, const uint8_t* const* a,
-                                           const Tokens<Fmt, T>* tok, int64_t b0, int64_t b1,
-                                           float (&out)[R][T]) {
-    constexpr size_t kWb = sizeof(typename Fmt::Block);
-    __m256 acc[R][T];  // [R][T] x [8] f32
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-    }
-    for (int64_t b = b0; b < b1; ++b) {
-      const uint8_t* wb[R];
-      typename Fmt::Prep p[R];
-      __m256i isum[R][T];  // [R][T] x [8] i32
-      const BlockQ8_K* ab[T];
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) ab[t] = reinterpret_cast<const BlockQ8_K*>(a[t]) + b;
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        wb[r] = w[r] + b * kWb;
-        Fmt::Prepare(wb[r], &p[r]);
-#pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) {
-          if constexpr (Fmt::kBsumInit) {
-            isum[r][t] = _mm256_madd_epi16(Load256(ab[t]->bsums), p[r].binit);
-          } else {
-            isum[r][t] = _mm256_setzero_si256();
-          }
-        }
-      }
-#pragma GCC unroll 8
-      for (int pc = 0; pc < 8; ++pc) {
-        // [32] u8 quants (kSigned: |quants|), [32] i8 signed quants (kSigned only), [16] i16
-        // pair scales of values 32pc ..
-        __m256i wv[R], ws[R], sv[R];
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          wv[r] = Fmt::Values(wb[r], p[r], pc);
-          if constexpr (Fmt::kSigned) {
-            ws[r] = wv[r];
-            wv[r] = _mm256_abs_epi8(ws[r]);
-          }
-          sv[r] = Fmt::Scales(p[r], pc);
-        }
-#pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) {
-          const __m256i av = Load256(ab[t]->qs + 32 * pc);
-#pragma GCC unroll 8
-          for (int r = 0; r < R; ++r) {
-            // |pair| <= 2 * 127 * 128 < 2^15 (IQ4_XS's |w| <= 127 against the activation with
-            // w's sign; the other formats' w <= 63): maddubs never saturates.
-            const __m256i pr =
-                _mm256_maddubs_epi16(wv[r], Fmt::kSigned ? _mm256_sign_epi8(av, ws[r]) : av);
-            isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(pr, sv[r]));
-          }
-        }
-      }
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const float dw = Fmt::D(wb[r]);
-        __m256i m16;  // [16] i16 (kMins16)
-        float nmin = 0;
-        if constexpr (Fmt::kMins16) {
-          m16 = Fmt::Mins16(wb[r]);
-          nmin = Fmt::NegDmin(wb[r]);
-        }
-#pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) {
-          const float da = ab[t]->d;
-          acc[r][t] =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][t]), _mm256_set1_ps(dw * da), acc[r][t]);
-          if constexpr (Fmt::kMins) {
-            const __m256 bs = kTile ? _mm256_load_ps(tok->bs[t][b - b0]) : ScaledBsums32(*ab[t]);
-            acc[r][t] = _mm256_fmadd_ps(p[r].mins, bs, acc[r][t]);
-          }
-          if constexpr (Fmt::kMins16) {  // |lane| <= 2 * 15 * 16 * 128: exact in i32 and f32
-            const __m256i m = _mm256_madd_epi16(Load256(ab[t]->bsums), m16);
-            acc[r][t] =
-                _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), _mm256_set1_ps(nmin * da), acc[r][t]);
-          }
-        }
-      }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) out[r][t] = ReduceLanes(acc[r][t]);
-    }
   }
 };
 
