@@ -356,6 +356,15 @@ float DotIQ3XXS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotIQ3S_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotIQ2XS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotIQ2S_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
+// ... and their AVX2 token tiles (gemv_iq23_avx2.cc on gemv_avx2_tile.inc).
+void GemmIQ3XXS_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmIQ3S_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmIQ2XS_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmIQ2S_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 float DotIQ3XXS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
 float DotIQ3S_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
 float DotIQ2XS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);

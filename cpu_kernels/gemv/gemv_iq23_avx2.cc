@@ -1,6 +1,8 @@
 // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S weights x Q8_K activations, AVX2 + FMA tier (also the
-// AVX-512 tier's and the AVX-512 VNNI tier's). Compiled with MOESPLIT_FLAGS_AVX2
+// AVX-512 tier's and the AVX-512 VNNI tier's without VBMI). Compiled with MOESPLIT_FLAGS_AVX2
 // (gemv/kquants.cmake). The integers per block are the scalar dot's (gemv_iq23_scalar.cc).
+// Each type is a format of the AVX2 token tile (gemv_avx2_tile.inc): a block's sub-blocks are
+// decoded once per row and used by the tile's 4 tokens in prefill.
 //
 // Per sub-block of 32 values, the grid entries come from scalar loads into one ymm (the grids
 // are 1-8 KB, L1-resident): eight 4-byte entries (IQ3) or four 8-byte entries (IQ2_XS/S):
@@ -10,6 +12,7 @@
 //   p    = maddubs(m, a negated under neg)  [16] i16, |pair| <= 2 * 62 * 127 < 2^15
 //   s   += madd(p, 2 s + 1 per 16 values)   [8] i32
 // and once per block acc += cvt(s) * d * d_a * (1/4 IQ3_XXS, 1 IQ3_S, 1/8 IQ2_XS / IQ2_S).
+// The sign indices' masks come from kIqSignMask (iq_sign_masks.h).
 // The negation is exact because Q8_K quants are in [-127, 127] (gemv.h's contract).
 #include <immintrin.h>
 
@@ -19,6 +22,7 @@
 
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/gemv/gemv_isa_common.h"
+#include "cpu_kernels/gemv/iq_sign_masks.h"
 #include "cpu_kernels/quant/blocks.h"
 #include "cpu_kernels/quant/blocks_iq.h"
 #include "cpu_kernels/quant/iq_grids.h"
@@ -26,21 +30,16 @@
 namespace moesplit::gemv::internal {
 namespace {
 
+#include "cpu_kernels/gemv/gemv_avx2_tile.inc"
+
 using quant::BlockIQ2_S;
 using quant::BlockIQ2_XS;
 using quant::BlockIQ3_S;
 using quant::BlockIQ3_XXS;
-using quant::BlockQ8_K;
 using quant::kQkK;
 namespace qi = quant::internal;
 
 #define IQ_INLINE [[gnu::always_inline]] inline
-
-IQ_INLINE float HorizontalSum(__m256 v) {  // v: [8] f32
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-}
 
 IQ_INLINE __m256i Grid4(const uint64_t* grid, int i0, int i1, int i2, int i3) {
   return _mm256_set_epi64x(static_cast<int64_t>(grid[i3]), static_cast<int64_t>(grid[i2]),
@@ -65,130 +64,133 @@ IQ_INLINE __m256i NegFromBits(uint32_t bits) {
   return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
 }
 
-// madd(maddubs(m, a * (neg ? -1 : 1)), scale): [8] i32 of one sub-block of 32 values.
-IQ_INLINE __m256i SubBlock(__m256i m, __m256i neg, const int8_t* q8, __m256i scale) {
-  const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8));
-  const __m256i sgn = _mm256_or_si256(neg, _mm256_set1_epi8(1));
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(m, _mm256_sign_epi8(act, sgn)), scale);
-}
-
 // 2 s + 1 of values 0-15 (lo) and 16-31 (hi) of a sub-block, as the madd operand.
 IQ_INLINE __m256i Scale2(int lo, int hi) {
   return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(2 * hi + 1)),
                           _mm_set1_epi16(static_cast<int16_t>(2 * lo + 1)));
 }
 
-// Each Block* returns [8] i32 summing to the scalar dot's block integer.
-IQ_INLINE __m256i BlockIQ3XXS(const BlockIQ3_XXS& w, const int8_t* q8, const uint64_t* smask) {
-  __m256i s = _mm256_setzero_si256();
-#pragma GCC unroll 8
-  for (int j = 0; j < 8; ++j) {
+// Per type: Sub(w, j, &m, &neg) gives sub-block j's [32] u8 magnitudes and [32] 0xFF-where-
+// negative bytes; Scale(w, j) its [16] i16 madd operand (2 s + 1 per 16 values); kD the factor
+// of d in the block's scale.
+struct Iq3XxsL {
+  using Block = BlockIQ3_XXS;
+  static constexpr float kD = 0.25f;
+  static MOESPLIT_KQ_INLINE void Sub(const Block& w, int j, __m256i* m, __m256i* neg) {
     const uint8_t* q = w.qs + 8 * j;
     const int idx[8] = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]};
     const uint32_t aux = LoadU32(w.qs + kQkK / 4 + 4 * j);
-    const __m256i neg =
-        Grid4(smask, aux & 127, (aux >> 7) & 127, (aux >> 14) & 127, (aux >> 21) & 127);
-    const __m256i sc = _mm256_set1_epi16(static_cast<int16_t>(2 * (aux >> 28) + 1));
-    s = _mm256_add_epi32(s, SubBlock(Grid8(qi::kIq3XxsGrid, idx), neg, q8 + 32 * j, sc));
+    *m = Grid8(qi::kIq3XxsGrid, idx);
+    *neg = Grid4(kIqSignMask.v, aux & 127, (aux >> 7) & 127, (aux >> 14) & 127, (aux >> 21) & 127);
   }
-  return s;
-}
+  static MOESPLIT_KQ_INLINE __m256i Scale(const Block& w, int j) {
+    return _mm256_set1_epi16(
+        static_cast<int16_t>(2 * (LoadU32(w.qs + kQkK / 4 + 4 * j) >> 28) + 1));
+  }
+};
 
-IQ_INLINE __m256i BlockIQ3S(const BlockIQ3_S& w, const int8_t* q8) {
-  __m256i s = _mm256_setzero_si256();
-#pragma GCC unroll 8
-  for (int j = 0; j < 8; ++j) {
+struct Iq3SL {
+  using Block = BlockIQ3_S;
+  static constexpr float kD = 1.0f;
+  static MOESPLIT_KQ_INLINE void Sub(const Block& w, int j, __m256i* m, __m256i* neg) {
     const uint8_t* q = w.qs + 8 * j;
     const unsigned h = w.qh[j];  // 9th index bit of entry k at bit k
     int idx[8];
     for (int k = 0; k < 8; ++k) idx[k] = q[k] | ((h >> k) & 1) << 8;
+    *m = Grid8(qi::kIq3SGrid, idx);
+    *neg = NegFromBits(LoadU32(w.signs + 4 * j));
+  }
+  static MOESPLIT_KQ_INLINE __m256i Scale(const Block& w, int j) {
     const int sj = (w.scales[j / 2] >> (4 * (j % 2))) & 0xF;
-    const __m256i sc = _mm256_set1_epi16(static_cast<int16_t>(2 * sj + 1));
-    s = _mm256_add_epi32(s, SubBlock(Grid8(qi::kIq3SGrid, idx),
-                                     NegFromBits(LoadU32(w.signs + 4 * j)), q8 + 32 * j, sc));
+    return _mm256_set1_epi16(static_cast<int16_t>(2 * sj + 1));
   }
-  return s;
-}
+};
 
-IQ_INLINE __m256i BlockIQ2XS(const BlockIQ2_XS& w, const int8_t* q8, const uint64_t* smask) {
-  __m256i s = _mm256_setzero_si256();
-#pragma GCC unroll 8
-  for (int j = 0; j < 8; ++j) {
+struct Iq2XsL {
+  using Block = BlockIQ2_XS;
+  static constexpr float kD = 0.125f;
+  static MOESPLIT_KQ_INLINE void Sub(const Block& w, int j, __m256i* m, __m256i* neg) {
     const uint16_t* q = w.qs + 4 * j;  // 9-bit grid index | 7-bit sign index << 9
-    const __m256i m = Grid4(qi::kIq2XsGrid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
-    const __m256i neg = Grid4(smask, q[0] >> 9, q[1] >> 9, q[2] >> 9, q[3] >> 9);
-    const __m256i sc = Scale2(w.scales[j] & 0xF, w.scales[j] >> 4);
-    s = _mm256_add_epi32(s, SubBlock(m, neg, q8 + 32 * j, sc));
+    *m = Grid4(qi::kIq2XsGrid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
+    *neg = Grid4(kIqSignMask.v, q[0] >> 9, q[1] >> 9, q[2] >> 9, q[3] >> 9);
   }
-  return s;
-}
+  static MOESPLIT_KQ_INLINE __m256i Scale(const Block& w, int j) {
+    return Scale2(w.scales[j] & 0xF, w.scales[j] >> 4);
+  }
+};
 
-IQ_INLINE __m256i BlockIQ2S(const BlockIQ2_S& w, const int8_t* q8) {
-  __m256i s = _mm256_setzero_si256();
-#pragma GCC unroll 8
-  for (int j = 0; j < 8; ++j) {
+struct Iq2SL {
+  using Block = BlockIQ2_S;
+  static constexpr float kD = 0.125f;
+  static MOESPLIT_KQ_INLINE void Sub(const Block& w, int j, __m256i* m, __m256i* neg) {
     const uint8_t* q = w.qs + 4 * j;
     const unsigned h = w.qh[j];  // 2 high index bits of group g at bits 2g
-    const __m256i m = Grid4(qi::kIq2SGrid, q[0] | (h & 3) << 8, q[1] | (h >> 2 & 3) << 8,
-                            q[2] | (h >> 4 & 3) << 8, q[3] | (h >> 6) << 8);
-    const __m256i sc = Scale2(w.scales[j] & 0xF, w.scales[j] >> 4);
-    s = _mm256_add_epi32(
-        s, SubBlock(m, NegFromBits(LoadU32(w.qs + kQkK / 8 + 4 * j)), q8 + 32 * j, sc));
+    *m = Grid4(qi::kIq2SGrid, q[0] | (h & 3) << 8, q[1] | (h >> 2 & 3) << 8,
+               q[2] | (h >> 4 & 3) << 8, q[3] | (h >> 6) << 8);
+    *neg = NegFromBits(LoadU32(w.qs + kQkK / 8 + 4 * j));
   }
-  return s;
-}
+  static MOESPLIT_KQ_INLINE __m256i Scale(const Block& w, int j) {
+    return Scale2(w.scales[j] & 0xF, w.scales[j] >> 4);
+  }
+};
+
+// A lattice type as a kSigned format of the tile: piece j = sub-block j; the magnitudes go to
+// maddubs, the activations take the values' signs. Prep is the block pointer: the scales are
+// read per piece (scalar work beside the vector ports).
+template <class L>
+struct LatticeFmt : FmtTraits {
+  using Block = typename L::Block;
+  struct Prep {
+    const Block* w;  // the block
+  };
+  static constexpr bool kSigned = true;
+  static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
+    return L::kD * _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
+  }
+  static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
+    p->w = reinterpret_cast<const Block*>(blk);
+  }
+  static MOESPLIT_KQ_INLINE void SignedValues(const uint8_t*, const Prep& pr, int j, __m256i* mag,
+                                              __m256i* sgn) {
+    __m256i neg;
+    L::Sub(*pr.w, j, mag, &neg);
+    *sgn = _mm256_or_si256(neg, _mm256_set1_epi8(1));
+  }
+  static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int j) { return L::Scale(*pr.w, j); }
+};
 
 }  // namespace
 
 float DotIQ3XXS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
-  const auto* w = static_cast<const BlockIQ3_XXS*>(w_row);  // [n / 256]
-  const auto* a = static_cast<const BlockQ8_K*>(a_row);     // [n / 256]
-  const uint64_t* smask = GetIqTables().sign_mask;
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQkK; ++b) {
-    const __m256i s = BlockIQ3XXS(w[b], a[b].qs, smask);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(0.25f * _cvtsh_ss(w[b].d) * a[b].d), _mm256_cvtepi32_ps(s),
-                          acc);
-  }
-  return HorizontalSum(acc);
+  return KQuantDot<Avx2Core, LatticeFmt<Iq3XxsL>>(w_row, a_row, n);
 }
-
+void GemmIQ3XXS_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  KQuantGemm<Avx2Core, LatticeFmt<Iq3XxsL>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
 float DotIQ3S_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
-  const auto* w = static_cast<const BlockIQ3_S*>(w_row);  // [n / 256]
-  const auto* a = static_cast<const BlockQ8_K*>(a_row);   // [n / 256]
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQkK; ++b) {
-    const __m256i s = BlockIQ3S(w[b], a[b].qs);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(w[b].d) * a[b].d), _mm256_cvtepi32_ps(s), acc);
-  }
-  return HorizontalSum(acc);
+  return KQuantDot<Avx2Core, LatticeFmt<Iq3SL>>(w_row, a_row, n);
 }
-
+void GemmIQ3S_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  KQuantGemm<Avx2Core, LatticeFmt<Iq3SL>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
 float DotIQ2XS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
-  const auto* w = static_cast<const BlockIQ2_XS*>(w_row);  // [n / 256]
-  const auto* a = static_cast<const BlockQ8_K*>(a_row);    // [n / 256]
-  const uint64_t* smask = GetIqTables().sign_mask;
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQkK; ++b) {
-    const __m256i s = BlockIQ2XS(w[b], a[b].qs, smask);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * _cvtsh_ss(w[b].d) * a[b].d),
-                          _mm256_cvtepi32_ps(s), acc);
-  }
-  return HorizontalSum(acc);
+  return KQuantDot<Avx2Core, LatticeFmt<Iq2XsL>>(w_row, a_row, n);
 }
-
+void GemmIQ2XS_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  KQuantGemm<Avx2Core, LatticeFmt<Iq2XsL>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
 float DotIQ2S_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
-  const auto* w = static_cast<const BlockIQ2_S*>(w_row);  // [n / 256]
-  const auto* a = static_cast<const BlockQ8_K*>(a_row);   // [n / 256]
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQkK; ++b) {
-    const __m256i s = BlockIQ2S(w[b], a[b].qs);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * _cvtsh_ss(w[b].d) * a[b].d),
-                          _mm256_cvtepi32_ps(s), acc);
-  }
-  return HorizontalSum(acc);
+  return KQuantDot<Avx2Core, LatticeFmt<Iq2SL>>(w_row, a_row, n);
+}
+void GemmIQ2S_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  KQuantGemm<Avx2Core, LatticeFmt<Iq2SL>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 #undef IQ_INLINE
+#undef MOESPLIT_KQ_INLINE
 
 }  // namespace moesplit::gemv::internal

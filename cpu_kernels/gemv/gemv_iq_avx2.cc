@@ -19,6 +19,7 @@
 
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/gemv/gemv_isa_common.h"
+#include "cpu_kernels/gemv/iq_sign_masks.h"
 #include "cpu_kernels/quant/blocks.h"
 #include "cpu_kernels/quant/blocks_iq.h"
 #include "cpu_kernels/quant/iq_grids.h"
@@ -70,23 +71,6 @@ IQ_INLINE __m256i Iq1Correction(__m256i sw16, const int16_t* bsums) {
 // used by every token of the tile.
 // ---------------------------------------------------------------------------------------------
 
-// Byte k of kSignMask.v[s] is 0xFF where value k of a group with sign index s is negative
-// (Iq2SignByte; IqTables::sign_mask's bytes, as a compile-time table: the tile reads it per
-// piece, where a call to GetIqTables would cost more than the lookup).
-struct SignMaskTable {
-  uint64_t v[128];  // [sign index] 8 byte masks
-};
-constexpr SignMaskTable MakeSignMasks() {
-  SignMaskTable t{};
-  for (int s = 0; s < 128; ++s) {
-    for (int k = 0; k < 8; ++k) {
-      if ((Iq2SignByte(s) >> k) & 1) t.v[s] |= uint64_t{0xFF} << (8 * k);
-    }
-  }
-  return t;
-}
-alignas(64) constexpr SignMaskTable kSignMask = MakeSignMasks();
-
 struct IqScalesPrep {
   __m256i sc;     // [16] i16: the 8 sub-block multipliers 2 s_j + 1 in both halves (PickWord)
   __m256i binit;  // [16] i16: -17 (2 s_j + 1) per 16 values (IQ1_S's offset; unused by IQ2_XXS)
@@ -111,7 +95,7 @@ struct IQ2XXSFmt : FmtTraits {
                                               __m256i* sgn) {
     const auto& w = *reinterpret_cast<const Block*>(blk);
     const uint64_t* grid = qi::kIq2XxsGrid;
-    const uint64_t* smask = kSignMask.v;
+    const uint64_t* smask = kIqSignMask.v;
     const uint32_t idx = LoadU32(&w.qs[4 * j]), aux = LoadU32(&w.qs[4 * j + 2]);
     *mag = Grid4(grid, idx & 0xFF, (idx >> 8) & 0xFF, (idx >> 16) & 0xFF, idx >> 24);
     const __m256i neg = Grid4(smask, aux & 127, (aux >> 7) & 127, (aux >> 14) & 127,

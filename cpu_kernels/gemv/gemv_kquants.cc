@@ -73,6 +73,16 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
   set_r16(GemmR16ByUnpack<kIq2xsR16, GemmByDots<DotIQ2XS_Q8K_##Tier>>, false, kIq2xsR16); \
   set(GgmlType::kIQ2_S, DotIQ2S_Q8K_##Tier, GemmByDots<DotIQ2S_Q8K_##Tier>);              \
   set_r16(GemmR16ByUnpack<kIq2sR16, GemmByDots<DotIQ2S_Q8K_##Tier>>, false, kIq2sR16)
+  // ... and the AVX2 token tiles.
+#define MOESPLIT_IQ23_AVX2                                                   \
+  set(GgmlType::kIQ3_XXS, DotIQ3XXS_Q8K_Avx2, GemmIQ3XXS_Q8K_Avx2);          \
+  set_r16(GemmR16ByUnpack<kIq3R16, GemmIQ3XXS_Q8K_Avx2>, false, kIq3R16);    \
+  set(GgmlType::kIQ3_S, DotIQ3S_Q8K_Avx2, GemmIQ3S_Q8K_Avx2);                \
+  set_r16(GemmR16ByUnpack<kIq3sR16, GemmIQ3S_Q8K_Avx2>, false, kIq3sR16);    \
+  set(GgmlType::kIQ2_XS, DotIQ2XS_Q8K_Avx2, GemmIQ2XS_Q8K_Avx2);             \
+  set_r16(GemmR16ByUnpack<kIq2xsR16, GemmIQ2XS_Q8K_Avx2>, false, kIq2xsR16); \
+  set(GgmlType::kIQ2_S, DotIQ2S_Q8K_Avx2, GemmIQ2S_Q8K_Avx2);                \
+  set_r16(GemmR16ByUnpack<kIq2sR16, GemmIQ2S_Q8K_Avx2>, false, kIq2sR16)
   switch (tier) {
     case cpu::IsaTier::kScalar:
       MOESPLIT_IQ_BY_DOTS(Scalar);
@@ -101,7 +111,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
               GemmR16ByUnpack<kQ2R16, GemmQ2K_Q8K_Avx2>, GemmR16ByUnpack<kQ3R16, GemmQ3K_Q8K_Avx2>,
               false);
       MOESPLIT_IQ_AVX2;
-      MOESPLIT_IQ23_BY_DOTS(Avx2);
+      MOESPLIT_IQ23_AVX2;
       return;
     case cpu::IsaTier::kAvx512:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512, GemmQ4K_Q8K_Avx512);
@@ -116,7 +126,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       MOESPLIT_Q23_BY_DOTS(Avx512);
       // IQ2_XXS / IQ1_S / IQ1_M: the AVX2 dots (their decode needs VBMI's byte permutes).
       MOESPLIT_IQ_AVX2;
-      MOESPLIT_IQ23_BY_DOTS(Avx2);
+      MOESPLIT_IQ23_AVX2;
       return;
     case cpu::IsaTier::kAvx512Vnni:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512Vnni, GemmQ4K_Q8K_Avx512Vnni);
@@ -177,7 +187,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
         set(GgmlType::kIQ2_XS, DotIQ2XS_Q8K_Avx512Vbmi, GemmIQ2XS_Q8K_Avx512Vbmi);
         set(GgmlType::kIQ2_S, DotIQ2S_Q8K_Avx512Vbmi, GemmIQ2S_Q8K_Avx512Vbmi);
       } else {
-        MOESPLIT_IQ23_BY_DOTS(Avx2);
+        MOESPLIT_IQ23_AVX2;
       }
       return;
 #endif
@@ -188,6 +198,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
 #undef MOESPLIT_IQ_BY_DOTS
 #undef MOESPLIT_IQ_AVX2
 #undef MOESPLIT_IQ23_BY_DOTS
+#undef MOESPLIT_IQ23_AVX2
 }
 
 }  // namespace moesplit::gemv::internal
