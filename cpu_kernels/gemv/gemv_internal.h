@@ -300,10 +300,13 @@ const IqTables& GetIqTables();
 float DotIQ2XXS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotIQ1S_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotIQ1M_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
-// IQ2_XXS / IQ1_S on the AVX2 token tiles (gemv_avx2_tile.inc): 4 tokens per decoded block.
+// IQ2_XXS / IQ1_S / IQ1_M on the AVX2 token tiles (gemv_avx2_tile.inc): 4 tokens per decoded
+// block.
 void GemmIQ2XXS_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                          size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmIQ1S_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmIQ1M_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 // VNNI + VBMI: the dot and a tiled gemm (each weight block decoded once per 4 tokens).
 float DotIQ2XXS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);

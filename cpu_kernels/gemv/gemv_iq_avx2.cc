@@ -1,14 +1,15 @@
 // IQ2_XXS / IQ1_S / IQ1_M weights x Q8_K activations, AVX2 + FMA tier (also the AVX-512 tier's,
 // and the VNNI tier's on CPUs without VBMI). Compiled with MOESPLIT_FLAGS_AVX2
-// (gemv/kquants.cmake). The integers per block are the scalar dot's (gemv_iq_scalar.cc).
+// (gemv/kquants.cmake). The integers per block are the scalar dot's (gemv_iq_scalar.cc). Each
+// type is a format of the AVX2 token tile (gemv_avx2_tile.inc): piece j is sub-block j.
 //
 // Per sub-block of 32 values, the four 8-byte grid entries come from scalar loads
 // (kIq2XxsGrid: 2 KB; kIq1SGrid: 16 KB, both L1/L2-resident) into one ymm:
-//   IQ2_XXS: m = grid bytes (8 / 25 / 43), a' = a negated where the sign bit is set (the
-//            IqTables sign_mask bytes), p = maddubs(m, a')  [16] i16, |pair| <= 2 * 43 * 127
+//   IQ2_XXS: m = grid bytes (8 / 25 / 43), a' = a negated where the sign bit is set
+//            (kIqSignMask bytes), p = maddubs(m, a')  [16] i16, |pair| <= 2 * 43 * 127
 //   IQ1:     u = 8 grid + 16 + 2 [delta > 0] in [8, 26] (vpshufb of grid & 3, + 2 per group),
-//            p = maddubs(u, a); u - 17 = 8 (grid + delta), the -17 comes once per block as
-//            17 sum_h (2 s_h + 1) bsum_h (the Q8_K bsums are the 16-value sums)
+//            p = maddubs(u, a); u - 17 = 8 (grid + delta), the -17 is the block integer's
+//            start, -17 sum_h (2 s_h + 1) bsum_h (the Q8_K bsums are the 16-value sums)
 //   s += madd(p, 2 s + 1 per 16 values)   [8] i32
 // and once per block acc += cvt(s) * d * d_a / 8.
 #include <immintrin.h>
@@ -56,13 +57,6 @@ IQ_INLINE __m256i Iq1Levels(__m256i g, __m256i plus2) {
                                          16, 24, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
   return _mm256_add_epi8(_mm256_shuffle_epi8(table, _mm256_and_si256(g, _mm256_set1_epi8(3))),
                          plus2);
-}
-
-// The -17 sum_h (2 s_h + 1) bsum_h of an IQ1 block spread over a [8] i32 (sw16: the 16
-// words 2 s_h + 1; |lane| <= 17 * 2 * 15 * 2032).
-IQ_INLINE __m256i Iq1Correction(__m256i sw16, const int16_t* bsums) {
-  const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
-  return _mm256_mullo_epi32(_mm256_madd_epi16(sw16, bs), _mm256_set1_epi32(-17));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -140,18 +134,48 @@ struct IQ1SFmt : FmtTraits {
   }
 };
 
-IQ_INLINE __m256i BlockIQ1M(const BlockIQ1_M& w, const BlockQ8_K& a, float* d) {
-  const uint64_t* grid = qi::kIq1SGrid;
-  uint16_t sc[4];
-  std::memcpy(sc, w.scales, sizeof(sc));
-  const uint16_t d_bits = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) |
-                                                ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
-  *d = _cvtsh_ss(d_bits);
-  alignas(32) int16_t sw[16];  // 2 s_h + 1 per 16 values
-  for (int h = 0; h < 16; ++h) sw[h] = static_cast<int16_t>(2 * (sc[h / 4] >> 3 * (h % 4) & 7) + 1);
-  __m256i s = _mm256_setzero_si256();
-#pragma GCC unroll 8
-  for (int j = 0; j < 8; ++j) {
+struct IQ1MPrep {
+  __m256i sc_lo, sc_hi;  // [16] i16: 2 s_h + 1 of halves 0..7 / 8..15 in both lanes (PairScales)
+  __m256i binit;         // [16] i16: -17 (2 s_h + 1) per 16 values
+};
+
+// IQ1_M: as IQ1_S with a scale per 16 values (two per piece) and a delta sign per group of 8;
+// d is spread over the top nibbles of the four scale words.
+struct IQ1MFmt : FmtTraits {
+  using Block = BlockIQ1_M;
+  using Prep = IQ1MPrep;
+  static constexpr bool kBsumInit = true;
+  static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
+    uint16_t sc[4];
+    std::memcpy(sc, reinterpret_cast<const Block*>(blk)->scales, sizeof(sc));
+    const uint16_t d_bits = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) |
+                                                  ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
+    return 0.125f * _cvtsh_ss(d_bits);
+  }
+  static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
+    const auto& w = *reinterpret_cast<const Block*>(blk);
+    // half h = 4 m + i: scales word m bits 3i .. 3i + 2 (i < 4), as [16] i16 by per-lane shifts
+    uint64_t sc64;
+    std::memcpy(&sc64, w.scales, sizeof(sc64));
+    const __m256i words = _mm256_cvtepu16_epi32(_mm_set_epi64x(0, static_cast<int64_t>(sc64)));
+    // [8] i32 lanes m = 0..3 twice: lanes 0-3 give halves 4m + 0, 1 (shifts 0, 3), lanes 4-7
+    // halves 4m + 2, 3 (shifts 6, 9), packed below as i16 pairs
+    const __m256i w2 = _mm256_permute4x64_epi64(words, 0x44);  // words 0..3 in both lanes
+    const __m256i lo = _mm256_srlv_epi32(w2, _mm256_setr_epi32(0, 0, 0, 0, 6, 6, 6, 6));
+    const __m256i hi = _mm256_srlv_epi32(w2, _mm256_setr_epi32(3, 3, 3, 3, 9, 9, 9, 9));
+    const __m256i m7 = _mm256_set1_epi32(7);
+    // lane k: (s of half 4m + i, s of half 4m + i + 1) as an i16 pair
+    const __m256i pair =
+        _mm256_or_si256(_mm256_and_si256(lo, m7), _mm256_slli_epi32(_mm256_and_si256(hi, m7), 16));
+    // pair lanes 0-3: halves (4m, 4m + 1), lanes 4-7: (4m + 2, 4m + 3); reorder to half order
+    const __m256i ordered =
+        _mm256_permutevar8x32_epi32(pair, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m256i sw16 = _mm256_or_si256(_mm256_slli_epi16(ordered, 1), _mm256_set1_epi16(1));
+    SplitScales(sw16, &p->sc_lo, &p->sc_hi);
+    p->binit = _mm256_mullo_epi16(sw16, _mm256_set1_epi16(-17));
+  }
+  static MOESPLIT_KQ_INLINE __m256i Values(const uint8_t* blk, const Prep&, int j) {
+    const auto& w = *reinterpret_cast<const Block*>(blk);
     const unsigned h0 = w.qh[2 * j], h1 = w.qh[2 * j + 1];  // nibbles of groups 0, 1 | 2, 3
     const int i0 = w.qs[4 * j] | (h0 & 7) << 8, i1 = w.qs[4 * j + 1] | (h0 >> 4 & 7) << 8;
     const int i2 = w.qs[4 * j + 2] | (h1 & 7) << 8, i3 = w.qs[4 * j + 3] | (h1 >> 4 & 7) << 8;
@@ -160,15 +184,12 @@ IQ_INLINE __m256i BlockIQ1M(const BlockIQ1_M& w, const BlockQ8_K& a, float* d) {
     };
     const __m256i p2 =
         _mm256_set_epi64x(plus2(h1 & 0x80), plus2(h1 & 0x08), plus2(h0 & 0x80), plus2(h0 & 0x08));
-    const __m256i u = Iq1Levels(Grid4(grid, i0, i1, i2, i3), p2);
-    const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * j));
-    const __m256i scale =
-        _mm256_set_m128i(_mm_set1_epi16(sw[2 * j + 1]), _mm_set1_epi16(sw[2 * j]));
-    s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(u, act), scale));
+    return Iq1Levels(Grid4(qi::kIq1SGrid, i0, i1, i2, i3), p2);
   }
-  return _mm256_add_epi32(
-      s, Iq1Correction(_mm256_load_si256(reinterpret_cast<const __m256i*>(sw)), a.bsums));
-}
+  static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int j) {
+    return PairScales(pr.sc_lo, pr.sc_hi, j);
+  }
+};
 
 }  // namespace
 
@@ -188,15 +209,11 @@ void GemmIQ1S_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const voi
 }
 
 float DotIQ1M_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
-  const auto* w = static_cast<const BlockIQ1_M*>(w_row);  // [n / 256]
-  const auto* a = static_cast<const BlockQ8_K*>(a_row);   // [n / 256]
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQkK; ++b) {
-    float d;
-    const __m256i s = BlockIQ1M(w[b], a[b], &d);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(0.125f * d * a[b].d), _mm256_cvtepi32_ps(s), acc);
-  }
-  return HorizontalSum(acc);
+  return KQuantDot<Avx2Core, IQ1MFmt>(w_row, a_row, n);
+}
+void GemmIQ1M_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  KQuantGemm<Avx2Core, IQ1MFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 #undef IQ_INLINE
