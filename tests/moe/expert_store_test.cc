@@ -110,11 +110,16 @@ TEST_P(GroupedTest, MatchesThePlainFusedPath) {
                .repack_for = c.repack ? &kernels : nullptr,
                .progress = [&](uint64_t done, uint64_t) { last_done = done; }});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  EXPECT_TRUE((*store)->copied());
   // Repacked: the Q4_K gate/up of the routed and the shared expert, the routed Q8_0 down and the
   // shared Q6_K down (whole 16-row groups), in every group.
   const bool native = c.repack && kernels.native_layout[static_cast<size_t>(GgmlType::kQ4_K_R16)];
   ASSERT_EQ(native, c.repack && kernels.native_layout[static_cast<size_t>(GgmlType::kQ8_0_R16)]);
+  // A repack copies on its own. Where the best tier has no 16-row kernels (an AVX2-only CPU) a
+  // repack-only single store has nothing to change and keeps the slabs in place; shard and
+  // replicate copy per node anyway.
+  const bool per_node = c.mode == numa::NumaMode::kShard || c.mode == numa::NumaMode::kReplicate;
+  const bool copies = !c.repack || native || per_node;
+  EXPECT_EQ((*store)->copied(), copies);
   int64_t present = 0;  // repackable tensors of non-empty slices (shard: a slice can be empty)
   for (int g = 0; g < c.groups; ++g) {
     const ExpertEngine::Layer& l = (*store)->layer(g, 1);
@@ -133,7 +138,11 @@ TEST_P(GroupedTest, MatchesThePlainFusedPath) {
     }
   }
   EXPECT_EQ((*store)->repacked_tensors(), native ? present : 0);
-  EXPECT_GT(last_done, 0u);
+  if (copies) {
+    EXPECT_GT(last_done, 0u);
+  } else {
+    EXPECT_EQ(last_done, 0u);  // no copy, no progress
+  }
   ASSERT_EQ((*store)->num_groups(), c.groups);
   for (const std::string& line : (*store)->Report()) {
     EXPECT_NE(line.find("node 0"), std::string::npos) << line;
