@@ -183,7 +183,8 @@ struct Q2KFmt : FmtTraits {
   static constexpr bool kMins16 = true;
   // [16] i16 m_0..m_15 and -dmin, read at the block's end (not kept in Prep: registers).
   static MOESPLIT_KQ_INLINE __m256i Mins16(const uint8_t* blk) {
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
+    const __m128i raw = _mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(reinterpret_cast<const Block*>(blk)->scales));
     return _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F)));
   }
   static MOESPLIT_KQ_INLINE float NegDmin(const uint8_t* blk) {
