@@ -31,6 +31,7 @@ namespace moesplit::gemv::internal {
 namespace {
 
 #include "cpu_kernels/gemv/gemv_avx2_tile.inc"
+#include "cpu_kernels/gemv/gemv_avx2_wide.inc"
 
 using quant::BlockIQ2_S;
 using quant::BlockIQ2_XS;
@@ -75,6 +76,7 @@ IQ_INLINE __m256i Scale2(int lo, int hi) {
 // of d in the block's scale.
 struct Iq3XxsL {
   using Block = BlockIQ3_XXS;
+  static constexpr int kMaxMag = 62;  // the grid's largest magnitude
   static constexpr float kD = 0.25f;
   static MOESPLIT_KQ_INLINE void Sub(const Block& w, int j, __m256i* m, __m256i* neg) {
     const uint8_t* q = w.qs + 8 * j;
@@ -91,6 +93,7 @@ struct Iq3XxsL {
 
 struct Iq3SL {
   using Block = BlockIQ3_S;
+  static constexpr int kMaxMag = 15;  // the grid's largest magnitude
   static constexpr float kD = 1.0f;
   static MOESPLIT_KQ_INLINE void Sub(const Block& w, int j, __m256i* m, __m256i* neg) {
     const uint8_t* q = w.qs + 8 * j;
@@ -108,6 +111,7 @@ struct Iq3SL {
 
 struct Iq2XsL {
   using Block = BlockIQ2_XS;
+  static constexpr int kMaxMag = 43;  // the grid's largest magnitude
   static constexpr float kD = 0.125f;
   static MOESPLIT_KQ_INLINE void Sub(const Block& w, int j, __m256i* m, __m256i* neg) {
     const uint16_t* q = w.qs + 4 * j;  // 9-bit grid index | 7-bit sign index << 9
@@ -121,6 +125,7 @@ struct Iq2XsL {
 
 struct Iq2SL {
   using Block = BlockIQ2_S;
+  static constexpr int kMaxMag = 43;  // the grid's largest magnitude
   static constexpr float kD = 0.125f;
   static MOESPLIT_KQ_INLINE void Sub(const Block& w, int j, __m256i* m, __m256i* neg) {
     const uint8_t* q = w.qs + 4 * j;
@@ -144,6 +149,7 @@ struct LatticeFmt : FmtTraits {
     const Block* w;  // the block
   };
   static constexpr bool kSigned = true;
+  static constexpr int kMaxQuant = L::kMaxMag;
   static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
     return L::kD * _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
   }
@@ -166,28 +172,28 @@ float DotIQ3XXS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
 }
 void GemmIQ3XXS_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                          size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  KQuantGemm<Avx2Core, LatticeFmt<Iq3XxsL>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  Avx2Gemm<LatticeFmt<Iq3XxsL>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 float DotIQ3S_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
   return KQuantDot<Avx2Core, LatticeFmt<Iq3SL>>(w_row, a_row, n);
 }
 void GemmIQ3S_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  KQuantGemm<Avx2Core, LatticeFmt<Iq3SL>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  Avx2Gemm<LatticeFmt<Iq3SL>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 float DotIQ2XS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
   return KQuantDot<Avx2Core, LatticeFmt<Iq2XsL>>(w_row, a_row, n);
 }
 void GemmIQ2XS_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  KQuantGemm<Avx2Core, LatticeFmt<Iq2XsL>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  Avx2Gemm<LatticeFmt<Iq2XsL>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 float DotIQ2S_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
   return KQuantDot<Avx2Core, LatticeFmt<Iq2SL>>(w_row, a_row, n);
 }
 void GemmIQ2S_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  KQuantGemm<Avx2Core, LatticeFmt<Iq2SL>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  Avx2Gemm<LatticeFmt<Iq2SL>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 #undef IQ_INLINE

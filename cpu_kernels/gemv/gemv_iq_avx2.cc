@@ -29,6 +29,7 @@ namespace moesplit::gemv::internal {
 namespace {
 
 #include "cpu_kernels/gemv/gemv_avx2_tile.inc"
+#include "cpu_kernels/gemv/gemv_avx2_wide.inc"
 
 using quant::BlockIQ1_M;
 using quant::BlockIQ1_S;
@@ -74,6 +75,7 @@ struct IqScalesPrep {
 // activations negated where the sign bit is set (|pair| <= 2 * 43 * 127).
 struct IQ2XXSFmt : FmtTraits {
   using Block = BlockIQ2_XXS;
+  static constexpr int kMaxQuant = 43;
   struct Prep {
     const BlockIQ2_XXS* w;  // the block: the scales are read per piece (scalar work, off the
                             // vector ports), not unpacked into a register up front
@@ -105,6 +107,7 @@ struct IQ2XXSFmt : FmtTraits {
 // the -17 is I's start, -17 sum_h (2 s_h + 1) bsum_h (|lane| <= 2 * 17 * 15 * 2032 after madd).
 struct IQ1SFmt : FmtTraits {
   using Block = BlockIQ1_S;
+  static constexpr int kMaxQuant = 26;
   using Prep = IqScalesPrep;
   static constexpr bool kBsumInit = true;
   static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
@@ -143,6 +146,7 @@ struct IQ1MPrep {
 // d is spread over the top nibbles of the four scale words.
 struct IQ1MFmt : FmtTraits {
   using Block = BlockIQ1_M;
+  static constexpr int kMaxQuant = 26;
   using Prep = IQ1MPrep;
   static constexpr bool kBsumInit = true;
   static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
@@ -201,11 +205,11 @@ float DotIQ1S_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
 }
 void GemmIQ2XXS_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                          size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  KQuantGemm<Avx2Core, IQ2XXSFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  Avx2Gemm<IQ2XXSFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 void GemmIQ1S_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  KQuantGemm<Avx2Core, IQ1SFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  Avx2Gemm<IQ1SFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 float DotIQ1M_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
@@ -213,7 +217,7 @@ float DotIQ1M_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
 }
 void GemmIQ1M_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  KQuantGemm<Avx2Core, IQ1MFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  Avx2Gemm<IQ1MFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 #undef IQ_INLINE

@@ -34,6 +34,7 @@ using quant::BlockQ6_K;
 using quant::BlockQ8_K;
 
 #include "cpu_kernels/gemv/gemv_avx2_tile.inc"
+#include "cpu_kernels/gemv/gemv_avx2_wide.inc"
 
 // [16] u8: s_0..s_7, m_0..m_7 of Q4_K's 12 packed scale bytes b (blocks.h), vectorized:
 //   s_j = b[j] & 63,  m_j = b[j + 4] & 63                      (j < 4)
@@ -53,6 +54,13 @@ MOESPLIT_KQ_INLINE __m128i UnpackQ4KScalesVec(const uint8_t* b) {
       _mm_shuffle_epi8(x, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
   const __m128i high = _mm_and_si128(_mm_srli_epi16(hi_src, 2), _mm_set1_epi8(0x30));
   return _mm_or_si128(low, high);
+}
+
+// Q4_K / Q5_K's mins for the wide path (gemv_avx2_wide.inc): [16] i16 m_{k / 2} per 16-value
+// group k, and -dmin.
+MOESPLIT_KQ_INLINE __m256i Q4KMins16(const uint8_t* scales12) {
+  const __m128i raw = UnpackQ4KScalesVec(scales12);  // scale[8] min[8]
+  return _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(raw, raw));
 }
 
 struct Q4KPrep {
@@ -76,6 +84,13 @@ MOESPLIT_KQ_INLINE __m256i Nibbles(const uint8_t* qs, int p) {
 
 struct Q4KFmt : FmtTraits {
   using Block = BlockQ4_K;
+  static constexpr int kMaxQuant = 15;
+  static MOESPLIT_KQ_INLINE __m256i Mins16(const uint8_t* blk) {
+    return Q4KMins16(reinterpret_cast<const Block*>(blk)->scales);
+  }
+  static MOESPLIT_KQ_INLINE float NegDmin(const uint8_t* blk) {
+    return -_cvtsh_ss(reinterpret_cast<const Block*>(blk)->dmin);
+  }
   using Prep = Q4KPrep;
   static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
     return _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
@@ -100,6 +115,13 @@ struct Q5KPrep : Q4KPrep {
 
 struct Q5KFmt : FmtTraits {
   using Block = BlockQ5_K;
+  static constexpr int kMaxQuant = 31;
+  static MOESPLIT_KQ_INLINE __m256i Mins16(const uint8_t* blk) {
+    return Q4KMins16(reinterpret_cast<const Block*>(blk)->scales);
+  }
+  static MOESPLIT_KQ_INLINE float NegDmin(const uint8_t* blk) {
+    return -_cvtsh_ss(reinterpret_cast<const Block*>(blk)->dmin);
+  }
   using Prep = Q5KPrep;
   static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
     return _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
@@ -130,6 +152,7 @@ struct Q6KPrep {
 
 struct Q6KFmt : FmtTraits {
   using Block = BlockQ6_K;
+  static constexpr int kMaxQuant = 63;
   using Prep = Q6KPrep;
   static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
     return _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
@@ -176,6 +199,7 @@ struct Q2KPrep {
 // Q2_K: w = d s_j q - dmin m_j, q in [0, 3] (|pair| <= 2 * 3 * 128: no saturation).
 struct Q2KFmt : FmtTraits {
   using Block = quant::BlockQ2_K;
+  static constexpr int kMaxQuant = 3;
   using Prep = Q2KPrep;
   static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
     return _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
@@ -213,6 +237,7 @@ struct Q3KPrep {
 // Q3_K: w = d (s_j - 32)(q3 - 4), q3 = crumb + 4 hbit in [0, 7]; the -4 is I's start.
 struct Q3KFmt : FmtTraits {
   using Block = quant::BlockQ3_K;
+  static constexpr int kMaxQuant = 7;
   using Prep = Q3KPrep;
   static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
     return _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
@@ -247,6 +272,7 @@ struct IQ4XSPrep {
 // |w| and the activations with w's signs (|pair| <= 2 * 127 * 127 < 2^15).
 struct IQ4XSFmt : FmtTraits {
   using Block = quant::BlockIQ4_XS;
+  static constexpr int kMaxQuant = 127;
   using Prep = IQ4XSPrep;
   static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
     return _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
@@ -312,28 +338,28 @@ float DotIQ4XS_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n) {
 
 void GemmQ4K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  KQuantGemm<Avx2Core, Q4KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  Avx2Gemm<Q4KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 void GemmQ5K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  KQuantGemm<Avx2Core, Q5KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  Avx2Gemm<Q5KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 void GemmQ6K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  KQuantGemm<Avx2Core, Q6KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  Avx2Gemm<Q6KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 void GemmQ2K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  KQuantGemm<Avx2Core, Q2KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  Avx2Gemm<Q2KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 void GemmQ3K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  KQuantGemm<Avx2Core, Q3KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  Avx2Gemm<Q3KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 void GemmIQ4XS_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  KQuantGemm<Avx2Core, IQ4XSFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  Avx2Gemm<IQ4XSFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 }  // namespace moesplit::gemv::internal
