@@ -92,6 +92,9 @@ template <int kOff>
 
 struct KindQ4_0 {
   static constexpr size_t kBytes = sizeof(BlockQ4_0);
+  // The wide path (gemv_legacy_wide_avx2.inc): u8 quants WideU = q + kWideOff <= kWideMaxU.
+  static constexpr int kWideOff = 8, kWideMaxU = 15;
+  [[gnu::always_inline]] static __m256i WideU(const uint8_t* p) { return Unpack(p); }
   using W = __m256i;  // [32] u8 in [0, 15]
   using Act = OffsetAct<8>;
   [[gnu::always_inline]] static W Unpack(const uint8_t* p) {
@@ -103,6 +106,8 @@ struct KindQ4_0 {
 
 struct KindQ5_0 {
   static constexpr size_t kBytes = sizeof(BlockQ5_0);
+  static constexpr int kWideOff = 16, kWideMaxU = 31;
+  [[gnu::always_inline]] static __m256i WideU(const uint8_t* p) { return Unpack(p); }
   using W = __m256i;  // [32] u8 in [0, 31]
   using Act = OffsetAct<16>;
   [[gnu::always_inline]] static W Unpack(const uint8_t* p) {
@@ -118,6 +123,8 @@ struct KindQ5_0 {
 struct KindQ5_1 {
   static constexpr size_t kBytes = sizeof(quant::BlockQ5_1);
   static constexpr bool kMin = true;
+  static constexpr int kWideOff = 0, kWideMaxU = 31;
+  [[gnu::always_inline]] static __m256i WideU(const uint8_t* p) { return Unpack(p); }
   using W = __m256i;  // [32] u8 in [0, 31]
   struct Act {
     __m256i a;    // [32] i8
@@ -172,6 +179,10 @@ struct KindIQ4NL : KindQ8_0 {
 struct KindMXFP4 : KindQ8_0 {
   static constexpr size_t kBytes = sizeof(quant::BlockMXFP4);
   static constexpr bool kE8M0 = true;
+  static constexpr int kWideOff = 12, kWideMaxU = 24;  // u = q + 12, |q| <= 12
+  [[gnu::always_inline]] static __m256i WideU(const uint8_t* p) {
+    return _mm256_add_epi8(Unpack(p).q, _mm256_set1_epi8(kWideOff));
+  }
   [[gnu::always_inline]] static W Unpack(const uint8_t* p) {
     const __m256i table = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kMxfp4Values)));
@@ -217,6 +228,7 @@ float DotImpl(const void* w_row, const void* a_row, int64_t n) {
 }
 
 #include "cpu_kernels/gemv/gemv_legacy_rows.inc"
+#include "cpu_kernels/gemv/gemv_legacy_wide_avx2.inc"
 
 // kR rows x kT tokens: each weight block is unpacked once and used for kT tokens, each activation
 // block once for kR rows. Per (row, token, block): y += d_w * d_a * Dot (Q5_1: + m_w * d_a * sum
@@ -267,14 +279,21 @@ template <class K>
 constexpr PrefillTileFn kPrefillTiles[4] = {Tile<K, 2, 1>, Tile<K, 2, 2>, Tile<K, 2, 3>,
                                             Tile<K, 2, 4>};
 
-// Decode (n_tok == 1): 4 rows at a time, four weight streams in flight. Prefill: 2 rows x up to
-// 4 tokens (8 accumulators + the unpacked blocks fit the 16 ymm registers).
+// Decode (n_tok == 1): 4 rows at a time, four weight streams in flight. Prefill: the wide path
+// from legacy_wide::kMinTokens tokens (the kinds with kWideMaxU), else 2 rows x up to 4 tokens
+// (8 accumulators + the unpacked blocks fit the 16 ymm registers).
 template <class K>
 void GemmImpl(const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
               int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
   const int64_t nb = n / kQk;
+  if constexpr (requires { K::kWideMaxU; }) {
+    if (n_tok >= legacy_wide::kMinTokens) {
+      legacy_wide::WideGemm<K>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+      return;
+    }
+  }
   if (n_tok == 1) {
     for (int64_t r0 = 0; r0 < n_rows; r0 += 4) {
       Tile<K, 4, 1>(MakeTileRows<4>(wb, w_stride, n_rows, r0), ab, a_stride, nb, y + r0, ldy);
