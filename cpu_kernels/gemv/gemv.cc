@@ -27,6 +27,25 @@ void ScaledSoftmaxScalar(float* x, int64_t valid, int64_t n, float scale) {
   std::fill(x + valid, x + n, 0.0f);
 }
 
+#if defined(MOESPLIT_GEMV_X86)
+// The AVX2 gemms with a wide path (gemv_avx2_wide.inc, gemv_legacy_wide_avx2.inc: from 8 tokens
+// the weights are decoded once per 64-token block) block for the caches themselves: callers hand
+// them every token (up to 256 per MoE chunk) instead of L2-sized token chunks of ~24-56 tokens,
+// which decoded each weight block 2-3x as often. Marked by function, so the flag follows these
+// kernels to every tier that registers them (the AVX-512 tiers take the AVX2 IQ kernels).
+void MarkAvx2WideKernels(GemvKernels* k) {
+  using namespace internal;  // NOLINT: the kernel names
+  constexpr GemmFn kWide[] = {
+      GemmQ2K_Q8K_Avx2,     GemmQ3K_Q8K_Avx2,    GemmQ4K_Q8K_Avx2,   GemmQ5K_Q8K_Avx2,
+      GemmQ6K_Q8K_Avx2,     GemmIQ2XXS_Q8K_Avx2, GemmIQ1S_Q8K_Avx2,  GemmIQ1M_Q8K_Avx2,
+      GemmIQ3XXS_Q8K_Avx2,  GemmIQ3S_Q8K_Avx2,   GemmIQ2XS_Q8K_Avx2, GemmIQ2S_Q8K_Avx2,
+      GemmQ4_0_Q8_0_Avx2,   GemmQ5_0_Q8_0_Avx2,  GemmQ5_1_Q8_0_Avx2, GemmMXFP4_Q8_0_Avx2};
+  for (TypeKernels& t : k->by_type) {
+    for (GemmFn f : kWide) t.self_blocking = t.self_blocking || t.gemm == f;
+  }
+}
+#endif
+
 GemvKernels BuildTable(cpu::IsaTier tier) {
 #if defined(MOESPLIT_GEMV_X86)
   if (tier == cpu::IsaTier::kAmx) {  // the VNNI tier with AMX tiles where they pay (prefill)
@@ -57,6 +76,9 @@ GemvKernels BuildTable(cpu::IsaTier tier) {
   internal::AddKQuantKernels(tier, &k);
   internal::AddLegacyKernels(tier, &k);
   internal::AddFloatKernels(tier, &k);
+#if defined(MOESPLIT_GEMV_X86)
+  MarkAvx2WideKernels(&k);
+#endif
   for (uint32_t id = 0; id < kTypeIdLimit; ++id) {
     const TypeKernels& t = k.by_type[id];
     const bool grouped = id >= kGgmlTypeIdLimit;  // internal row-group layouts: gemm only
