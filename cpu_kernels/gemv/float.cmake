@@ -11,7 +11,10 @@ set_source_files_properties(gemv/gemv_float_avx512.cc PROPERTIES
 target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_float_amx.cc)
 set_source_files_properties(gemv/gemv_float_amx.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512};-mavx512bf16;-mamx-tile;-mamx-bf16")
-# Softmax of attention score rows (GemvKernels::scaled_softmax), kAvx512 and up.
+# Softmax of attention score rows (GemvKernels::scaled_softmax) and SwiGLU, kAvx2 and kAvx512 up.
+target_sources(moesplit_cpu_gemv PRIVATE gemv/softmax_avx2.cc)
+set_source_files_properties(gemv/softmax_avx2.cc PROPERTIES
+  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX2}")
 target_sources(moesplit_cpu_gemv PRIVATE gemv/softmax_avx512.cc)
 set_source_files_properties(gemv/softmax_avx512.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512}")

@@ -66,6 +66,8 @@ GemvKernels BuildTable(cpu::IsaTier tier) {
   if (tier == cpu::IsaTier::kAvx2) {
     k.quantize_q8k = internal::QuantizeQ8K_Avx2;
     k.quantize_q8_0 = internal::QuantizeQ8_0_Avx2;
+    k.scaled_softmax = internal::ScaledSoftmax_Avx2;
+    k.swiglu = internal::SwiGlu_Avx2;
   } else if (tier == cpu::IsaTier::kAvx512 || tier == cpu::IsaTier::kAvx512Vnni) {
     k.quantize_q8k = internal::QuantizeQ8K_Avx512;
     k.quantize_q8_0 = internal::QuantizeQ8_0_Avx512;

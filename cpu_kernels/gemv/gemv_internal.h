@@ -30,6 +30,8 @@ void AddFloatKernels(cpu::IsaTier tier, GemvKernels* k);
 void AddAmxKernels(GemvKernels* k);
 // scaled_softmax and swiglu from kAvx512 on (softmax_avx512.cc).
 void ScaledSoftmax_Avx512(float* x, int64_t valid, int64_t n, float scale);
+void ScaledSoftmax_Avx2(float* x, int64_t valid, int64_t n, float scale);
+void SwiGlu_Avx2(float* gate, const float* up, int64_t n);
 void SwiGlu_Avx512(float* gate, const float* up, int64_t n);
 // The AMX tier's F32 x F32 GEMM on AMX-BF16 tiles (gemv_float_amx.cc): f32_gemm_bf16x3.
 void AddAmxFloatKernels(GemvKernels* k);
