@@ -14,7 +14,9 @@
 // (s_k - 32) bsum_k (one madd), so their quants stay unsigned (0..63 / 0..7) for maddubs.
 // IQ4_XS's table levels are signed: maddubs(|W_p|, A_p with W_p's signs).
 // Integer lanes are exact; cvt rounds above 2^24, so the results agree with the scalar dots
-// to ~1e-6 of sum |w a|, and dot, gemv and every gemm tile agree bit for bit.
+// to ~1e-6 of sum |w a|, and dot, gemv and every gemm tile agree bit for bit. From 8 tokens
+// the gemm takes the wide path (gemv_avx2_wide.inc: the same block integers, summed in another
+// float order), which agrees with the tiles to ~1e-6, not bit for bit.
 #include <immintrin.h>
 
 #include <cstddef>

@@ -8,11 +8,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "core/engine/engine.h"
+#include "cpu_kernels/cpu_features.h"
 #include "core/synth/model_spec.h"
 #include "core/synth/model_writer.h"
 #include "tests/core/engine/host_backend.h"
@@ -126,6 +129,11 @@ TEST(HybridForward, AutoPutsTheLastLayersExpertsInSpareDeviceMemory) {
 }
 
 // The lane order must not matter (every dependency is declared), nor the chunking of a batch.
+// Chunking changes which kernels run on the avx2 tier: its prefill takes the wide path from 8
+// tokens (2 for Q4_0 / Q5_0 / Q5_1 / MXFP4; cpu_kernels/gemv/gemv_avx2_wide.inc), whose float
+// sums run in another order than the token tile's, so there 16 tokens and chunks of 5 + 5 +
+// 5 + 1 agree to float rounding (every argmax, 1e-4 of the largest logit); on the other tiers
+// the same products give the same bits.
 TEST(HybridForward, SchedulesAndChunksAgreeExactly) {
   MOESPLIT_REQUIRE_TESTDATA();
   std::unique_ptr<Model> model = Model::Load(TinyPath()).value();
@@ -138,7 +146,24 @@ TEST(HybridForward, SchedulesAndChunksAgreeExactly) {
   // 16 tokens in chunks of 5 + 5 + 5 + 1: the same products, row by row.
   const std::vector<float> c = RunTokens(*HybridSession(*model, &chunked, 5), tokens, false);
   EXPECT_EQ(a, b);
-  EXPECT_EQ(a, c);
+  if (cpu::BestTier(cpu::DetectCpuFeatures()) != cpu::IsaTier::kAvx2) {
+    EXPECT_EQ(a, c);
+    return;
+  }
+  ASSERT_EQ(a.size(), c.size());
+  const int64_t V = model->config().n_vocab;
+  float largest = 0, diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    largest = std::max(largest, std::fabs(a[i]));
+    diff = std::max(diff, std::fabs(a[i] - c[i]));
+  }
+  EXPECT_LE(diff, 1e-4f * largest);
+  for (size_t p = 0; p < a.size() / static_cast<size_t>(V); ++p) {
+    const auto row_a = a.begin() + static_cast<int64_t>(p) * V;
+    const auto row_c = c.begin() + static_cast<int64_t>(p) * V;
+    EXPECT_EQ(std::max_element(row_a, row_a + V) - row_a, std::max_element(row_c, row_c + V) - row_c)
+        << "position " << p;
+  }
 }
 
 // One decode step moves, per MoE layer, the hidden state and the top-k ids and weights to the
