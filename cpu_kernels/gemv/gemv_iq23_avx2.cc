@@ -42,11 +42,6 @@ namespace qi = quant::internal;
 
 #define IQ_INLINE [[gnu::always_inline]] inline
 
-IQ_INLINE __m256i Grid4(const uint64_t* grid, int i0, int i1, int i2, int i3) {
-  return _mm256_set_epi64x(static_cast<int64_t>(grid[i3]), static_cast<int64_t>(grid[i2]),
-                           static_cast<int64_t>(grid[i1]), static_cast<int64_t>(grid[i0]));
-}
-
 // Eight 4-byte IQ3 entries, entry k at bytes 4k .. 4k + 3.
 IQ_INLINE __m256i Grid8(const uint32_t* grid, const int* i) {
   return _mm256_setr_epi32(static_cast<int>(grid[i[0]]), static_cast<int>(grid[i[1]]),
@@ -137,32 +132,6 @@ struct Iq2SL {
   static MOESPLIT_KQ_INLINE __m256i Scale(const Block& w, int j) {
     return Scale2(w.scales[j] & 0xF, w.scales[j] >> 4);
   }
-};
-
-// A lattice type as a kSigned format of the tile: piece j = sub-block j; the magnitudes go to
-// maddubs, the activations take the values' signs. Prep is the block pointer: the scales are
-// read per piece (scalar work beside the vector ports).
-template <class L>
-struct LatticeFmt : FmtTraits {
-  using Block = typename L::Block;
-  struct Prep {
-    const Block* w;  // the block
-  };
-  static constexpr bool kSigned = true;
-  static constexpr int kMaxQuant = L::kMaxMag;
-  static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
-    return L::kD * _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
-  }
-  static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
-    p->w = reinterpret_cast<const Block*>(blk);
-  }
-  static MOESPLIT_KQ_INLINE void SignedValues(const uint8_t*, const Prep& pr, int j, __m256i* mag,
-                                              __m256i* sgn) {
-    __m256i neg;
-    L::Sub(*pr.w, j, mag, &neg);
-    *sgn = _mm256_or_si256(neg, _mm256_set1_epi8(1));
-  }
-  static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int j) { return L::Scale(*pr.w, j); }
 };
 
 }  // namespace

@@ -40,17 +40,6 @@ namespace qi = quant::internal;
 
 #define IQ_INLINE [[gnu::always_inline]] inline
 
-IQ_INLINE float HorizontalSum(__m256 v) {  // v: [8] f32
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-}
-
-IQ_INLINE __m256i Grid4(const uint64_t* grid, int i0, int i1, int i2, int i3) {
-  return _mm256_set_epi64x(static_cast<int64_t>(grid[i3]), static_cast<int64_t>(grid[i2]),
-                           static_cast<int64_t>(grid[i1]), static_cast<int64_t>(grid[i0]));
-}
-
 // u = 8 g + 16 + 2 pos for the grid bytes g in {-1, 0, 1} of four groups: vpshufb of g & 3
 // ({0, 1, -1} -> 16, 24, 8), plus `plus2` (0x02 bytes in the groups whose delta is positive).
 IQ_INLINE __m256i Iq1Levels(__m256i g, __m256i plus2) {
@@ -68,40 +57,27 @@ IQ_INLINE __m256i Iq1Levels(__m256i g, __m256i plus2) {
 
 struct IqScalesPrep {
   __m256i sc;     // [16] i16: the 8 sub-block multipliers 2 s_j + 1 in both halves (PickWord)
-  __m256i binit;  // [16] i16: -17 (2 s_j + 1) per 16 values (IQ1_S's offset; unused by IQ2_XXS)
+  __m256i binit;  // [16] i16: -17 (2 s_j + 1) per 16 values (IQ1_S's offset)
 };
 
 // IQ2_XXS: w = d / 8 (2 s_j + 1) m sign, m the grid bytes (8 / 25 / 43); magnitudes m and the
-// activations negated where the sign bit is set (|pair| <= 2 * 43 * 127).
-struct IQ2XXSFmt : FmtTraits {
+// activations negated where the sign bit is set (|pair| <= 2 * 43 * 127). The scales are read
+// per piece (scalar work, off the vector ports), not unpacked into a register up front.
+struct Iq2XxsL {
   using Block = BlockIQ2_XXS;
-  static constexpr int kMaxQuant = 43;
-  struct Prep {
-    const BlockIQ2_XXS* w;  // the block: the scales are read per piece (scalar work, off the
-                            // vector ports), not unpacked into a register up front
-  };
-  static constexpr bool kSigned = true;
-  static MOESPLIT_KQ_INLINE float D(const uint8_t* blk) {
-    return 0.125f * _cvtsh_ss(reinterpret_cast<const Block*>(blk)->d);
-  }
-  static MOESPLIT_KQ_INLINE void Prepare(const uint8_t* blk, Prep* p) {
-    p->w = reinterpret_cast<const Block*>(blk);
-  }
-  static MOESPLIT_KQ_INLINE void SignedValues(const uint8_t* blk, const Prep&, int j, __m256i* mag,
-                                              __m256i* sgn) {
-    const auto& w = *reinterpret_cast<const Block*>(blk);
-    const uint64_t* grid = qi::kIq2XxsGrid;
-    const uint64_t* smask = kIqSignMask.v;
+  static constexpr float kD = 0.125f;
+  static constexpr int kMaxMag = 43;  // the grid's largest magnitude
+  static MOESPLIT_KQ_INLINE void Sub(const Block& w, int j, __m256i* m, __m256i* neg) {
     const uint32_t idx = LoadU32(&w.qs[4 * j]), aux = LoadU32(&w.qs[4 * j + 2]);
-    *mag = Grid4(grid, idx & 0xFF, (idx >> 8) & 0xFF, (idx >> 16) & 0xFF, idx >> 24);
-    const __m256i neg = Grid4(smask, aux & 127, (aux >> 7) & 127, (aux >> 14) & 127,
-                              (aux >> 21) & 127);  // 0xFF where negative
-    *sgn = _mm256_or_si256(neg, _mm256_set1_epi8(1));
+    *m = Grid4(qi::kIq2XxsGrid, idx & 0xFF, (idx >> 8) & 0xFF, (idx >> 16) & 0xFF, idx >> 24);
+    *neg = Grid4(kIqSignMask.v, aux & 127, (aux >> 7) & 127, (aux >> 14) & 127,
+                 (aux >> 21) & 127);  // 0xFF where negative
   }
-  static MOESPLIT_KQ_INLINE __m256i Scales(const Prep& pr, int j) {
-    return _mm256_set1_epi16(static_cast<int16_t>(2 * (LoadU32(&pr.w->qs[4 * j + 2]) >> 28) + 1));
+  static MOESPLIT_KQ_INLINE __m256i Scale(const Block& w, int j) {
+    return _mm256_set1_epi16(static_cast<int16_t>(2 * (LoadU32(&w.qs[4 * j + 2]) >> 28) + 1));
   }
 };
+using IQ2XXSFmt = LatticeFmt<Iq2XxsL>;
 
 // IQ1_S: u = 8 grid + 16 + 2 [delta > 0] in [8, 26] (Iq1Levels), w = d / 8 (2 s_j + 1)(u - 17);
 // the -17 is I's start, -17 sum_h (2 s_h + 1) bsum_h (|lane| <= 2 * 17 * 15 * 2032 after madd).
