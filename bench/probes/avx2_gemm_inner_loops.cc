@@ -18,10 +18,10 @@
 
 namespace {
 
-alignas(64) int16_t w16[2][128][16];  // [set][k pair][8 rows x 2]
-alignas(64) int16_t a16[4][256];      // [token][value]
-alignas(64) uint8_t w8[2][64][32];    // [set][quad][8 rows x 4]
-alignas(64) int8_t a8[4][256];        // [token][value]
+alignas(64) int16_t w16[2][128][16];    // [set][k pair][8 rows x 2]
+alignas(64) int16_t a16[4][256];        // [token][value]
+alignas(64) uint8_t w8[2][64][32];      // [set][quad][8 rows x 4]
+alignas(64) int8_t a8[4][256];          // [token][value]
 alignas(64) int16_t scales[2][16][16];  // [set][group][8 rows x 2]
 
 __m256i Broadcast4(const void* p) {
@@ -33,7 +33,8 @@ __m256i Broadcast4(const void* p) {
 // One 256-value block, 16 rows x 4 tokens, the i16 form: 16,384 MACs.
 [[gnu::noinline]] __m256i LoopI16(long reps) {
   __m256i acc[2][4];
-  for (auto& s : acc) for (auto& t : s) t = _mm256_setzero_si256();
+  for (auto& s : acc)
+    for (auto& t : s) t = _mm256_setzero_si256();
   for (long r = 0; r < reps; ++r) {
     for (int q = 0; q < 128; ++q) {
       const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(w16[0][q]));
@@ -54,7 +55,8 @@ __m256i Broadcast4(const void* p) {
 // The same block in the maddubs form: 16,384 MACs.
 [[gnu::noinline]] __m256i LoopMaddubs(long reps) {
   __m256i acc[2][4];
-  for (auto& s : acc) for (auto& t : s) t = _mm256_setzero_si256();
+  for (auto& s : acc)
+    for (auto& t : s) t = _mm256_setzero_si256();
   for (long r = 0; r < reps; ++r) {
     for (int j = 0; j < 64; j += 2) {
       const __m256i ua0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(w8[0][j]));

@@ -34,10 +34,11 @@ inline __m256 Exp(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
   // k in [-126, 127]: 2^k is the float with exponent field k + 127
-  const __m256i bits = _mm256_slli_epi32(
-      _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+  const __m256i bits =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
   __m256 e = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-  e = _mm256_blendv_ps(e, _mm256_setzero_ps(), _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ));
+  e = _mm256_blendv_ps(e, _mm256_setzero_ps(),
+                       _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ));
   return _mm256_blendv_ps(e, _mm256_set1_ps(INFINITY),
                           _mm256_cmp_ps(x, _mm256_set1_ps(88.0f), _CMP_GT_OQ));
 }
@@ -73,7 +74,8 @@ void ScaledSoftmax_Avx2(float* x, int64_t valid, int64_t n, float scale) {
   const __m256 s = _mm256_set1_ps(scale);
   const int64_t full = valid / 8 * 8, left = valid - full;
   __m256 vmax = _mm256_set1_ps(-INFINITY);
-  for (int64_t i = 0; i < full; i += 8) vmax = _mm256_max_ps(vmax, _mm256_mul_ps(_mm256_loadu_ps(x + i), s));
+  for (int64_t i = 0; i < full; i += 8)
+    vmax = _mm256_max_ps(vmax, _mm256_mul_ps(_mm256_loadu_ps(x + i), s));
   if (left > 0) vmax = _mm256_max_ps(vmax, _mm256_mul_ps(LoadTail(x + full, left, -INFINITY), s));
   const __m256 neg_max = _mm256_set1_ps(-HorizontalMax(vmax));
   __m256 vsum = _mm256_setzero_ps();
@@ -89,7 +91,8 @@ void ScaledSoftmax_Avx2(float* x, int64_t valid, int64_t n, float scale) {
   }
   const float inv = 1.0f / HorizontalAdd(vsum);
   const __m256 vinv = _mm256_set1_ps(inv);
-  for (int64_t i = 0; i < full; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+  for (int64_t i = 0; i < full; i += 8)
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
   for (int64_t i = full; i < valid; ++i) x[i] *= inv;
   for (int64_t i = valid; i < n; ++i) x[i] = 0.0f;
 }
@@ -106,7 +109,8 @@ void SwiGlu_Avx2(float* gate, const float* up, int64_t n) {
     _mm256_storeu_ps(gate + i, block(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
   }
   if (left > 0) {
-    StoreTail(gate + full, left, block(LoadTail(gate + full, left, 0.0f), LoadTail(up + full, left, 0.0f)));
+    StoreTail(gate + full, left,
+              block(LoadTail(gate + full, left, 0.0f), LoadTail(up + full, left, 0.0f)));
   }
 }
 

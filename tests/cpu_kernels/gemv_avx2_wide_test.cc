@@ -35,11 +35,10 @@ using test_util::ExpectGemmMatches;
 using test_util::Matrix;
 
 constexpr GgmlType kTypes[] = {
-    GgmlType::kQ2_K,    GgmlType::kQ3_K,   GgmlType::kQ4_K,  GgmlType::kQ5_K,
-    GgmlType::kQ6_K,    GgmlType::kIQ4_XS, GgmlType::kIQ2_XXS, GgmlType::kIQ2_XS,
-    GgmlType::kIQ2_S,   GgmlType::kIQ3_XXS, GgmlType::kIQ3_S, GgmlType::kIQ1_S,
-    GgmlType::kIQ1_M,   GgmlType::kQ4_0,   GgmlType::kQ5_0,  GgmlType::kQ5_1,
-    GgmlType::kMXFP4};
+    GgmlType::kQ2_K,   GgmlType::kQ3_K,    GgmlType::kQ4_K,   GgmlType::kQ5_K,  GgmlType::kQ6_K,
+    GgmlType::kIQ4_XS, GgmlType::kIQ2_XXS, GgmlType::kIQ2_XS, GgmlType::kIQ2_S, GgmlType::kIQ3_XXS,
+    GgmlType::kIQ3_S,  GgmlType::kIQ1_S,   GgmlType::kIQ1_M,  GgmlType::kQ4_0,  GgmlType::kQ5_0,
+    GgmlType::kQ5_1,   GgmlType::kMXFP4};
 
 // Sets the block's f16 super-scale d to `v` and its dmin, where the type has one, to `vmin`.
 void SetScales(GgmlType t, uint8_t* blk, uint16_t v, uint16_t vmin) {

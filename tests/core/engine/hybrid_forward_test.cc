@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "core/engine/engine.h"
-#include "cpu_kernels/cpu_features.h"
 #include "core/synth/model_spec.h"
 #include "core/synth/model_writer.h"
+#include "cpu_kernels/cpu_features.h"
 #include "tests/core/engine/host_backend.h"
 #include "tests/core/engine/hybrid_session.h"
 #include "tests/core/engine/logits_util.h"
@@ -161,7 +161,8 @@ TEST(HybridForward, SchedulesAndChunksAgreeExactly) {
   for (size_t p = 0; p < a.size() / static_cast<size_t>(V); ++p) {
     const auto row_a = a.begin() + static_cast<int64_t>(p) * V;
     const auto row_c = c.begin() + static_cast<int64_t>(p) * V;
-    EXPECT_EQ(std::max_element(row_a, row_a + V) - row_a, std::max_element(row_c, row_c + V) - row_c)
+    EXPECT_EQ(std::max_element(row_a, row_a + V) - row_a,
+              std::max_element(row_c, row_c + V) - row_c)
         << "position " << p;
   }
 }
