@@ -289,8 +289,16 @@ void GemmImpl(const void* w, size_t w_stride, int64_t n_rows, const void* a, siz
   const auto* ab = static_cast<const uint8_t*>(a);
   const int64_t nb = n / kQk;
   if constexpr (requires { K::kWideMaxU; }) {
-    if (n_tok >= legacy_wide::kMinTokens) {
-      legacy_wide::WideGemm<K>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+    // A last token block under kMinTokens (65 = 64 + 1) is left to the tiles below.
+    const int64_t last = n_tok % legacy_wide::kTokBlock;
+    const int64_t n_wide = n_tok < legacy_wide::kMinTokens  ? 0
+                           : last < legacy_wide::kMinTokens ? n_tok - last
+                                                            : n_tok;
+    if (n_wide > 0) {
+      legacy_wide::WideGemm<K>(w, w_stride, n_rows, a, a_stride, n_wide, n, y, ldy);
+      if (n_wide == n_tok) return;
+      GemmImpl<K>(w, w_stride, n_rows, ab + n_wide * a_stride, a_stride, n_tok - n_wide, n,
+                  y + n_wide * ldy, ldy);
       return;
     }
   }
