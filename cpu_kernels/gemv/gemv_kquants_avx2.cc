@@ -26,6 +26,7 @@
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/gemv/gemv_isa_common.h"
 #include "cpu_kernels/quant/blocks.h"
+#include "cpu_kernels/quant/repack.h"
 
 namespace moesplit::gemv::internal {
 namespace {
@@ -314,6 +315,8 @@ struct IQ4XSFmt : FmtTraits {
   }
 };
 
+#include "cpu_kernels/gemv/gemv_q2k_r16_avx2.inc"
+
 #undef MOESPLIT_KQ_INLINE
 
 }  // namespace
@@ -354,6 +357,22 @@ void GemmQ6K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void
 void GemmQ2K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   Avx2Gemm<Q2KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmQ2KR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(a);
+  if (n_tok == 1) {
+    Q2KR16Gemm<1>(wb, w_stride, n_rows, ab, a_stride, n, y, ldy);
+  } else if (n_tok == 2) {
+    Q2KR16Gemm<2>(wb, w_stride, n_rows, ab, a_stride, n, y, ldy);
+  } else {  // the wide path from 3 tokens: the layout's decode costs a shift and an AND
+    for (int64_t t0 = 0; t0 < n_tok; t0 += wide::kTokBlock) {
+      const int64_t nt = n_tok - t0 < wide::kTokBlock ? n_tok - t0 : wide::kTokBlock;
+      wide::TokenBlock<Q2KR16Fmt>(wb, w_stride, n_rows, ab + t0 * a_stride, a_stride, nt,
+                                  n / quant::kQkK, y + t0 * ldy, ldy);
+    }
+  }
 }
 void GemmQ3K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {

@@ -132,8 +132,8 @@ Matrix RandomBytes(GgmlType wt, int64_t rows, int64_t n, uint32_t seed) {
   return m;
 }
 
-// `gemm` on the R16 layout of random rows of wt (decode and several tokens, 1-4 groups, three
-// widths) against the scalar dot of the original rows; NaN-poisoned outputs with guard rows.
+// `gemm` on the R16 layout of random rows of wt (decode, several tokens, and 66: two token blocks
+// of the AVX2 wide path; 1-4 groups, three widths) against the scalar dot of the original rows; NaN-poisoned outputs with guard rows.
 void CheckRepackedGemm(GgmlType wt, GemmFn gemm) {
   const GgmlType r16 = quant::RepackedType(wt, 16);
   ASSERT_NE(r16, wt);
@@ -145,8 +145,8 @@ void CheckRepackedGemm(GgmlType wt, GemmFn gemm) {
       ASSERT_EQ(row_bytes, wt == GgmlType::kQ2_K ? RowBytes(wt, n) : n / 256 * 114);
       std::vector<uint32_t> packed(rows * row_bytes / 4 + 1, 0xFFFFFFFFu);
       quant::RepackRows(wt, w.Row(0), w.stride, rows, n, packed.data());
-      const Matrix a = Random(ActType(wt), 9, n, 0, static_cast<uint32_t>(n) + 5, 3.0f);
-      for (int64_t n_tok : {1, 2, 3, 4, 5, 7, 9}) {
+      const Matrix a = Random(ActType(wt), 66, n, 0, static_cast<uint32_t>(n) + 5, 3.0f);
+      for (int64_t n_tok : {1, 2, 3, 4, 5, 7, 9, 66}) {
         test_util::ExpectGemmOnMatches(gemm, packed.data(), static_cast<size_t>(row_bytes), ref, w,
                                        rows, a, n_tok, 1e-5, TypeName(wt));
       }
@@ -286,7 +286,10 @@ TEST(Q23ExtremeTest, AllTiersMatchFloat64) {
 TEST(Q23TableTest, LoadLayoutRepacksOnlyWithNativeTiles) {
   for (GgmlType wt : kTypes) {
     for (IsaTier tier : kTiers) {
-      const GgmlType want = tier >= IsaTier::kAvx512Vnni ? quant::RepackedType(wt, 32) : wt;
+      // The VNNI tiles take both layouts; the AVX2 tier has kQ2_K_R16's own kernels.
+      const bool native = tier >= IsaTier::kAvx512Vnni ||
+                          (tier == IsaTier::kAvx2 && wt == GgmlType::kQ2_K);
+      const GgmlType want = native ? quant::RepackedType(wt, 32) : wt;
       EXPECT_EQ(LoadLayout(KernelsFor(tier), wt, 32), want)
           << cpu::IsaTierName(tier) << " " << TypeName(wt);
       EXPECT_EQ(LoadLayout(KernelsFor(tier), wt, 24), wt);
