@@ -133,7 +133,8 @@ Matrix RandomBytes(GgmlType wt, int64_t rows, int64_t n, uint32_t seed) {
 }
 
 // `gemm` on the R16 layout of random rows of wt (decode, several tokens, and 66: two token blocks
-// of the AVX2 wide path; 1-4 groups, three widths) against the scalar dot of the original rows; NaN-poisoned outputs with guard rows.
+// of the AVX2 wide path; 1-4 groups, three widths) against the scalar dot of the original rows;
+// NaN-poisoned outputs with guard rows.
 void CheckRepackedGemm(GgmlType wt, GemmFn gemm) {
   const GgmlType r16 = quant::RepackedType(wt, 16);
   ASSERT_NE(r16, wt);
@@ -287,8 +288,8 @@ TEST(Q23TableTest, LoadLayoutRepacksOnlyWithNativeTiles) {
   for (GgmlType wt : kTypes) {
     for (IsaTier tier : kTiers) {
       // The VNNI tiles take both layouts; the AVX2 tier has kQ2_K_R16's own kernels.
-      const bool native = tier >= IsaTier::kAvx512Vnni ||
-                          (tier == IsaTier::kAvx2 && wt == GgmlType::kQ2_K);
+      const bool native =
+          tier >= IsaTier::kAvx512Vnni || (tier == IsaTier::kAvx2 && wt == GgmlType::kQ2_K);
       const GgmlType want = native ? quant::RepackedType(wt, 32) : wt;
       EXPECT_EQ(LoadLayout(KernelsFor(tier), wt, 32), want)
           << cpu::IsaTierName(tier) << " " << TypeName(wt);
