@@ -159,6 +159,10 @@ void GemmQ4_0R16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const
                            size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmQ2KR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                          size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// kQ3_K_R16 on the AVX2 tier (gemv_q3k_r16_avx2.inc): one token on the groups, the wide path
+// from 2 tokens.
+void GemmQ3KR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmQ4_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 // Q5_1 on the AVX-512 VNNI tier: the file layout (the row-lane tile for 16-row groups and 4+

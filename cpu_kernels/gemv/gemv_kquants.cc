@@ -107,9 +107,8 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx2, GemmIQ4XS_Q8K_Avx2);
       set_r16(GemmR16ByUnpack<kXsR16, GemmIQ4XS_Q8K_Avx2>, false, kXsR16);
       set_q23(DotQ2K_Q8K_Avx2, DotQ3K_Q8K_Avx2, GemmQ2K_Q8K_Avx2, GemmQ3K_Q8K_Avx2,
-              GemmQ2KR16_Q8K_Avx2, GemmR16ByUnpack<kQ3R16, GemmQ3K_Q8K_Avx2>, false);
-      // Q2_K_R16: the AVX2 tier's own kernels (gemv_q2k_r16_avx2.inc), so repacked at load.
-      k->native_layout[static_cast<size_t>(kQ2R16)] = true;
+              GemmQ2KR16_Q8K_Avx2, GemmQ3KR16_Q8K_Avx2, true);  // repacked at load
+      // (gemv_q2k_r16_avx2.inc, gemv_q3k_r16_avx2.inc)
       MOESPLIT_IQ_AVX2;
       MOESPLIT_IQ23_AVX2;
       return;

@@ -7,7 +7,7 @@
 //     rows, NaN-poisoned outputs;
 //   - extreme blocks (every level at its ends, scales and mins at their ends, activations
 //     +-127) match float64 on every tier;
-//   - LoadLayout repacks them where the tier has native tiles (AVX-512 VNNI and AMX), and no
+//   - LoadLayout repacks them where the tier has native tiles (AVX2, AVX-512 VNNI and AMX), and no
 //     tier leaves them to the reference fallback.
 #include <gtest/gtest.h>
 
@@ -287,9 +287,8 @@ TEST(Q23ExtremeTest, AllTiersMatchFloat64) {
 TEST(Q23TableTest, LoadLayoutRepacksOnlyWithNativeTiles) {
   for (GgmlType wt : kTypes) {
     for (IsaTier tier : kTiers) {
-      // The VNNI tiles take both layouts; the AVX2 tier has kQ2_K_R16's own kernels.
-      const bool native =
-          tier >= IsaTier::kAvx512Vnni || (tier == IsaTier::kAvx2 && wt == GgmlType::kQ2_K);
+      // The VNNI tiles and the AVX2 tier's own kernels take both layouts.
+      const bool native = tier >= IsaTier::kAvx512Vnni || tier == IsaTier::kAvx2;
       const GgmlType want = native ? quant::RepackedType(wt, 32) : wt;
       EXPECT_EQ(LoadLayout(KernelsFor(tier), wt, 32), want)
           << cpu::IsaTierName(tier) << " " << TypeName(wt);
