@@ -318,17 +318,6 @@ struct IQ4XSFmt : FmtTraits {
 #include "cpu_kernels/gemv/gemv_q2k_r16_avx2.inc"
 #include "cpu_kernels/gemv/gemv_q3k_r16_avx2.inc"
 
-// The wide path over the groups of a 16-row layout, all tokens in blocks of wide::kTokBlock.
-template <class Fmt>
-void WideOverGroups(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* a,
-                    size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  for (int64_t t0 = 0; t0 < n_tok; t0 += wide::kTokBlock) {
-    const int64_t nt = n_tok - t0 < wide::kTokBlock ? n_tok - t0 : wide::kTokBlock;
-    wide::TokenBlock<Fmt>(w, w_stride, n_rows, a + t0 * a_stride, a_stride, nt, n / quant::kQkK,
-                          y + t0 * ldy, ldy);
-  }
-}
-
 #undef MOESPLIT_KQ_INLINE
 
 }  // namespace
@@ -379,7 +368,7 @@ void GemmQ2KR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const v
   } else if (n_tok == 2) {
     Q2KR16Gemm<2>(wb, w_stride, n_rows, ab, a_stride, n, y, ldy);
   } else {  // the wide path from 3 tokens: the layout's decode costs a shift and an AND
-    WideOverGroups<Q2KR16Fmt>(wb, w_stride, n_rows, ab, a_stride, n_tok, n, y, ldy);
+    wide::WideGemm<Q2KR16Fmt>(wb, w_stride, n_rows, ab, a_stride, n_tok, n, y, ldy);
   }
 }
 void GemmQ3KR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
@@ -389,7 +378,7 @@ void GemmQ3KR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const v
   if (n_tok == 1) {
     Q3KR16Gemv(wb, w_stride, n_rows, ab, n, y);
   } else {
-    WideOverGroups<Q3KR16Fmt>(wb, w_stride, n_rows, ab, a_stride, n_tok, n, y, ldy);
+    wide::WideGemm<Q3KR16Fmt>(wb, w_stride, n_rows, ab, a_stride, n_tok, n, y, ldy);
   }
 }
 void GemmQ3K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,

@@ -293,10 +293,8 @@ void GemmImpl(const void* w, size_t w_stride, int64_t n_rows, const void* a, siz
   const int64_t nb = n / kQk;
   if constexpr (requires { K::kWideMaxU; }) {
     // A last token block under kMinTokens (65 = 64 + 1) is left to the tiles below.
-    const int64_t last = n_tok % legacy_wide::kTokBlock;
-    const int64_t n_wide = n_tok < legacy_wide::kMinTokens  ? 0
-                           : last < legacy_wide::kMinTokens ? n_tok - last
-                                                            : n_tok;
+    const int64_t n_wide =
+        avx2_wide::WideTokens(n_tok, legacy_wide::kMinTokens, legacy_wide::kTokBlock);
     if (n_wide > 0) {
       legacy_wide::WideGemm<K>(w, w_stride, n_rows, a, a_stride, n_wide, n, y, ldy);
       if (n_wide == n_tok) return;
