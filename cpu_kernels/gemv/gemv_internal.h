@@ -131,6 +131,12 @@ void GemmIQ4NL_Q8_0_Avx512(const void* w, size_t w_stride, int64_t n_rows, const
                            size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmIQ4NL_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// kIQ4_NL_R16 / kIQ4_XS_R16 on the AVX2 tier (gemv_iq4nl_r16_avx2.inc, gemv_iq4xs_r16_avx2.inc):
+// the groups read once per token pair (then one token for an odd count), no lane reductions.
+void GemmIQ4NLR16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                            size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmIQ4XSR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                           size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmIQ4NLR16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                   size_t a_stride, int64_t n_tok, int64_t n, float* y,
                                   int64_t ldy);

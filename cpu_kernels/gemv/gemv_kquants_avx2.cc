@@ -317,6 +317,8 @@ struct IQ4XSFmt : FmtTraits {
 
 #include "cpu_kernels/gemv/gemv_q2k_r16_avx2.inc"
 #include "cpu_kernels/gemv/gemv_q3k_r16_avx2.inc"
+// After IQ4XSFmt and the wide path: it uses their helpers (avx2_wide).
+#include "cpu_kernels/gemv/gemv_iq4xs_r16_avx2.inc"
 
 #undef MOESPLIT_KQ_INLINE
 
@@ -384,6 +386,17 @@ void GemmQ3KR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const v
 void GemmQ3K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   Avx2Gemm<Q3KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmIQ4XSR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                           size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(a);
+  int64_t t = 0;
+  for (; t + 2 <= n_tok; t += 2) {
+    IQ4XSR16Gemm<2>(wb, w_stride, n_rows, ab + t * a_stride, a_stride, n, y + t * ldy, ldy);
+  }
+  if (t < n_tok)
+    IQ4XSR16Gemm<1>(wb, w_stride, n_rows, ab + t * a_stride, a_stride, n, y + t * ldy, ldy);
 }
 void GemmIQ4XS_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {

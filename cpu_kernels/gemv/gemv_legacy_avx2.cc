@@ -232,6 +232,8 @@ float DotImpl(const void* w_row, const void* a_row, int64_t n) {
 #include "cpu_kernels/gemv/gemv_legacy_rows.inc"
 #include "cpu_kernels/gemv/gemv_legacy_wide_avx2.inc"
 #include "cpu_kernels/gemv/gemv_q40_r16_avx2.inc"
+// After the wide paths: it uses their shared helpers (avx2_wide).
+#include "cpu_kernels/gemv/gemv_iq4nl_r16_avx2.inc"
 
 // kR rows x kT tokens: each weight block is unpacked once and used for kT tokens, each activation
 // block once for kR rows. Per (row, token, block): y += d_w * d_a * Dot (Q5_1: + m_w * d_a * sum
@@ -386,6 +388,18 @@ void GemmQ4_0R16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const
   } else {
     legacy_wide::WideGemm<KindQ4_0R16>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
   }
+}
+
+void GemmIQ4NLR16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                            size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(a);
+  int64_t t = 0;
+  for (; t + 2 <= n_tok; t += 2) {
+    IQ4NLR16Gemm<2>(wb, w_stride, n_rows, ab + t * a_stride, a_stride, n, y + t * ldy, ldy);
+  }
+  if (t < n_tok)
+    IQ4NLR16Gemm<1>(wb, w_stride, n_rows, ab + t * a_stride, a_stride, n, y + t * ldy, ldy);
 }
 
 void GemmQ4_0_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,

@@ -6,7 +6,9 @@
 //     gemm (decode and several tokens) matches the scalar dot of the original rows;
 //   - extreme blocks (every index at -127 or 113, scales at -32 / 31, activations +-127) match
 //     float64 on every tier;
-//   - LoadLayout repacks them where the tier has native tiles (AVX-512 VNNI and AMX);
+//   - the AVX2 16-row kernels (token pairs, then one) on extreme and random blocks, 1-3 tokens,
+//     an ldy gap that stays NaN;
+//   - LoadLayout repacks them where the tier has native kernels (AVX2, AVX-512 VNNI and AMX);
 //   - both IQ4_XS lookup variants of the VNNI tier (vpshufb; vpermb where the CPU has VBMI),
 //     whichever the table picked, against the scalar dot.
 #include <gtest/gtest.h>
@@ -247,6 +249,57 @@ TEST(Iq4ExtremeTest, AllTiersMatchFloat64) {
 }
 
 #if defined(MOESPLIT_GEMV_X86)
+// The AVX2 16-row kernels: 1, 2 and 3 tokens (a pair, then one), random bytes and the extreme
+// patterns of Iq4ExtremeTest (every level at -127 or 113, IQ4_XS scales at -32 / 31), two
+// groups, against the scalar dot.
+TEST(Iq4Avx2R16, AnyTokenCountMatchesScalar) {
+  if (!TierAvailable(IsaTier::kAvx2)) GTEST_SKIP() << "no AVX2";
+  for (GgmlType wt : kTypes) {
+    const GemmFn gemm = wt == GgmlType::kIQ4_NL ? internal::GemmIQ4NLR16_Q8_0_Avx2
+                                                : internal::GemmIQ4XSR16_Q8K_Avx2;
+    const DotFn ref = KernelsFor(IsaTier::kScalar).For(wt)->dot;
+    const int64_t n = wt == GgmlType::kIQ4_NL ? 1408 : 2304, rows = 32;
+    for (int pattern = 0; pattern < 3; ++pattern) {
+      Matrix w = RandomBytes(wt, rows, n, 90 + pattern);
+      if (pattern > 0) {  // every index 0 (-127) or 15 (113), IQ4_XS scales at -32 / 31
+        const int64_t bs = GetTypeTraits(wt).block_size, bb = RowBytes(wt, bs);
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t b = 0; b < n / bs; ++b) {
+            uint8_t* blk = w.MutableRow(r) + b * bb;
+            const uint8_t q = pattern == 1 ? 0x00 : 0xFF;
+            if (wt == GgmlType::kIQ4_NL) {
+              std::memset(blk + 2, q, 16);
+            } else {
+              auto* x = reinterpret_cast<quant::BlockIQ4_XS*>(blk);
+              x->scales_h = 0xCCCC;
+              std::memset(x->scales_l, 0xF0, sizeof(x->scales_l));
+              std::memset(x->qs, q, sizeof(x->qs));
+            }
+          }
+        }
+        w.Dequantize();
+      }
+      const Matrix a = Random(ActType(wt), 3, n, 0, 95 + pattern, pattern > 0 ? 100.0f : 3.0f);
+      const GgmlType r16 = quant::RepackedType(wt, rows);
+      std::vector<uint8_t> packed(rows * RowBytes(r16, n));
+      quant::RepackRows(wt, w.Row(0), w.stride, rows, n, packed.data());
+      for (int64_t n_tok : {1, 2, 3}) {
+        std::vector<float> y(n_tok * (rows + 1), kNaN);  // ldy = rows + 1: the gap stays NaN
+        gemm(packed.data(), RowBytes(r16, n), rows, a.Row(0), a.stride, n_tok, n, y.data(),
+             rows + 1);
+        for (int64_t t = 0; t < n_tok; ++t) {
+          for (int64_t r = 0; r < rows; ++r) {
+            ASSERT_NEAR(y[t * (rows + 1) + r], ref(w.Row(r), a.Row(t), n),
+                        1e-5 * ExactDot(w, r, a, t).norm)
+                << TypeName(wt) << " pattern " << pattern << " tokens " << n_tok;
+          }
+          if (t + 1 < n_tok) EXPECT_TRUE(std::isnan(y[t * (rows + 1) + rows]));
+        }
+      }
+    }
+  }
+}
+
 // The VNNI tier's table holds one of the two IQ4_XS variants (by the CPU's VBMI): run both.
 TEST(Iq4XsLookupVariants, VnniAndVbmiMatchScalar) {
   const cpu::CpuFeatures f = cpu::DetectCpuFeatures();
@@ -289,7 +342,8 @@ TEST(Iq4XsLookupVariants, VnniAndVbmiMatchScalar) {
 TEST(Iq4TableTest, LoadLayoutRepacksOnlyWithNativeTiles) {
   for (GgmlType wt : kTypes) {
     for (IsaTier tier : kTiers) {
-      const GgmlType want = tier >= IsaTier::kAvx512Vnni ? quant::RepackedType(wt, 32) : wt;
+      const bool native = tier == IsaTier::kAvx2 || tier >= IsaTier::kAvx512Vnni;
+      const GgmlType want = native ? quant::RepackedType(wt, 32) : wt;
       EXPECT_EQ(LoadLayout(KernelsFor(tier), wt, 32), want)
           << cpu::IsaTierName(tier) << " " << TypeName(wt);
       EXPECT_EQ(LoadLayout(KernelsFor(tier), wt, 24), wt);
