@@ -41,7 +41,7 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmQ5_1_Q8_0_Avx2);
       set_r16(T::kQ5_1_R16, GemmR16ByUnpack<T::kQ5_1_R16, GemmQ5_1_Q8_0_Avx2>, false);
       set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmQ8_0_Q8_0_Avx2>, false);
-      set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmQ5_0_Q8_0_Avx2>, false);
+      set_r16(T::kQ5_0_R16, GemmQ5_0R16_Q8_0_Avx2, true);
       set_r16(T::kQ4_0_R16, GemmQ4_0R16_Q8_0_Avx2, true);
       set(T::kIQ4_NL, DotIQ4NL_Q8_0_Avx2, GemmIQ4NL_Q8_0_Avx2);
       set(T::kMXFP4, DotMXFP4_Q8_0_Avx2, GemmMXFP4_Q8_0_Avx2);

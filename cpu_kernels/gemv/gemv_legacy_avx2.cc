@@ -231,9 +231,9 @@ float DotImpl(const void* w_row, const void* a_row, int64_t n) {
 
 #include "cpu_kernels/gemv/gemv_legacy_rows.inc"
 #include "cpu_kernels/gemv/gemv_legacy_wide_avx2.inc"
-#include "cpu_kernels/gemv/gemv_q40_r16_avx2.inc"
-// After the wide paths: it uses their shared helpers (avx2_wide).
+// After the wide path: these use its helpers (avx2_wide, legacy_wide::SetBlock).
 #include "cpu_kernels/gemv/gemv_iq4nl_r16_avx2.inc"
+#include "cpu_kernels/gemv/gemv_legacy_r16_avx2.inc"
 
 // kR rows x kT tokens: each weight block is unpacked once and used for kT tokens, each activation
 // block once for kR rows. Per (row, token, block): y += d_w * d_a * Dot (Q5_1: + m_w * d_a * sum
@@ -377,17 +377,29 @@ void GemmQ8_0_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const vo
   GemmImpl<KindQ8_0>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
-void GemmQ4_0R16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                           size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+// One or two tokens on the groups as they stand, the wide path (decoding a block once per 64
+// tokens) from 3.
+template <class K>
+void R16LegacyDispatch(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
   if (n_tok == 1) {
-    Q40R16Gemm<1>(wb, w_stride, n_rows, ab, a_stride, n, y, ldy);
+    R16LegacyGemm<K, 1>(wb, w_stride, n_rows, ab, a_stride, n, y, ldy);
   } else if (n_tok == 2) {
-    Q40R16Gemm<2>(wb, w_stride, n_rows, ab, a_stride, n, y, ldy);
+    R16LegacyGemm<K, 2>(wb, w_stride, n_rows, ab, a_stride, n, y, ldy);
   } else {
-    legacy_wide::WideGemm<KindQ4_0R16>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+    legacy_wide::WideGemm<K>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
   }
+}
+
+void GemmQ4_0R16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                           size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  R16LegacyDispatch<KindQ4_0R16>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmQ5_0R16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                           size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  R16LegacyDispatch<KindQ5_0R16>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 void GemmIQ4NLR16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
