@@ -39,7 +39,8 @@ void AddPlacementFlags(CLI::App* cmd, PlacementFlags* f) {
       "to Q6_K, Q8_0, Q5_0, Q5_1, Q4_0, IQ4_NL, IQ4_XS, MXFP4, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, "
       "IQ2_S, IQ1_S, IQ1_M) "
       "into 16-row groups at load (repacking needs the AVX-512 VNNI kernel tier, VBMI and GFNI "
-      "for the IQ2/IQ3/IQ1 types; the AVX2 tier repacks Q2_K, Q3_K and Q4_0; the repacked copy "
+      "for the IQ2/IQ3/IQ1 types; the AVX2 tier repacks Q2_K, Q3_K, Q4_0, Q5_0, IQ4_NL and "
+      "IQ4_XS; the repacked copy "
       "replaces the file's pages)");
   // Why: IQ1_S's / IQ1_M's 16-row layouts store base-3 digits (58 / 66 bytes per 256 values
   // where the files have 50 / 56) and decode ~3-4x faster; a file of such experts repacked

@@ -13,7 +13,7 @@
 // each in the file layout, and ".../repacked" (all four) as the engine stores
 // them by default: repacked at load into 16-row groups where the tier has the layouts
 // (gemv::LoadLayout: q4_K_r16, q6_K_r16, q5_0_r16, q8_0_r16 on AVX-512 VNNI; q2_K_r16,
-// q3_K_r16 and q4_0_r16 on AVX2).
+// q3_K_r16, q4_0_r16, q5_0_r16, iq4_nl_r16 and iq4_xs_r16 on AVX2).
 //
 // Expert bytes (gate + up + down of one expert): v3 q4_K-q6_K = 2 x 2048 x 4032 + 7168 x 1680
 // = 28.56 MB (x 256 = 7.31 GB); v3 q4_K-q4_K = 3 x 8.26 MB = 24.77 MB (6.34 GB); v3 q2_K-q2_K
