@@ -414,8 +414,8 @@ template <Kind K, int G, int T>
 IQ_INLINE void AccumulateBlock(const uint16_t* const* dw, int64_t b, const uint8_t* a,
                                size_t a_stride, const __m512i (&isum)[G][T], __m512 (&acc)[G][T]) {
   for (int i = 0; i < G; ++i) {
-    const __m512 d = _mm512_cvtph_ps(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dw[i] + kR16Rows * b)));
+    const __m512 d =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dw[i] + kR16Rows * b)));
     for (int t = 0; t < T; ++t) {
       const float da = kScale<K> * reinterpret_cast<const BlockQ8_K*>(a + t * a_stride)[b].d;
       acc[i][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][t]),
@@ -660,8 +660,15 @@ constexpr TileFn TileFor() {
 template <Kind K, int G, int T>
 constexpr TileFn kTile = TileFor<K, G, T>();
 
-// Decode: two groups per pass (two streams sharing the activation dwords), then one. Several
-// tokens: per group, 4 tokens per pass, then the rest 3 / 2 / 1 (the group's 16 rows x n
+// Groups (streams) per decode pass. IQ1_S: 3, as its per-block work (~27 shuffle-class ops
+// per 512 weights, few of them dependent on each other) leaves room for a third stream in the
+// 32 registers: bench_gemv iq1_s_r16 decode 1.06-1.22x over 2 (Zen 5, 4 alternated rounds);
+// IQ1_M 1.0-1.04x, IQ2_XXS 0.91x hot (its tables fill the registers), so they keep 2.
+template <Kind K>
+constexpr int kDecodeGroups = K == Kind::kIQ1S ? 3 : 2;
+
+// Decode: kDecodeGroups<K> groups per pass (streams sharing the activation dwords), then 2, 1.
+// Several tokens: per group, 4 tokens per pass, then the rest 3 / 2 / 1 (the group's 16 rows x n
 // stay in L1 / L2 while the tokens go by).
 template <Kind K>
 void Gemm(const void* w_ptr, size_t w_stride, int64_t n_rows, const void* a_ptr, size_t a_stride,
@@ -687,9 +694,14 @@ void Gemm(const void* w_ptr, size_t w_stride, int64_t n_rows, const void* a_ptr,
   if (n_tok == 1) {
     const uintptr_t end = PrefetchEnd(w, n_rows, w_stride);
     int64_t r0 = 0;
-    for (; r0 + 2 * kR16Rows <= n_rows; r0 += 2 * kR16Rows) {
+    for (; r0 + kDecodeGroups<K> * kR16Rows <= n_rows; r0 += kDecodeGroups<K> * kR16Rows) {
+      kTile<K, kDecodeGroups<K>, 1>(group(r0), gstride, perm, act_stride, a, a_stride, aux, nb, end,
+                                    tab, y + r0, ldy);
+    }
+    if (2 < kDecodeGroups<K> && r0 + 2 * kR16Rows <= n_rows) {
       kTile<K, 2, 1>(group(r0), gstride, perm, act_stride, a, a_stride, aux, nb, end, tab, y + r0,
                      ldy);
+      r0 += 2 * kR16Rows;
     }
     if (r0 < n_rows) {
       kTile<K, 1, 1>(group(r0), gstride, perm, act_stride, a, a_stride, aux, nb, end, tab, y + r0,

@@ -112,8 +112,11 @@ TEST_P(IqR16TierTest, GemmMatchesScalar) {
   EXPECT_EQ(KernelsFor(tier).native_layout[static_cast<size_t>(r16)], NativeR16(tier));
   const DotFn ref = KernelsFor(IsaTier::kScalar).For(wt)->dot;
   for (int64_t n : {256, 2048, 7168, 18432}) {
-    for (int64_t rows : {16, 48, 64}) {
+    // Decode passes of 3, 2 and 1 groups (IQ1_S: 48 = 3, 64 = 3 + 1, 80 = 3 + 2; the others
+    // 2 + 1, 2 + 2, 2 + 2 + 1).
+    for (int64_t rows : {16, 48, 64, 80}) {
       if (n == 18432 && rows > 16) continue;  // the width is for the heap buffer, not the rows
+      if (n == 7168 && rows > 64) continue;
       const Matrix w = RandomRows(wt, rows, n, static_cast<uint32_t>(n + rows));
       const std::vector<uint8_t> packed = Repack(w, rows);
       const Matrix a = Random(GgmlType::kQ8_K, 9, n, 0, static_cast<uint32_t>(n) + 5, 3.0f);
