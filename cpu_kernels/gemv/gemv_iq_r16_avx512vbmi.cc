@@ -660,10 +660,10 @@ constexpr TileFn TileFor() {
 template <Kind K, int G, int T>
 constexpr TileFn kTile = TileFor<K, G, T>();
 
-// Groups (streams) per decode pass. IQ1_S: 3, as its per-block work (~27 shuffle-class ops
-// per 512 weights, few of them dependent on each other) leaves room for a third stream in the
-// 32 registers: bench_gemv iq1_s_r16 decode 1.06-1.22x over 2 (Zen 5, 4 alternated rounds);
-// IQ1_M 1.0-1.04x, IQ2_XXS 0.91x hot (its tables fill the registers), so they keep 2.
+// Groups (streams) per decode pass, chosen by measurement (Zen 5, bench_gemv, alternated
+// rounds; why a third stream pays for IQ1_S alone is not established): IQ1_S 3, decode
+// 1.06-1.22x over 2 (V3 MoE layer 1.05-1.10x); with 3 the others lost or did not gain
+// (IQ2_XXS 0.91x hot, IQ3_XXS 0.79-0.83x, IQ2_S 0.53x, IQ1_M 0.97-1.05x), so they keep 2.
 template <Kind K>
 constexpr int kDecodeGroups = K == Kind::kIQ1S ? 3 : 2;
 
