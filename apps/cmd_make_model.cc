@@ -106,7 +106,7 @@ void RegisterMakeModel(CLI::App& app, std::function<int()>* action) {
   cmd->add_option("--layers", args->layers, "number of blocks (default: the preset's)");
   cmd->add_option("--quant", args->quant,
                   "Q4_K_M | Q8_0 | IQ4_XS | Q3_K_M | UD-Q2_K_XL | UD-IQ2_XXS | UD-IQ1_M | UD-IQ1_S "
-                  "| IQ2_XS | IQ2_M | IQ3_XXS | IQ3_M | MXFP4_MOE | F16 | BF16")
+                  "| IQ2_XS | IQ2_M | IQ3_XXS | IQ3_M | Q4_0 | MXFP4_MOE | F16 | BF16")
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "PRNG seed (same seed -> same file)")
       ->capture_default_str();

@@ -68,6 +68,7 @@ constexpr TypeTraits kInternalTraits[] = {
     {T::kIQ3_S_R16, "iq3_s_r16", 256, 110, true},
     {T::kIQ2_XS_R16, "iq2_xs_r16", 256, 78, true},
     {T::kIQ2_S_R16, "iq2_s_r16", 256, 82, true},
+    {T::kQ4_1_R16, "q4_1_r16", 32, 20, true},
 };
 
 const TypeTraits* FindInternalTraits(GgmlType t) {

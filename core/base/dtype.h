@@ -104,10 +104,13 @@ enum class GgmlType : uint32_t {
   kIQ2_XS_R16 = 81,
   // IQ2_S with 16 rows interleaved (repack.h): 82 bytes per row and block, as the file type.
   kIQ2_S_R16 = 82,
+  // Q4_1 with 16 rows interleaved (repack.h): kQ4_0_R16's payload with each block's 16 f16 d's
+  // and 16 f16 m's in the group's head, 20 bytes per row and block as the file type.
+  kQ4_1_R16 = 83,
 };
 
 inline constexpr uint32_t kGgmlTypeIdLimit = 43;  // ids >= this are unknown (ggml 0a50d9909)
-inline constexpr uint32_t kTypeIdLimit = 83;      // ggml's ids and moesplit's internal layouts
+inline constexpr uint32_t kTypeIdLimit = 84;      // ggml's ids and moesplit's internal layouts
 
 // The rows a layout interleaves: 16 for the *_R16 layouts, 1 for every GGUF type. Matrices of such
 // a type are sliced only at multiples of this many rows.

@@ -45,13 +45,15 @@ enum class QuantMix {
   kIQ2_M,
   kIQ3_XXS,
   kIQ3_M,
+  kQ4_0,      // llama-quantize's Q4_0 with an imatrix (bartowski's Q4_0 files): Q4_1 early downs
   kMXFP4_MOE  // the last (cmd_make_model lists kQ4_K_M..kMXFP4_MOE)
 };
 
 StatusOr<QuantMix> QuantMixFromName(std::string_view name);  // "Q4_K_M", "q8_0", "IQ4_XS", ...
 const char* QuantMixName(QuantMix mix);
 // Q4_K_M 15, Q8_0 7, F16 1, BF16 32, IQ4_XS 30, Q3_K_M 12, UD-Q2_K_XL 10 (Q2_K),
-// UD-IQ2_XXS 19, UD-IQ1_S 24, UD-IQ1_M 31, IQ2_XS 20, IQ2_M 29, IQ3_XXS 23, IQ3_M 27, MXFP4_MOE 38
+// UD-IQ2_XXS 19, UD-IQ1_S 24, UD-IQ1_M 31, IQ2_XS 20, IQ2_M 29, IQ3_XXS 23, IQ3_M 27, Q4_0 2,
+// MXFP4_MOE 38
 uint32_t QuantMixFileType(QuantMix mix);
 
 StatusOr<MlaLayout> MlaLayoutFromName(std::string_view name);  // "split" | "legacy"

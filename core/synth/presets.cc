@@ -184,11 +184,12 @@ StatusOr<QuantMix> QuantMixFromName(std::string_view name) {
   if (u == "IQ2_M") return QuantMix::kIQ2_M;
   if (u == "IQ3_XXS") return QuantMix::kIQ3_XXS;
   if (u == "IQ3_M") return QuantMix::kIQ3_M;
+  if (u == "Q4_0") return QuantMix::kQ4_0;
   if (u == "MXFP4_MOE") return QuantMix::kMXFP4_MOE;
   return InvalidArgumentError("unsupported --quant '", name,
                               "' (choose Q4_K_M, Q8_0, IQ4_XS, Q3_K_M, UD-Q2_K_XL, UD-IQ2_XXS, "
-                              "UD-IQ1_M, UD-IQ1_S, IQ2_XS, IQ2_M, IQ3_XXS, IQ3_M, MXFP4_MOE, F16, "
-                              "BF16)");
+                              "UD-IQ1_M, UD-IQ1_S, IQ2_XS, IQ2_M, IQ3_XXS, IQ3_M, Q4_0, MXFP4_MOE, "
+                              "F16, BF16)");
 }
 
 const char* QuantMixName(QuantMix mix) {
@@ -221,6 +222,8 @@ const char* QuantMixName(QuantMix mix) {
       return "IQ3_XXS";
     case QuantMix::kIQ3_M:
       return "IQ3_M";
+    case QuantMix::kQ4_0:
+      return "Q4_0";
     case QuantMix::kMXFP4_MOE:
       return "MXFP4_MOE";
   }
@@ -257,6 +260,8 @@ uint32_t QuantMixFileType(QuantMix mix) {
       return 23;  // LLAMA_FTYPE_MOSTLY_IQ3_XXS
     case QuantMix::kIQ3_M:
       return 27;  // LLAMA_FTYPE_MOSTLY_IQ3_M
+    case QuantMix::kQ4_0:
+      return 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
     case QuantMix::kMXFP4_MOE:
       return 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
   }

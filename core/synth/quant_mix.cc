@@ -189,6 +189,26 @@ GgmlType Q3KMType(const TensorSpec& t, Q4KMState* s) {
   return type;
 }
 
+// Q4_0 with an importance matrix (llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_Q4_0 when
+// llama-quantize is given --imatrix, as bartowski's DeepSeek Q4_0 files are made): default Q4_0;
+// output Q6_K; every ffn_down (the routed experts' and shared experts' included) of the layers <
+// n_layer / 8 Q4_1 (llama.cpp's guard against "craziness in the first few ffn_down layers");
+// 8-expert models: attn_v-like and attn_k Q8_0. The types only: make-model's values come from the
+// no-imatrix quantizers.
+GgmlType Q4_0Type(const TensorSpec& t, int64_t n_layer, int64_t n_expert) {
+  switch (CategoryOf(t.name)) {
+    case Category::kOutput:
+      return t.ne[0] % 256 != 0 ? GgmlType::kQ8_0 : GgmlType::kQ6_K;
+    case Category::kAttnVLike:
+    case Category::kAttnK:
+      return n_expert == 8 ? GgmlType::kQ8_0 : GgmlType::kQ4_0;
+    case Category::kFfnDown:
+      return LayerOf(t.name) < n_layer / 8 ? GgmlType::kQ4_1 : GgmlType::kQ4_0;
+    default:
+      return GgmlType::kQ4_0;
+  }
+}
+
 // A mix like Unsloth's UD-Q2_K_XL DeepSeek files (theirs comes from an importance matrix and
 // per-tensor tuning; this is its shape, not its recipe): the routed experts' gate / up Q2_K and
 // their down projection Q2_K, Q3_K in the first and last eighth of the layers; everything the
@@ -390,6 +410,9 @@ void AssignTypes(QuantMix mix, int64_t n_layer, int64_t n_expert, int64_t n_gqa,
       case QuantMix::kMXFP4_MOE:
         t.type = Fallback(Contains(t.name, "_exps.weight") ? GgmlType::kMXFP4 : GgmlType::kQ8_0,
                           t.ne[0]);
+        break;
+      case QuantMix::kQ4_0:
+        t.type = Fallback(Q4_0Type(t, n_layer, n_expert), t.ne[0]);
         break;
       case QuantMix::kUdIQ2_XXS:
       case QuantMix::kUdIQ1_S:

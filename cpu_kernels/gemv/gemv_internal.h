@@ -82,10 +82,12 @@ float DotQ8_0_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
 // (avx2: gemv_legacy_avx2_gemm.cc; avx512: gemv_legacy_avx512_gemm.inc).
 float DotQ4_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 float DotQ5_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
-// Q5_1 (value d * u + m; Q5_K's fallback in llama-quantize's mixes): the scalar dot and one
-// AVX2 dot that every x86 tier uses; tiles: GemmQ5_1_Q8_0_Avx2 (the AVX2 and AVX-512 tiers), the
-// VNNI tier's row-lane tile and kQ5_1_R16 further down.
+// Q5_1 (value d * u + m; Q5_K's fallback in llama-quantize's mixes) and Q4_1 (the same with
+// 4-bit u): the scalar dots and one AVX2 dot each that every x86 tier uses; tiles:
+// GemmQ5_1_Q8_0_Avx2 / GemmQ4_1_Q8_0_Avx2 (the AVX2 and AVX-512 tiers), the VNNI tier's row-lane
+// tile and kQ5_1_R16 / kQ4_1_R16 further down.
 float DotQ5_1_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
+float DotQ4_1_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 // IQ4_NL: Q4_0's block with the nibbles indexing kIq4Values (same Q8_0 activations).
 float DotIQ4NL_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n);
 // MXFP4: Q4_0's nibbles (after a 1-byte E8M0 exponent) indexing the doubled E2M1 levels.
@@ -96,6 +98,9 @@ float DotQ4_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotQ5_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotQ5_1_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
 void GemmQ5_1_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+float DotQ4_1_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
+void GemmQ4_1_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 float DotQ4_0_Q8_0_Avx512(const void* w_row, const void* a_row, int64_t n);
 float DotQ5_0_Q8_0_Avx512(const void* w_row, const void* a_row, int64_t n);
@@ -174,11 +179,15 @@ void GemmQ3KR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const v
                          size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmQ4_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
-// Q5_1 on the AVX-512 VNNI tier: the file layout (the row-lane tile for 16-row groups and 4+
-// tokens, GemmQ5_1_Q8_0_Avx2 for the rest) and kQ5_1_R16.
+// Q5_1 / Q4_1 on the AVX-512 VNNI tier: the file layout (the row-lane tile for 16-row groups and
+// 4+ tokens, GemmQ5_1_Q8_0_Avx2 / GemmQ4_1_Q8_0_Avx2 for the rest) and kQ5_1_R16 / kQ4_1_R16.
 void GemmQ5_1_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmQ5_1R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ4_1_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                              size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ4_1R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #endif
 // ---- end of legacy family ------------------------------------------------------------------

@@ -1,6 +1,5 @@
-// Registration of the legacy-block kernels (weights Q8_0/Q4_0/Q5_0/Q5_1/IQ4_NL/MXFP4, activations
-// Q8_0)
-// per tier. Scalar gemms are one dot per (row, token); the SIMD tiers have tiled gemms that unpack
+// Registration of the legacy-block kernels (weights Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL /
+// MXFP4, activations Q8_0) per tier. Scalar gemms are one dot per (row, token); the SIMD tiers have tiled gemms that unpack
 // each weight block once for several tokens (gemv_legacy_avx2.cc, gemv_legacy_avx512_impl.inc).
 #include "cpu_kernels/gemv/gemv_internal.h"
 
@@ -23,6 +22,8 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Scalar, GemmByDots<DotQ5_0_Q8_0_Scalar>);
       set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Scalar, GemmByDots<DotQ5_1_Q8_0_Scalar>);
       set_r16(T::kQ5_1_R16, GemmR16ByUnpack<T::kQ5_1_R16, GemmByDots<DotQ5_1_Q8_0_Scalar>>, false);
+      set(GgmlType::kQ4_1, DotQ4_1_Q8_0_Scalar, GemmByDots<DotQ4_1_Q8_0_Scalar>);
+      set_r16(T::kQ4_1_R16, GemmR16ByUnpack<T::kQ4_1_R16, GemmByDots<DotQ4_1_Q8_0_Scalar>>, false);
       set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmByDots<DotQ8_0_Q8_0_Scalar>>, false);
       set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmByDots<DotQ5_0_Q8_0_Scalar>>, false);
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmByDots<DotQ4_0_Q8_0_Scalar>>, false);
@@ -40,6 +41,8 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx2, GemmQ5_0_Q8_0_Avx2);
       set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmQ5_1_Q8_0_Avx2);
       set_r16(T::kQ5_1_R16, GemmR16ByUnpack<T::kQ5_1_R16, GemmQ5_1_Q8_0_Avx2>, false);
+      set(GgmlType::kQ4_1, DotQ4_1_Q8_0_Avx2, GemmQ4_1_Q8_0_Avx2);
+      set_r16(T::kQ4_1_R16, GemmR16ByUnpack<T::kQ4_1_R16, GemmQ4_1_Q8_0_Avx2>, false);
       set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmQ8_0_Q8_0_Avx2>, false);
       set_r16(T::kQ5_0_R16, GemmQ5_0R16_Q8_0_Avx2, true);
       set_r16(T::kQ4_0_R16, GemmQ4_0R16_Q8_0_Avx2, true);
@@ -56,6 +59,8 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx512, GemmQ5_0_Q8_0_Avx512);
       set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmQ5_1_Q8_0_Avx2);
       set_r16(T::kQ5_1_R16, GemmR16ByUnpack<T::kQ5_1_R16, GemmQ5_1_Q8_0_Avx2>, false);
+      set(GgmlType::kQ4_1, DotQ4_1_Q8_0_Avx2, GemmQ4_1_Q8_0_Avx2);
+      set_r16(T::kQ4_1_R16, GemmR16ByUnpack<T::kQ4_1_R16, GemmQ4_1_Q8_0_Avx2>, false);
       set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmQ8_0_Q8_0_Avx512>, false);
       set_r16(T::kQ5_0_R16, GemmR16ByUnpack<T::kQ5_0_R16, GemmQ5_0_Q8_0_Avx512>, false);
       set_r16(T::kQ4_0_R16, GemmR16ByUnpack<T::kQ4_0_R16, GemmQ4_0_Q8_0_Avx512>, false);
@@ -70,6 +75,8 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx512Vnni, GemmQ5_0_Q8_0_Avx512Vnni);
       set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmQ5_1_Q8_0_Avx512Vnni);
       set_r16(T::kQ5_1_R16, GemmQ5_1R16_Q8_0_Avx512Vnni, true);
+      set(GgmlType::kQ4_1, DotQ4_1_Q8_0_Avx2, GemmQ4_1_Q8_0_Avx512Vnni);
+      set_r16(T::kQ4_1_R16, GemmQ4_1R16_Q8_0_Avx512Vnni, true);
       set_r16(T::kQ8_0_R16, GemmQ8_0R16_Q8_0_Avx512Vnni, true);
       set_r16(T::kQ5_0_R16, GemmQ5_0R16_Q8_0_Avx512Vnni, true);
       set_r16(T::kQ4_0_R16, GemmQ4_0R16_Q8_0_Avx512Vnni, true);

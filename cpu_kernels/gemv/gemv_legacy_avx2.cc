@@ -1,5 +1,5 @@
-// AVX2 + FMA tier of the legacy-block kernels: Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 dots and the
-// Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 gemm tiles, all against Q8_0 activations. Compiled
+// AVX2 + FMA tier of the legacy-block kernels: Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 dots and
+// the Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 gemm tiles, all against Q8_0 activations. Compiled
 // with MOESPLIT_FLAGS_AVX2 (gemv/legacy.cmake); reached only through KernelsFor(IsaTier::kAvx2).
 //
 // Integer scheme (maddubs needs one unsigned operand, pairs must fit i16):
@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
 #include "cpu_kernels/gemv/gemv_isa_common.h"
@@ -120,21 +121,28 @@ struct KindQ5_0 {
   [[gnu::always_inline]] static __m256i Dot(W w, const Act& a) { return OffsetDot<16>(w, a); }
 };
 
-// Q5_1 (d u + m, u in [0, 31]): Dot is sum u a (maddubs pairs <= 2 * 31 * 127, then madd);
-// the tiles add m * d_a * sum a, sum a ([8] i32 partial sums) made once per activation block.
-struct KindQ5_1 {
-  static constexpr size_t kBytes = sizeof(quant::BlockQ5_1);
+// Q4_1 / Q5_1 (d u + m, u in [0, 15] / [0, 31]): Dot is sum u a (maddubs pairs <= 2 * 31 *
+// 127, then madd); the tiles add m * d_a * sum a, sum a ([8] i32 partial sums) made once per
+// activation block. The two blocks put d and m first (offsets 0 and 2), then Q5_1's qh.
+template <class Block>
+struct KindWithMin {
+  static constexpr bool kQ5 = std::is_same_v<Block, quant::BlockQ5_1>;
+  static constexpr size_t kBytes = sizeof(Block);
   static constexpr bool kMin = true;
-  static constexpr int kWideOff = 0, kWideMaxU = 31;
+  static constexpr int kWideOff = 0, kWideMaxU = kQ5 ? 31 : 15;
   [[gnu::always_inline]] static __m256i WideU(const uint8_t* p) { return Unpack(p); }
-  using W = __m256i;  // [32] u8 in [0, 31]
+  using W = __m256i;  // [32] u8 in [0, kWideMaxU]
   struct Act {
     __m256i a;    // [32] i8
     __m256i sum;  // [8] i32 whose sum is sum a
   };
   [[gnu::always_inline]] static W Unpack(const uint8_t* p) {
-    return _mm256_or_si256(UnpackNibbles(p + offsetof(quant::BlockQ5_1, qs)),
-                           HighBitsQ5(p + offsetof(quant::BlockQ5_1, qh)));
+    const __m256i u = UnpackNibbles(p + offsetof(Block, qs));
+    if constexpr (kQ5) {
+      return _mm256_or_si256(u, HighBitsQ5(p + offsetof(quant::BlockQ5_1, qh)));
+    } else {
+      return u;
+    }
   }
   [[gnu::always_inline]] static Act MakeAct(__m256i a) {
     const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), a);
@@ -144,6 +152,9 @@ struct KindQ5_1 {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(w, a.a), _mm256_set1_epi16(1));
   }
 };
+using KindQ5_1 = KindWithMin<quant::BlockQ5_1>;
+using KindQ4_1 = KindWithMin<quant::BlockQ4_1>;
+static_assert(offsetof(quant::BlockQ4_1, m) == 2 && offsetof(quant::BlockQ5_1, m) == 2);
 
 struct KindQ8_0 {
   static constexpr size_t kBytes = sizeof(BlockQ8_0);
@@ -345,17 +356,19 @@ float DotQ4_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
   return DotImpl<KindQ4_0>(w_row, a_row, n);
 }
 
-// Q5_1 (d * u + m, u in [0, 31]): per block the two integers of the scalar dot, sum u a
-// (maddubs pairs <= 2 * 31 * 127, then madd) and sum a (maddubs of ones), each times its own
-// scale (d d_a, m d_a) into one accumulator (the dot of rows the tiles leave; GemmQ5_1_Q8_0_Avx2
-// below runs the tiles, KindQ5_1).
-float DotQ5_1_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
-  const auto* w = static_cast<const uint8_t*>(w_row);  // [n / 32] BlockQ5_1 (24 B)
+// Q4_1 / Q5_1 (d * u + m): per block the two integers of the scalar dot, sum u a (maddubs pairs
+// <= 2 * 31 * 127, then madd) and sum a (maddubs of ones), each times its own scale (d d_a, m
+// d_a) into one accumulator (the dot of rows the tiles leave; GemmImpl<KindWithMin> runs the
+// tiles).
+namespace {
+template <class K>
+float DotWithMinImpl(const void* w_row, const void* a_row, int64_t n) {
+  const auto* w = static_cast<const uint8_t*>(w_row);  // [n / 32] blocks (20 / 24 B)
   const auto* a = static_cast<const uint8_t*>(a_row);  // [n / 32] BlockQ8_0 (34 B)
   __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQk; ++b, w += KindQ5_1::kBytes, a += kActBytes) {
-    const KindQ5_1::Act act = KindQ5_1::MakeAct(Load256(a + 2));
-    const __m256i ua = KindQ5_1::Dot(KindQ5_1::Unpack(w), act);  // [8] i32
+  for (int64_t b = 0; b < n / kQk; ++b, w += K::kBytes, a += kActBytes) {
+    const typename K::Act act = K::MakeAct(Load256(a + 2));
+    const __m256i ua = K::Dot(K::Unpack(w), act);  // [8] i32
     const float da = LoadHalf(a);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ua), _mm256_set1_ps(LoadHalf(w) * da), acc);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(act.sum), _mm256_set1_ps(LoadHalf(w + 2) * da), acc);
@@ -363,9 +376,24 @@ float DotQ5_1_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
   return HorizontalSum(acc);
 }
 
+}  // namespace
+
+float DotQ5_1_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
+  return DotWithMinImpl<KindQ5_1>(w_row, a_row, n);
+}
+
 void GemmQ5_1_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   GemmImpl<KindQ5_1>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+
+float DotQ4_1_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {
+  return DotWithMinImpl<KindQ4_1>(w_row, a_row, n);
+}
+
+void GemmQ4_1_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  GemmImpl<KindQ4_1>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 float DotQ5_0_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n) {

@@ -1,5 +1,5 @@
-// Legacy-block kernels (Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 weights x Q8_0 activations),
-// AVX-512 VNNI tier (vpdpbusd integer dots). Compiled with MOESPLIT_FLAGS_AVX512VNNI
+// Legacy-block kernels (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 weights x Q8_0
+// activations), AVX-512 VNNI tier (vpdpbusd integer dots). Compiled with MOESPLIT_FLAGS_AVX512VNNI
 // (gemv/legacy.cmake); reached only through KernelsFor(IsaTier::kAvx512Vnni). The bodies are in
 // gemv_legacy_avx512_impl.inc.
 #include <immintrin.h>
@@ -86,10 +86,10 @@ void GemmQ4_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows,
   LegacyR16Gemm<GgmlType::kQ4_0_R16, BlockQ4_0>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
-// Blocks with no block-major tile here (IQ4_NL, MXFP4, Q5_1) in the file layout (tensors that
-// are not repacked; experts are, to their *_R16 layouts): 16-row groups in the row-lane tile for
-// several tokens, kRest for one token and the remaining rows (IQ4_NL / MXFP4: the pair tiles of
-// gemv_legacy_avx512_impl.inc; Q5_1: the AVX2 tiles, a call into gemv_legacy_avx2.cc, so no
+// Blocks with no block-major tile here (IQ4_NL, MXFP4, Q4_1, Q5_1) in the file layout (tensors
+// that are not repacked; experts are, to their *_R16 layouts): 16-row groups in the row-lane tile
+// for several tokens, kRest for one token and the remaining rows (IQ4_NL / MXFP4: the pair tiles
+// of gemv_legacy_avx512_impl.inc; Q4_1 / Q5_1: the AVX2 tiles, a call into gemv_legacy_avx2.cc, so no
 // template of another tier is instantiated under this file's flags).
 namespace {  // internal linkage: this file's ISA flags stay in it (gemv_internal.h)
 template <class Block, GemmFn kRest>
@@ -115,6 +115,18 @@ void GemmQ5_1_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, co
 void GemmQ5_1R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   LegacyR16Gemm<GgmlType::kQ5_1_R16, quant::BlockQ5_1>(w, w_stride, n_rows, a, a_stride, n_tok, n,
+                                                       y, ldy);
+}
+
+void GemmQ4_1_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                              size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  RowLaneFileGemm<quant::BlockQ4_1, GemmQ4_1_Q8_0_Avx2>(w, w_stride, n_rows, a, a_stride, n_tok, n,
+                                                        y, ldy);
+}
+
+void GemmQ4_1R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  LegacyR16Gemm<GgmlType::kQ4_1_R16, quant::BlockQ4_1>(w, w_stride, n_rows, a, a_stride, n_tok, n,
                                                        y, ldy);
 }
 

@@ -1,5 +1,5 @@
-// Scalar reference dots of the legacy-block weights Q4_0 / Q5_0 / Q5_1 / IQ4_NL against Q8_0
-// activations: the twins every SIMD tier is tested against (the Q8_0 x Q8_0 one is
+// Scalar reference dots of the legacy-block weights Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4
+// against Q8_0 activations: the twins every SIMD tier is tested against (the Q8_0 x Q8_0 one is
 // DotQ8_0_Q8_0_Scalar in gemv_scalar.cc). Per block the integer sum is exact; the float terms d_w *
 // d_a * isum are accumulated in block order.
 #include <cstdint>
@@ -64,21 +64,26 @@ float DotQ5_0_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
   return sum;
 }
 
-// Q5_1 value j = d * u_j + m, u_j = q_j | h_j << 4 in [0, 31] as in Q5_0 (no -16: m is the
-// block's offset). With d_a the Q8_0 scale:
+// Q4_1 / Q5_1 value j = d * u_j + m: u_j the nibble as in Q4_0 (in [0, 15]; Q5_1: with bit j
+// of qh as its 5th bit, in [0, 31] as Q5_0's quant), with no offset: m is the block's. With d_a
+// the Q8_0 scale:
 //   sum_j w_j a_j = d d_a sum_j u_j a_j + m d_a sum_j a_j,
 //   |sum u a| <= 32 * 31 * 127, |sum a| <= 32 * 127: two integers and two multiply-adds a block.
-float DotQ5_1_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
-  const auto* w = static_cast<const quant::BlockQ5_1*>(w_row);  // [n / 32]
-  const auto* a = static_cast<const BlockQ8_0*>(a_row);         // [n / 32]
+namespace {
+
+template <class Block>
+float DotWithMin(const void* w_row, const void* a_row, int64_t n) {
+  constexpr bool kQ5 = std::is_same_v<Block, quant::BlockQ5_1>;
+  const auto* w = static_cast<const Block*>(w_row);      // [n / 32]
+  const auto* a = static_cast<const BlockQ8_0*>(a_row);  // [n / 32]
   const int64_t nb = n / kQk;
   float sum = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
-    uint32_t qh;
-    std::memcpy(&qh, w[b].qh, 4);
+    uint32_t qh = 0;
+    if constexpr (kQ5) std::memcpy(&qh, w[b].qh, 4);
     int32_t isum = 0, asum = 0;
     for (int j = 0; j < kQk; ++j) {
-      isum += Q5Quant(w[b].qs, qh, j) * a[b].qs[j];
+      isum += Q5Quant(w[b].qs, qh, j) * a[b].qs[j];  // qh = 0: the nibble alone (Q4_1)
       asum += a[b].qs[j];
     }
     const float da = HalfToFloat(a[b].d);
@@ -86,6 +91,16 @@ float DotQ5_1_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
     sum += HalfToFloat(w[b].m) * da * static_cast<float>(asum);
   }
   return sum;
+}
+
+}  // namespace
+
+float DotQ4_1_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
+  return DotWithMin<quant::BlockQ4_1>(w_row, a_row, n);
+}
+
+float DotQ5_1_Q8_0_Scalar(const void* w_row, const void* a_row, int64_t n) {
+  return DotWithMin<quant::BlockQ5_1>(w_row, a_row, n);
 }
 
 // The 4-bit non-linear blocks: value j = scale * kValues[q_j], q_j the nibble as in Q4_0, and

@@ -26,7 +26,7 @@ constexpr GgmlType kLayouts[][2] = {
     {GgmlType::kIQ3_XXS, GgmlType::kIQ3_XXS_R16}, {GgmlType::kIQ1_S, GgmlType::kIQ1_S_R16},
     {GgmlType::kIQ1_M, GgmlType::kIQ1_M_R16},     {GgmlType::kQ5_1, GgmlType::kQ5_1_R16},
     {GgmlType::kIQ3_S, GgmlType::kIQ3_S_R16},     {GgmlType::kIQ2_XS, GgmlType::kIQ2_XS_R16},
-    {GgmlType::kIQ2_S, GgmlType::kIQ2_S_R16}};
+    {GgmlType::kIQ2_S, GgmlType::kIQ2_S_R16},     {GgmlType::kQ4_1, GgmlType::kQ4_1_R16}};
 
 // The other member of t's pair (side 0: t is a file type; 1: t is a layout), or t itself.
 GgmlType Partner(GgmlType t, int side) {
@@ -241,14 +241,16 @@ namespace {
 // The legacy file blocks' fields at a block's bytes (each starts with its scale: the f16 d, or
 // MXFP4's E8M0 byte).
 struct LegacyFields {
-  const uint8_t* qs;  // Q8_0: [32] quants; Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4: [16] nibble pairs
+  const uint8_t* qs;  // Q8_0: [32] quants; Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4: [16] nibble
+                      // pairs
   uint32_t qh;        // Q5_0 / Q5_1: bit j = value j's 5th bit; 0 otherwise
 };
 
-// Where a legacy file block's quants start: after the f16 d (Q5_0: and its 4 qh bytes; Q5_1:
-// d, m and qh), or after MXFP4's 1-byte exponent.
+// Where a legacy file block's quants start: after the f16 d (Q5_0: and its 4 qh bytes; Q4_1: d
+// and m; Q5_1: d, m and qh), or after MXFP4's 1-byte exponent.
 size_t LegacyQsOffset(GgmlType t) {
   return t == GgmlType::kQ5_0    ? offsetof(BlockQ5_0, qs)
+         : t == GgmlType::kQ4_1  ? offsetof(BlockQ4_1, qs)
          : t == GgmlType::kQ5_1  ? offsetof(BlockQ5_1, qs)
          : t == GgmlType::kMXFP4 ? offsetof(BlockMXFP4, qs)
                                  : 2;
@@ -266,7 +268,7 @@ LegacyFields ReadLegacy(GgmlType t, const uint8_t* blk) {
 }
 
 // A group's head holds per block `parts` rows of 16 scales (repack.h): [nb][16] of one scale
-// (sb bytes per row and block), Q5_1's [nb][2][16] of d and m (sb = 4, 2 bytes each). Part
+// (sb bytes per row and block), Q4_1's / Q5_1's [nb][2][16] of d and m (sb = 4, 2 bytes each). Part
 // i < parts is the block's file bytes [i * sb / parts, (i + 1) * sb / parts).
 int64_t LegacyScaleParts(int64_t sb) { return sb == 4 ? 2 : 1; }
 int64_t LegacyHeadOffset(int64_t b, int r, int64_t sb, int64_t i) {
@@ -283,7 +285,8 @@ void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64
   const auto* s = static_cast<const uint8_t*>(src);
   const int64_t sb = LegacyR16ScaleBytes(to);
   const int64_t parts = LegacyScaleParts(sb);  // scale rows per block in the head
-  auto* d = static_cast<uint8_t*>(dst);   // [nb][16] f16 d (MXFP4: u8 exponent; Q5_1: [nb][2][16])
+  auto* d = static_cast<uint8_t*>(dst);  // [nb][16] f16 d (MXFP4: u8 exponent; Q4_1 / Q5_1:
+                                         // [nb][2][16])
   uint8_t* out = d + nb * kR16Rows * sb;  // payloads
   const int dwords = from == GgmlType::kQ8_0 ? 8 : 4;
   for (int64_t b = 0; b < nb; ++b) {

@@ -25,8 +25,9 @@
 //         (g < 4: the low nibbles of q[g], g >= 4: the high nibbles of q[g - 4]).
 //   Q5_1: Q5_0's payload (q, then h); its head holds per block the 16 f16 d's, then the 16 f16
 //         m's ([nb][2][16]: one 64-byte line per block), so one vcvtph2ps loads each.
+//   Q4_1: Q4_0's payload (q) with Q5_1's head (kQ4_1_R16).
 // Bytes per 16 x 32 values: Q8_0 512 + 32 = 16 x 34, Q5_0 320 + 32 = 16 x 22, Q4_0 256 + 32 =
-// 16 x 18, Q5_1 320 + 64 = 16 x 24.
+// 16 x 18, Q5_1 320 + 64 = 16 x 24, Q4_1 256 + 64 = 16 x 20.
 //
 // kQ6_K_R16: Q6_K with 16 rows interleaved, one BlockQ6_K_R16 per (16-row group, 256 columns),
 // at exactly Q6_K's 210 bytes per row and block (16 x 210 = 3360). The 6-bit levels L (0..63)
@@ -334,8 +335,8 @@ static_assert(sizeof(BlockIQ1_M_R16) + kR16Rows * 2 == kR16Rows * 66);
 inline constexpr int kIq1mR16HalfShift[2] = {20, 25};
 
 // The repacked type of `t` for a matrix of `rows` rows, or `t` itself when it has none (Q4_K,
-// Q5_K, Q6_K, Q8_0, Q5_0, Q5_1, Q4_0, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS, IQ2_XS, IQ2_S,
-// IQ3_XXS, IQ3_S, IQ1_S and IQ1_M with rows a multiple of 16 repack).
+// Q5_K, Q6_K, Q8_0, Q5_0, Q5_1, Q4_0, Q4_1, IQ4_NL, MXFP4, IQ4_XS, Q2_K, Q3_K, IQ2_XXS, IQ2_XS,
+// IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and IQ1_M with rows a multiple of 16 repack).
 GgmlType RepackedType(GgmlType t, int64_t rows);
 // The file type a repacked layout came from (kQ5_0_R16 -> kQ5_0); `t` itself for file types.
 GgmlType UnpackedType(GgmlType t);
@@ -347,14 +348,17 @@ constexpr int64_t LegacyR16Payload(GgmlType t) {
          : t == GgmlType::kQ5_0_R16   ? 4 * 64 + 64
          : t == GgmlType::kQ5_1_R16   ? 4 * 64 + 64
          : t == GgmlType::kQ4_0_R16   ? 4 * 64
+         : t == GgmlType::kQ4_1_R16   ? 4 * 64
          : t == GgmlType::kIQ4_NL_R16 ? 4 * 64
          : t == GgmlType::kMXFP4_R16  ? 4 * 64
                                       : 0;
 }
 // Bytes of one row's scales in a legacy R16 group's head: 2 (f16 d), 1 for kMXFP4_R16 (E8M0),
-// 4 for kQ5_1_R16 (f16 d and m).
+// 4 for kQ5_1_R16 / kQ4_1_R16 (f16 d and m).
 constexpr int64_t LegacyR16ScaleBytes(GgmlType t) {
-  return t == GgmlType::kMXFP4_R16 ? 1 : t == GgmlType::kQ5_1_R16 ? 4 : 2;
+  return t == GgmlType::kMXFP4_R16                                    ? 1
+         : t == GgmlType::kQ5_1_R16 || t == GgmlType::kQ4_1_R16 ? 4
+                                                                      : 2;
 }
 
 // 16 rows of n values (n a multiple of 256) of Q4_K at src (rows src_stride bytes apart) ->
@@ -405,7 +409,7 @@ void RepackIQ1MRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ1MRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
 // 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q5_1 / Q4_0 /
-// IQ4_NL / MXFP4) at src -> one group of RepackedType(from, 16) at dst; and the inverse (`r16` the
+// Q4_1 / IQ4_NL / MXFP4) at src -> one group of RepackedType(from, 16) at dst; and the inverse (`r16` the
 // repacked type).
 void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, size_t dst_stride);

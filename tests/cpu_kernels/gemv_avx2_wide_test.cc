@@ -1,5 +1,5 @@
 // The AVX2 tier's gemm at many tokens: the wide paths (cpu_kernels/gemv/gemv_avx2_wide.inc for
-// the K-quant and IQ types, gemv_legacy_wide_avx2.inc for Q4_0 / Q5_0 / Q5_1 / MXFP4; 8 tokens
+// the K-quant and IQ types, gemv_legacy_wide_avx2.inc for Q4_0 / Q5_0 / Q5_1 / Q4_1 / MXFP4; 8 tokens
 // and more) against the scalar dot, for every type they run and the ones left to the tiles
 // (IQ4_XS):
 //   - token counts across the path's edges: 7 (the token tile), 8 (the first wide call), 63 /
@@ -38,7 +38,7 @@ constexpr GgmlType kTypes[] = {
     GgmlType::kQ2_K,   GgmlType::kQ3_K,    GgmlType::kQ4_K,   GgmlType::kQ5_K,  GgmlType::kQ6_K,
     GgmlType::kIQ4_XS, GgmlType::kIQ2_XXS, GgmlType::kIQ2_XS, GgmlType::kIQ2_S, GgmlType::kIQ3_XXS,
     GgmlType::kIQ3_S,  GgmlType::kIQ1_S,   GgmlType::kIQ1_M,  GgmlType::kQ4_0,  GgmlType::kQ5_0,
-    GgmlType::kQ5_1,   GgmlType::kMXFP4};
+    GgmlType::kQ5_1,   GgmlType::kQ4_1,    GgmlType::kMXFP4};
 
 // Sets the block's f16 super-scale d to `v` and its dmin, where the type has one, to `vmin`.
 void SetScales(GgmlType t, uint8_t* blk, uint16_t v, uint16_t vmin) {
@@ -78,6 +78,12 @@ void SetScales(GgmlType t, uint8_t* blk, uint16_t v, uint16_t vmin) {
       return;
     case GgmlType::kQ5_1: {
       auto* b = reinterpret_cast<quant::BlockQ5_1*>(blk);
+      b->d = v;
+      b->m = vmin;
+      return;
+    }
+    case GgmlType::kQ4_1: {
+      auto* b = reinterpret_cast<quant::BlockQ4_1*>(blk);
       b->d = v;
       b->m = vmin;
       return;

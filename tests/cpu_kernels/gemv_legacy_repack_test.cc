@@ -1,5 +1,5 @@
-// Load-time repacking of the legacy blocks (Q8_0 / Q5_0 / Q4_0 / Q5_1 -> kQ8_0_R16 / kQ5_0_R16 /
-// kQ4_0_R16 / kQ5_1_R16, cpu_kernels/quant/repack.h) and their kernels on every ISA tier:
+// Load-time repacking of the legacy blocks (Q8_0 / Q5_0 / Q4_0 / Q5_1 / Q4_1 -> kQ8_0_R16 /
+// kQ5_0_R16 / kQ4_0_R16 / kQ5_1_R16 / kQ4_1_R16, cpu_kernels/quant/repack.h) and their kernels on every ISA tier:
 //   - the repack is lossless (random block bytes, every qs / qh pattern, round-trip exactly),
 //     never a file type, and the same bytes per row as the file type;
 //   - every tier's R16 gemm against the scalar dot of the original rows (1e-5 of sum |w a|), for
@@ -37,7 +37,10 @@ using kquant_testing::ExactDot;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kSentinel = -12345.0f;
 constexpr GgmlType kFileTypes[] = {GgmlType::kQ8_0, GgmlType::kQ5_0, GgmlType::kQ4_0,
-                                   GgmlType::kQ5_1};
+                                   GgmlType::kQ5_1, GgmlType::kQ4_1};
+
+// The blocks with a min m beside d (both f16, at bytes 0 and 2).
+bool HasMin(GgmlType t) { return t == GgmlType::kQ5_1 || t == GgmlType::kQ4_1; }
 
 bool TierAvailable(IsaTier tier) {
   return static_cast<int>(tier) <= static_cast<int>(cpu::BestTier(cpu::DetectCpuFeatures()));
@@ -58,14 +61,14 @@ Rows NewRows(GgmlType type, int64_t rows, int64_t n) {
 }
 
 // Random bytes everywhere (all quant and qh patterns), then a finite f16 d of either sign (and
-// Q5_1's m: 16 times that size, as a quantizer's min of 16 steps).
+// Q4_1's / Q5_1's m: 16 times that size, as a quantizer's min of 16 steps).
 Rows RandomBytes(GgmlType type, int64_t rows, int64_t n, uint32_t seed) {
   Rows m = NewRows(type, rows, n);
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> mag(0.5f / 64, 2.0f / 64);
   for (uint8_t& b : m.bytes) b = static_cast<uint8_t>(rng());
   const int64_t bb = RowBytes(type, 32);
-  const int scales = type == GgmlType::kQ5_1 ? 2 : 1;
+  const int scales = HasMin(type) ? 2 : 1;
   for (int64_t i = 0; i < rows * (n / 32); ++i) {
     for (int k = 0; k < scales; ++k) {
       const uint16_t d = Fp32ToFp16((rng() & 1 ? 1.0f : -1.0f) * mag(rng) * (k == 0 ? 1 : 16));
@@ -155,7 +158,6 @@ TEST(RepackLegacy, InternalTypesAreNeverFileTypes) {
     EXPECT_EQ(quant::UnpackedType(type), type);
     EXPECT_EQ(quant::RepackedType(type, 24), type) << "not whole groups";
   }
-  EXPECT_EQ(quant::RepackedType(GgmlType::kQ4_1, 32), GgmlType::kQ4_1);
 }
 
 TEST(RepackLegacy, LoadLayoutOnlyWhereTheTierHasNativeTiles) {
@@ -215,7 +217,7 @@ TEST_P(LegacyR16GemmTest, MatchesScalarDot) {
 }
 
 // Every quant at its maximum / minimum (Q8_0 -128 included, every Q5_0 / Q5_1 5th bit set or
-// clear), scales (and Q5_1's m) 1.0, activations all +127 or all -127: the largest integer sums;
+// clear), scales (and Q4_1's / Q5_1's m) 1.0, activations all +127 or all -127: the largest integer sums;
 // with these scales every product is an exact integer, so the results match float64 to f32
 // rounding.
 TEST_P(LegacyR16GemmTest, ExtremeBlocksMatchFloat64) {
@@ -228,8 +230,8 @@ TEST_P(LegacyR16GemmTest, ExtremeBlocksMatchFloat64) {
       std::memset(w.bytes.data(), fill, w.bytes.size());
       const int64_t bb = RowBytes(type, 32);
       for (int64_t i = 0; i < rows * (n / 32); ++i) {
-        const uint16_t one[2] = {0x3C00, 0x3C00};  // f16 1.0: d (and Q5_1's m)
-        std::memcpy(w.bytes.data() + i * bb, one, type == GgmlType::kQ5_1 ? 4 : 2);
+        const uint16_t one[2] = {0x3C00, 0x3C00};  // f16 1.0: d (and the m)
+        std::memcpy(w.bytes.data() + i * bb, one, HasMin(type) ? 4 : 2);
       }
       const std::vector<uint8_t> packed = Repack(w);
       const GgmlType r16 = quant::RepackedType(type, rows);
@@ -281,11 +283,11 @@ TEST(LegacyR16VnniTest, SeveralTokensGiveTheRowLaneBits) {
 }
 
 // Rows of more than 8192 blocks: one token at a time, the token's block terms prepared in chunks
-// (the second chunk adds to the first's partial sums; Q5_1: its min terms too).
+// (the second chunk adds to the first's partial sums; Q4_1 / Q5_1: their min terms too).
 TEST(LegacyR16VnniTest, RowsLongerThanOnePass) {
   if (!TierAvailable(IsaTier::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
   const int64_t n = 32 * 8200, rows = 16;
-  for (GgmlType type : {GgmlType::kQ5_0, GgmlType::kQ5_1}) {
+  for (GgmlType type : {GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ4_1}) {
     const DotFn ref = KernelsFor(IsaTier::kScalar).For(type)->dot;
     const Rows w = Quantized(type, rows, n, 21);
     const std::vector<uint8_t> packed = Repack(w);

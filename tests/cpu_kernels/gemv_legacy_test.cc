@@ -1,4 +1,4 @@
-// The legacy-block kernels (Q8_0 / Q4_0 / Q5_0 weights x Q8_0 activations) of every ISA tier:
+// The legacy-block kernels (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights x Q8_0 activations) of every ISA tier:
 // dots and gemm tiles against the scalar dot, the scalar dot against dequantize(w) .
 // dequantize(a) in float64, and hand-built extreme blocks (max nibbles, all 5th bits, -128
 // weights, +-127 activations) against float64 on every tier.
@@ -86,8 +86,8 @@ Matrix RandomMatrix(GgmlType type, int64_t rows, int64_t n, size_t pad, uint32_t
 }
 
 // Blocks at the edges of each format, all scales 1.0: Q4_0 nibbles 0 / 15 (values -8 / 7),
-// Q5_0 also with every 5th bit set or clear (values -16 / 15; Q5_1 the same with m = -16), Q8_0
-// quants -128 / 127 / -127;
+// Q5_0 also with every 5th bit set or clear (values -16 / 15; Q5_1 the same with m = -16; Q4_1
+// nibbles 0 / 15 with m = -8), Q8_0 quants -128 / 127 / -127;
 // activations (is_act) +-127. `pattern` 0: every byte at its maximum, 1: at its minimum,
 // 2: random among the extremes.
 Matrix ExtremeMatrix(GgmlType type, int64_t rows, int64_t n, int pattern, bool is_act,
@@ -113,6 +113,12 @@ Matrix ExtremeMatrix(GgmlType type, int64_t rows, int64_t n, int pattern, bool i
       } else if (type == GgmlType::kQ4_0) {
         auto* blk = reinterpret_cast<quant::BlockQ4_0*>(row) + b;
         blk->d = kHalfOne;
+        for (uint8_t& q : blk->qs) q = static_cast<uint8_t>(pick(0xF, 0x0) | pick(0xF, 0x0) << 4);
+      } else if (type == GgmlType::kQ4_1) {
+        // u at 0 / 15 with the offset m = -8 (0xC800): the values d u + m span -8 .. 7.
+        auto* blk = reinterpret_cast<quant::BlockQ4_1*>(row) + b;
+        blk->d = kHalfOne;
+        blk->m = 0xC800;
         for (uint8_t& q : blk->qs) q = static_cast<uint8_t>(pick(0xF, 0x0) | pick(0xF, 0x0) << 4);
       } else if (type == GgmlType::kQ5_1) {
         // u at 0 / 31 with the offset m = -16 (0xCC00): the values d u + m span -16 .. 15.
@@ -156,7 +162,8 @@ std::vector<float> RunGemm(const TypeKernels& tk, const Matrix& w, const Matrix&
   return y;
 }
 
-constexpr GgmlType kTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ5_1};
+constexpr GgmlType kTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ5_1,
+                               GgmlType::kQ4_1};
 constexpr IsaTier kTiers[] = {IsaTier::kScalar, IsaTier::kAvx2, IsaTier::kAvx512,
                               IsaTier::kAvx512Vnni};
 

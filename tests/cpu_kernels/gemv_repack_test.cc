@@ -80,7 +80,7 @@ TEST(RepackKQuant, InternalTypeIsNeverAFileType) {
   EXPECT_EQ(RowGroup(GgmlType::kQ4_K), 1);
   EXPECT_EQ(quant::RepackedType(GgmlType::kQ4_K, 32), GgmlType::kQ4_K_R16);
   EXPECT_EQ(quant::RepackedType(GgmlType::kQ4_K, 24), GgmlType::kQ4_K);  // not whole groups
-  EXPECT_EQ(quant::RepackedType(GgmlType::kQ4_1, 32), GgmlType::kQ4_1);  // no R16 layout
+  EXPECT_EQ(quant::RepackedType(GgmlType::kTQ2_0, 32), GgmlType::kTQ2_0);  // no R16 layout
   // Q6_K: the same bytes as the file type, rearranged.
   EXPECT_EQ(FindTypeTraits(static_cast<uint32_t>(GgmlType::kQ6_K_R16)), nullptr);
   EXPECT_FALSE(TypeFromName("q6_K_r16").ok());
@@ -112,7 +112,7 @@ TEST(RepackKQuant, LoadLayoutOnlyWhereTheTierHasNativeTiles) {
       EXPECT_EQ(LoadLayout(k, type, 1408), native ? r16 : type) << cpu::IsaTierName(tier);
       EXPECT_EQ(LoadLayout(k, type, 1400), type);
     }
-    EXPECT_EQ(LoadLayout(k, GgmlType::kQ4_1, 2048), GgmlType::kQ4_1);  // no R16 layout
+    EXPECT_EQ(LoadLayout(k, GgmlType::kTQ2_0, 2048), GgmlType::kTQ2_0);  // no R16 layout
   }
 }
 

@@ -1,5 +1,5 @@
 // cpu_kernels/qmatmul at every ISA tier the machine has, for every weight type the kernel table
-// may hold (and Q4_1, without a kernel, which takes the reference fallback): products against a
+// may hold (and Q8_K, without a kernel, which takes the reference fallback): products against a
 // float64 reference built from the dequantized weights and the activations as the kernel sees
 // them (quantized then dequantized), odd row counts, n_tok 1 / 3 / 17, padded strides, outputs
 // poisoned with NaN before every run.
@@ -161,8 +161,9 @@ std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
          TypeName(std::get<1>(info.param));
 }
 
-// Every type the kernel families fill (F32/F16/BF16, Q8_0/Q4_0/Q5_0, Q2_K/Q3_K/Q4_K/Q5_K/Q6_K)
-// and Q5_1 (one dot per (row, token)); Q4_1 has no kernel (the reference fallback).
+// Every type the kernel families fill (F32/F16/BF16, Q8_0/Q4_0/Q5_0/Q4_1/Q5_1,
+// Q2_K/Q3_K/Q4_K/Q5_K/Q6_K); Q8_K (a GGUF may store it; ggml computes with it only as activations)
+// has no weight kernel: the reference fallback.
 INSTANTIATE_TEST_SUITE_P(
     AllTiers, QMatMulTest,
     ::testing::Combine(testing::AllIsaTiers(),
@@ -170,7 +171,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0,
                                          GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
                                          GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_1,
-                                         GgmlType::kQ5_1)),
+                                         GgmlType::kQ5_1, GgmlType::kQ8_K)),
     ParamName);
 
 TEST(QMatMulQuantizeTest, ParallelQuantizationEqualsSerial) {
@@ -197,14 +198,15 @@ TEST(QMatMulQuantizeTest, ParallelQuantizationEqualsSerial) {
 TEST(QMatMulQuantizeTest, MissingKernelTypesAreListedOnce) {
   const gemv::GemvKernels& k = gemv::KernelsFor(IsaTier::kScalar);
   const GgmlType types[] = {GgmlType::kQ4_K,  GgmlType::kTQ2_0, GgmlType::kQ8_0,
-                            GgmlType::kTQ2_0, GgmlType::kQ4_1,  GgmlType::kQ2_K};
+                            GgmlType::kTQ2_0, GgmlType::kQ8_K,  GgmlType::kQ2_K};
   const std::vector<GgmlType> missing = MissingKernelTypes(k, types);
   ASSERT_EQ(missing.size(), 2u);
   EXPECT_EQ(missing[0], GgmlType::kTQ2_0);
-  EXPECT_EQ(missing[1], GgmlType::kQ4_1);
+  EXPECT_EQ(missing[1], GgmlType::kQ8_K);
   EXPECT_EQ(ActTypeFor(k, GgmlType::kQ4_K), GgmlType::kQ8_K);
   EXPECT_EQ(ActTypeFor(k, GgmlType::kQ2_K), GgmlType::kQ8_K);
-  EXPECT_EQ(ActTypeFor(k, GgmlType::kQ4_1), GgmlType::kF32);
+  EXPECT_EQ(ActTypeFor(k, GgmlType::kQ8_K), GgmlType::kF32);
+  EXPECT_EQ(ActTypeFor(k, GgmlType::kQ4_1), GgmlType::kQ8_0);
   EXPECT_EQ(ActTypeFor(k, GgmlType::kQ5_1), GgmlType::kQ8_0);
 }
 

@@ -313,6 +313,27 @@ TEST(SynthTable, Mxfp4MoeMix) {
   EXPECT_STREQ(QuantMixName(QuantMix::kMXFP4_MOE), "MXFP4_MOE");
 }
 
+// Q4_0 (llama-quantize's file type 2 with an importance matrix, bartowski's Q4_0 files): Q4_0
+// everywhere but the output (Q6_K) and every ffn_down of the first n_layer / 8 layers (Q4_1:
+// DeepSeek-V2-Lite's 27 layers -> layers 0-2, the dense one, then routed and shared experts).
+TEST(SynthTable, Q4_0Mix) {
+  const ModelSpec v2 = Build({.preset = "ds-v2-lite", .quant = QuantMix::kQ4_0});
+  EXPECT_EQ(FindKey(v2, "general.file_type")->AsUint().value(), 2u);
+  EXPECT_EQ(Find(v2, "blk.0.ffn_down.weight")->type, GgmlType::kQ4_1);
+  EXPECT_EQ(Find(v2, "blk.0.ffn_up.weight")->type, GgmlType::kQ4_0);
+  EXPECT_EQ(Find(v2, "blk.2.ffn_down_exps.weight")->type, GgmlType::kQ4_1);  // 1408 = 44 x 32
+  EXPECT_EQ(Find(v2, "blk.2.ffn_down_shexp.weight")->type, GgmlType::kQ4_1);
+  EXPECT_EQ(Find(v2, "blk.2.ffn_gate_exps.weight")->type, GgmlType::kQ4_0);
+  EXPECT_EQ(Find(v2, "blk.3.ffn_down_exps.weight")->type, GgmlType::kQ4_0);
+  EXPECT_EQ(Find(v2, "blk.26.ffn_down_shexp.weight")->type, GgmlType::kQ4_0);
+  EXPECT_EQ(Find(v2, "blk.3.attn_k_b.weight")->type, GgmlType::kQ4_0);  // 128 = 4 x 32
+  EXPECT_EQ(Find(v2, "output.weight")->type, GgmlType::kQ6_K);
+  EXPECT_EQ(Find(v2, "token_embd.weight")->type, GgmlType::kQ4_0);
+  EXPECT_EQ(Find(v2, "blk.1.ffn_gate_inp.weight")->type, GgmlType::kF32);
+  EXPECT_EQ(QuantMixFromName("q4_0").value(), QuantMix::kQ4_0);
+  EXPECT_STREQ(QuantMixName(QuantMix::kQ4_0), "Q4_0");
+}
+
 // The UD-IQ mixes (Unsloth's dynamic DeepSeek shapes, quant_mix.cc): routed gate / up in the
 // lattice type; routed down one step higher in the first 3 MoE layers (ds-v3: layers 3..5,
 // after its 3 dense ones); shared experts Q6_K; dense FFN Q4_K / Q6_K down; attention Q4_K with
