@@ -36,8 +36,8 @@ void AddPlacementFlags(CLI::App* cmd, PlacementFlags* f) {
       "--no-repack", f->no_repack,
       "read the weights in their file layout instead of repacking experts and dense matrices "
       "(attention projections, dense FFN, output head) of the types with 16-row layouts (Q2_K "
-      "to Q6_K, Q8_0, Q5_0, Q5_1, Q4_0, Q4_1, IQ4_NL, IQ4_XS, MXFP4, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, "
-      "IQ2_S, IQ1_S, IQ1_M) "
+      "to Q6_K, Q8_0, Q5_0, Q5_1, Q4_0, Q4_1, IQ4_NL, IQ4_XS, MXFP4, IQ3_XXS, IQ3_S, IQ2_XXS, "
+      "IQ2_XS, IQ2_S, IQ1_S, IQ1_M) "
       "into 16-row groups at load (repacking needs the AVX-512 VNNI kernel tier, VBMI and GFNI "
       "for the IQ2/IQ3/IQ1 types; the AVX2 tier repacks Q2_K, Q3_K, Q4_0, Q5_0, IQ4_NL and "
       "IQ4_XS; the repacked copy "

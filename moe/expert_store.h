@@ -48,10 +48,10 @@ struct ExpertStoreOptions {
   // experts in flight while the store fills.
   bool release_mapping = true;
   // When set: every expert tensor whose gemv::LoadLayout for these kernels differs from its
-  // file type (Q4_K / Q5_K / Q6_K / Q8_0 / Q5_0 / Q5_1 / Q4_0 / Q4_1 -> the *_R16 layouts on AVX-512 VNNI;
-  // Q2_K / Q3_K / Q4_0 on AVX2) is repacked into that layout while it is placed; any repacked
-  // tensor makes the store copy (mode single included), in parallel on the copiers, and releases
-  // the file pages (the repacked copy replaces the mapping).
+  // file type (Q4_K / Q5_K / Q6_K / Q8_0 / Q5_0 / Q5_1 / Q4_0 / Q4_1 -> the *_R16 layouts on
+  // AVX-512 VNNI; Q2_K / Q3_K / Q4_0 on AVX2) is repacked into that layout while it is placed; any
+  // repacked tensor makes the store copy (mode single included), in parallel on the copiers, and
+  // releases the file pages (the repacked copy replaces the mapping).
   const gemv::GemvKernels* repack_for = nullptr;
   // Bytes by which repacked layouts may outgrow the file layout's, over all expert tensors and
   // copies (-1: no limit). kIQ1_S_R16 / kIQ1_M_R16 grow much (58 / 50, 66 / 56 bytes;

@@ -87,9 +87,9 @@ struct CpuPlacement {
   bool pin = true;
   bool copy_single = false;  // single: copy the experts into node memory (multi-node machines)
   // Repack expert tensors and the dense matrices (weight_repack.h) at load into the layouts the
-  // kernel tier runs fastest (gemv::LoadLayout: Q4_K / Q5_K / Q6_K / Q8_0 / Q5_0 / Q5_1 / Q4_0 / Q4_1 ->
-  // 16-row groups on AVX-512 VNNI; Q2_K / Q3_K / Q4_0 on AVX2); the copy replaces the file's pages.
-  // false: read them as the file stores them (`--no-repack`).
+  // kernel tier runs fastest (gemv::LoadLayout: Q4_K / Q5_K / Q6_K / Q8_0 / Q5_0 / Q5_1 / Q4_0 /
+  // Q4_1 -> 16-row groups on AVX-512 VNNI; Q2_K / Q3_K / Q4_0 on AVX2); the copy replaces the
+  // file's pages. false: read them as the file stores them (`--no-repack`).
   bool repack = true;
   // Of the file's bytes, how much the repacked expert layouts may add in all (IQ1_S's and
   // IQ1_M's grow much: 58 / 50, 66 / 56 bytes); tensors past it keep the file layout. 0.08 keeps

@@ -2,10 +2,10 @@
 // attention projections (with the split MLA maps attn_k_b / attn_v_b, per head), the dense FFN
 // of the leading layers and the output head. Same layouts
 // and rule as the experts' (moe/expert_store.h): gemv::LoadLayout picks the 16-row group layout
-// (Q4_K / Q5_K / Q6_K / Q8_0 / Q5_0 / Q5_1 / Q4_0 / Q4_1 with rows a multiple of 16, on AVX-512 VNNI;
-// Q2_K, Q3_K and Q4_0 on AVX2), the
-// copy lives in node memory on huge pages, and the file's pages of each repacked tensor are
-// released, so the repacked copy replaces the mapping instead of doubling memory.
+// (Q4_K / Q5_K / Q6_K / Q8_0 / Q5_0 / Q5_1 / Q4_0 / Q4_1 with rows a multiple of 16, on AVX-512
+// VNNI; Q2_K, Q3_K and Q4_0 on AVX2), the copy lives in node memory on huge pages, and the file's
+// pages of each repacked tensor are released, so the repacked copy replaces the mapping instead of
+// doubling memory.
 //
 // Why: these matrices are ~1/4 of the bytes a decode step reads on ds-v2-lite (output head
 // 172 MB Q6_K, attention 177 MB, dense FFN 49 MB of 1615 MB per token) and their file-layout

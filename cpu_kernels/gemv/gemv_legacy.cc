@@ -1,6 +1,7 @@
 // Registration of the legacy-block kernels (weights Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL /
-// MXFP4, activations Q8_0) per tier. Scalar gemms are one dot per (row, token); the SIMD tiers have tiled gemms that unpack
-// each weight block once for several tokens (gemv_legacy_avx2.cc, gemv_legacy_avx512_impl.inc).
+// MXFP4, activations Q8_0) per tier. Scalar gemms are one dot per (row, token); the SIMD tiers have
+// tiled gemms that unpack each weight block once for several tokens (gemv_legacy_avx2.cc,
+// gemv_legacy_avx512_impl.inc).
 #include "cpu_kernels/gemv/gemv_internal.h"
 
 namespace moesplit::gemv::internal {

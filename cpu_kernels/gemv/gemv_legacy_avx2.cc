@@ -1,6 +1,7 @@
 // AVX2 + FMA tier of the legacy-block kernels: Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 dots and
-// the Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 gemm tiles, all against Q8_0 activations. Compiled
-// with MOESPLIT_FLAGS_AVX2 (gemv/legacy.cmake); reached only through KernelsFor(IsaTier::kAvx2).
+// the Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 gemm tiles, all against Q8_0 activations.
+// Compiled with MOESPLIT_FLAGS_AVX2 (gemv/legacy.cmake); reached only through
+// KernelsFor(IsaTier::kAvx2).
 //
 // Integer scheme (maddubs needs one unsigned operand, pairs must fit i16):
 //   Q4_0 / Q5_0: the raw quants u in [0, 15] / [0, 31] are the unsigned operand, and the offset

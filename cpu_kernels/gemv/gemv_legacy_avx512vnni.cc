@@ -89,8 +89,8 @@ void GemmQ4_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows,
 // Blocks with no block-major tile here (IQ4_NL, MXFP4, Q4_1, Q5_1) in the file layout (tensors
 // that are not repacked; experts are, to their *_R16 layouts): 16-row groups in the row-lane tile
 // for several tokens, kRest for one token and the remaining rows (IQ4_NL / MXFP4: the pair tiles
-// of gemv_legacy_avx512_impl.inc; Q4_1 / Q5_1: the AVX2 tiles, a call into gemv_legacy_avx2.cc, so no
-// template of another tier is instantiated under this file's flags).
+// of gemv_legacy_avx512_impl.inc; Q4_1 / Q5_1: the AVX2 tiles, a call into gemv_legacy_avx2.cc, so
+// no template of another tier is instantiated under this file's flags).
 namespace {  // internal linkage: this file's ISA flags stay in it (gemv_internal.h)
 template <class Block, GemmFn kRest>
 void RowLaneFileGemm(const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,

@@ -285,8 +285,8 @@ void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64
   const auto* s = static_cast<const uint8_t*>(src);
   const int64_t sb = LegacyR16ScaleBytes(to);
   const int64_t parts = LegacyScaleParts(sb);  // scale rows per block in the head
-  auto* d = static_cast<uint8_t*>(dst);  // [nb][16] f16 d (MXFP4: u8 exponent; Q4_1 / Q5_1:
-                                         // [nb][2][16])
+  // [nb][16] f16 d (MXFP4: u8 exponent; Q4_1 / Q5_1: [nb][2][16])
+  auto* d = static_cast<uint8_t*>(dst);
   uint8_t* out = d + nb * kR16Rows * sb;  // payloads
   const int dwords = from == GgmlType::kQ8_0 ? 8 : 4;
   for (int64_t b = 0; b < nb; ++b) {

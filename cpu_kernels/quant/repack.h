@@ -356,9 +356,9 @@ constexpr int64_t LegacyR16Payload(GgmlType t) {
 // Bytes of one row's scales in a legacy R16 group's head: 2 (f16 d), 1 for kMXFP4_R16 (E8M0),
 // 4 for kQ5_1_R16 / kQ4_1_R16 (f16 d and m).
 constexpr int64_t LegacyR16ScaleBytes(GgmlType t) {
-  return t == GgmlType::kMXFP4_R16                                    ? 1
+  return t == GgmlType::kMXFP4_R16                              ? 1
          : t == GgmlType::kQ5_1_R16 || t == GgmlType::kQ4_1_R16 ? 4
-                                                                      : 2;
+                                                                : 2;
 }
 
 // 16 rows of n values (n a multiple of 256) of Q4_K at src (rows src_stride bytes apart) ->
@@ -409,8 +409,8 @@ void RepackIQ1MRows16(const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackIQ1MRows16(const void* src, int64_t n, void* dst, size_t dst_stride);
 
 // 16 rows of n values (n a multiple of 32) of a legacy type `from` (Q8_0 / Q5_0 / Q5_1 / Q4_0 /
-// Q4_1 / IQ4_NL / MXFP4) at src -> one group of RepackedType(from, 16) at dst; and the inverse (`r16` the
-// repacked type).
+// Q4_1 / IQ4_NL / MXFP4) at src -> one group of RepackedType(from, 16) at dst; and the inverse
+// (`r16` the repacked type).
 void RepackLegacyRows16(GgmlType from, const void* src, size_t src_stride, int64_t n, void* dst);
 void UnpackLegacyRows16(GgmlType r16, const void* src, int64_t n, void* dst, size_t dst_stride);
 

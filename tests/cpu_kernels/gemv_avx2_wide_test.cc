@@ -1,6 +1,6 @@
 // The AVX2 tier's gemm at many tokens: the wide paths (cpu_kernels/gemv/gemv_avx2_wide.inc for
-// the K-quant and IQ types, gemv_legacy_wide_avx2.inc for Q4_0 / Q5_0 / Q5_1 / Q4_1 / MXFP4; 8 tokens
-// and more) against the scalar dot, for every type they run and the ones left to the tiles
+// the K-quant and IQ types, gemv_legacy_wide_avx2.inc for Q4_0 / Q5_0 / Q5_1 / Q4_1 / MXFP4; 8
+// tokens and more) against the scalar dot, for every type they run and the ones left to the tiles
 // (IQ4_XS):
 //   - token counts across the path's edges: 7 (the token tile), 8 (the first wide call), 63 /
 //     64 / 65 / 131 (one, two and three token blocks of 64, tails of 1..3 tokens);

@@ -1,5 +1,6 @@
 // Load-time repacking of the legacy blocks (Q8_0 / Q5_0 / Q4_0 / Q5_1 / Q4_1 -> kQ8_0_R16 /
-// kQ5_0_R16 / kQ4_0_R16 / kQ5_1_R16 / kQ4_1_R16, cpu_kernels/quant/repack.h) and their kernels on every ISA tier:
+// kQ5_0_R16 / kQ4_0_R16 / kQ5_1_R16 / kQ4_1_R16, cpu_kernels/quant/repack.h) and their kernels on
+// every ISA tier:
 //   - the repack is lossless (random block bytes, every qs / qh pattern, round-trip exactly),
 //     never a file type, and the same bytes per row as the file type;
 //   - every tier's R16 gemm against the scalar dot of the original rows (1e-5 of sum |w a|), for
@@ -217,8 +218,8 @@ TEST_P(LegacyR16GemmTest, MatchesScalarDot) {
 }
 
 // Every quant at its maximum / minimum (Q8_0 -128 included, every Q5_0 / Q5_1 5th bit set or
-// clear), scales (and Q4_1's / Q5_1's m) 1.0, activations all +127 or all -127: the largest integer sums;
-// with these scales every product is an exact integer, so the results match float64 to f32
+// clear), scales (and Q4_1's / Q5_1's m) 1.0, activations all +127 or all -127: the largest integer
+// sums; with these scales every product is an exact integer, so the results match float64 to f32
 // rounding.
 TEST_P(LegacyR16GemmTest, ExtremeBlocksMatchFloat64) {
   const IsaTier tier = GetParam();

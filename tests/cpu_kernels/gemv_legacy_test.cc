@@ -1,5 +1,5 @@
-// The legacy-block kernels (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights x Q8_0 activations) of every ISA tier:
-// dots and gemm tiles against the scalar dot, the scalar dot against dequantize(w) .
+// The legacy-block kernels (Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 weights x Q8_0 activations) of every
+// ISA tier: dots and gemm tiles against the scalar dot, the scalar dot against dequantize(w) .
 // dequantize(a) in float64, and hand-built extreme blocks (max nibbles, all 5th bits, -128
 // weights, +-127 activations) against float64 on every tier.
 #include <gtest/gtest.h>

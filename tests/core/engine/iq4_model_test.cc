@@ -37,7 +37,7 @@ struct MixCase {
   synth::QuantMix mix;
   GgmlType gate_up, down, output;  // the last layer's experts, the output head
   const char* r16;  // the repacked experts' layout name in the placement report
-  int64_t layers = 0;                  // 0: the preset's 4
+  int64_t layers = 0;                    // 0: the preset's 4
   GgmlType early_down = GgmlType::kF32;  // layer 1's down experts where they differ (F32: not)
   // The file type whose layout r16 is (the early down projections' where set, else gate / up).
   constexpr GgmlType R16Of() const { return early_down != GgmlType::kF32 ? early_down : gate_up; }
@@ -86,7 +86,8 @@ class Iq4ModelTest : public ::testing::TestWithParam<std::tuple<cpu::IsaTier, in
     const int i = std::get<1>(GetParam());
     if ((*written_)[i]) return;
     const synth::ModelSpec spec =
-        synth::BuildModelSpec({.preset = "ds-tiny", .layers = kMixes[i].layers, .quant = kMixes[i].mix})
+        synth::BuildModelSpec(
+            {.preset = "ds-tiny", .layers = kMixes[i].layers, .quant = kMixes[i].mix})
             .value();
     // Seed 11: no router near-tie on this prompt. (With seed 9 the avx2 tier's IQ4_XS logits
     // left the scalar tier's by 1e-2 from position 2 on while positions 0-1 agreed to 2e-7 and
