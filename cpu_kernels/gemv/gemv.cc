@@ -35,13 +35,13 @@ void ScaledSoftmaxScalar(float* x, int64_t valid, int64_t n, float scale) {
 // kernels to every tier that registers them (the AVX-512 tiers take the AVX2 IQ kernels).
 void MarkAvx2WideKernels(GemvKernels* k) {
   using namespace internal;  // NOLINT: the kernel names
-  constexpr GemmFn kWide[] = {GemmQ2K_Q8K_Avx2,      GemmQ3K_Q8K_Avx2,    GemmQ4K_Q8K_Avx2,
-                              GemmQ5K_Q8K_Avx2,      GemmQ6K_Q8K_Avx2,    GemmIQ2XXS_Q8K_Avx2,
-                              GemmIQ1S_Q8K_Avx2,     GemmIQ1M_Q8K_Avx2,   GemmIQ3XXS_Q8K_Avx2,
-                              GemmIQ3S_Q8K_Avx2,     GemmIQ2XS_Q8K_Avx2,  GemmIQ2S_Q8K_Avx2,
-                              GemmQ4_0_Q8_0_Avx2,    GemmQ5_0_Q8_0_Avx2,  GemmQ5_1_Q8_0_Avx2,
-                              GemmQ4_1_Q8_0_Avx2,    GemmMXFP4_Q8_0_Avx2, GemmQ4_0R16_Q8_0_Avx2,
-                              GemmQ5_0R16_Q8_0_Avx2, GemmQ2KR16_Q8K_Avx2, GemmQ3KR16_Q8K_Avx2};
+  constexpr GemmFn kWide[] = {
+      GemmQ2K_Q8K_Avx2,      GemmQ3K_Q8K_Avx2,      GemmQ4K_Q8K_Avx2,      GemmQ5K_Q8K_Avx2,
+      GemmQ6K_Q8K_Avx2,      GemmIQ2XXS_Q8K_Avx2,   GemmIQ1S_Q8K_Avx2,     GemmIQ1M_Q8K_Avx2,
+      GemmIQ3XXS_Q8K_Avx2,   GemmIQ3S_Q8K_Avx2,     GemmIQ2XS_Q8K_Avx2,    GemmIQ2S_Q8K_Avx2,
+      GemmQ4_0_Q8_0_Avx2,    GemmQ5_0_Q8_0_Avx2,    GemmQ5_1_Q8_0_Avx2,    GemmQ4_1_Q8_0_Avx2,
+      GemmMXFP4_Q8_0_Avx2,   GemmQ4_0R16_Q8_0_Avx2, GemmQ5_0R16_Q8_0_Avx2, GemmQ4_1R16_Q8_0_Avx2,
+      GemmQ5_1R16_Q8_0_Avx2, GemmQ2KR16_Q8K_Avx2,   GemmQ3KR16_Q8K_Avx2};
   for (TypeKernels& t : k->by_type) {
     for (GemmFn f : kWide) t.self_blocking = t.self_blocking || t.gemm == f;
   }

@@ -164,12 +164,16 @@ void GemmQ8_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmQ5_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
-// kQ4_0_R16 / kQ5_0_R16 / kQ2_K_R16 on the AVX2 tier (gemv_legacy_r16_avx2.inc,
-// gemv_q2k_r16_avx2.inc): a one- and two-token kernel on the groups as they stand, the wide path
-// from 3 tokens.
+// kQ4_0_R16 / kQ5_0_R16 / kQ4_1_R16 / kQ5_1_R16 / kQ2_K_R16 on the AVX2 tier
+// (gemv_legacy_r16_avx2.inc, gemv_q2k_r16_avx2.inc): a one- and two-token kernel on the groups
+// as they stand, the wide path from 3 tokens.
 void GemmQ4_0R16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                            size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmQ5_0R16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                           size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ4_1R16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                           size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmQ5_1R16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                            size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmQ2KR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                          size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);

@@ -41,9 +41,9 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx2, GemmQ4_0_Q8_0_Avx2);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx2, GemmQ5_0_Q8_0_Avx2);
       set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmQ5_1_Q8_0_Avx2);
-      set_r16(T::kQ5_1_R16, GemmR16ByUnpack<T::kQ5_1_R16, GemmQ5_1_Q8_0_Avx2>, false);
+      set_r16(T::kQ5_1_R16, GemmQ5_1R16_Q8_0_Avx2, true);
       set(GgmlType::kQ4_1, DotQ4_1_Q8_0_Avx2, GemmQ4_1_Q8_0_Avx2);
-      set_r16(T::kQ4_1_R16, GemmR16ByUnpack<T::kQ4_1_R16, GemmQ4_1_Q8_0_Avx2>, false);
+      set_r16(T::kQ4_1_R16, GemmQ4_1R16_Q8_0_Avx2, true);
       set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmQ8_0_Q8_0_Avx2>, false);
       set_r16(T::kQ5_0_R16, GemmQ5_0R16_Q8_0_Avx2, true);
       set_r16(T::kQ4_0_R16, GemmQ4_0R16_Q8_0_Avx2, true);

@@ -431,6 +431,15 @@ void GemmQ5_0R16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const
   R16LegacyDispatch<KindQ5_0R16>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
+void GemmQ4_1R16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                           size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  R16LegacyDispatch<KindQ4_1R16>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmQ5_1R16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                           size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  R16LegacyDispatch<KindQ5_1R16>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+
 void GemmIQ4NLR16_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   const auto* wb = static_cast<const uint8_t*>(w);

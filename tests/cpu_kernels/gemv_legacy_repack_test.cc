@@ -173,8 +173,7 @@ TEST(RepackLegacy, LoadLayoutOnlyWhereTheTierHasNativeTiles) {
       // The VNNI tiles take every legacy layout; the AVX2 tier has kQ4_0_R16's and kQ5_0_R16's
       // own kernels.
       const bool native =
-          tier >= IsaTier::kAvx512Vnni ||
-          (tier == IsaTier::kAvx2 && (type == GgmlType::kQ4_0 || type == GgmlType::kQ5_0));
+          tier >= IsaTier::kAvx512Vnni || (tier == IsaTier::kAvx2 && type != GgmlType::kQ8_0);
       EXPECT_EQ(LoadLayout(k, type, 2048), native ? r16 : type) << cpu::IsaTierName(tier);
       EXPECT_EQ(LoadLayout(k, type, 2040), type);
     }
