@@ -41,7 +41,7 @@ void MarkAvx2WideKernels(GemvKernels* k) {
       GemmIQ3XXS_Q8K_Avx2,   GemmIQ3S_Q8K_Avx2,     GemmIQ2XS_Q8K_Avx2,    GemmIQ2S_Q8K_Avx2,
       GemmQ4_0_Q8_0_Avx2,    GemmQ5_0_Q8_0_Avx2,    GemmQ5_1_Q8_0_Avx2,    GemmQ4_1_Q8_0_Avx2,
       GemmMXFP4_Q8_0_Avx2,   GemmQ4_0R16_Q8_0_Avx2, GemmQ5_0R16_Q8_0_Avx2, GemmQ4_1R16_Q8_0_Avx2,
-      GemmQ5_1R16_Q8_0_Avx2, GemmQ2KR16_Q8K_Avx2,   GemmQ3KR16_Q8K_Avx2};
+      GemmQ5_1R16_Q8_0_Avx2, GemmQ2KR16_Q8K_Avx2,   GemmQ3KR16_Q8K_Avx2,   GemmIQ2XXSR16_Q8K_Avx2};
   for (TypeKernels& t : k->by_type) {
     for (GemmFn f : kWide) t.self_blocking = t.self_blocking || t.gemm == f;
   }

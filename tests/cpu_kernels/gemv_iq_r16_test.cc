@@ -4,8 +4,9 @@
 //   - the repack is lossless on random bytes (every sign index, grid index, scale and IQ1
 //     delta sign, IQ1_M's d nibbles), 70 / 78 / 82 / 102 / 110 / 58 / 66 bytes per row and block,
 //     never a file type;
-//   - every tier's R16 gemm (the VNNI tier's own kernel where the CPU has VBMI and GFNI, the
-//     unpack to the file layout's gemm elsewhere) matches the scalar dot of the original rows:
+//   - every tier's R16 gemm (the VNNI tier's own kernel where the CPU has VBMI and GFNI;
+//     IQ2_XXS's AVX2 one-token kernel at the other tiers from avx2; the unpack to the file
+//     layout's gemm elsewhere) matches the scalar dot of the original rows:
 //     decode (two groups per pass and the odd one) and 2-9 tokens, 1-4 groups, widths of 1, 8,
 //     28 and 72 blocks (the last past the decode call's 16 KB stack buffer of permuted
 //     activations), NaN-poisoned outputs with guard rows;
@@ -60,7 +61,10 @@ std::vector<uint8_t> Repack(const Matrix& w, int64_t rows) {
   return packed;
 }
 
-bool NativeR16(IsaTier tier) {
+// The tiers with a native kernel for type wt's 16-row layout: the VNNI tier with VBMI and GFNI
+// for every type, and IQ2_XXS's AVX2 one-token kernel at every tier from avx2 up.
+bool NativeR16(IsaTier tier, GgmlType wt) {
+  if (wt == GgmlType::kIQ2_XXS && tier >= IsaTier::kAvx2) return true;
   return tier >= IsaTier::kAvx512Vnni && cpu::DetectCpuFeatures().avx512vbmi &&
          cpu::DetectCpuFeatures().gfni;
 }
@@ -109,7 +113,7 @@ TEST_P(IqR16TierTest, GemmMatchesScalar) {
   const TypeKernels* tk = KernelsFor(tier).For(r16);
   ASSERT_NE(tk, nullptr);
   EXPECT_EQ(tk->dot, nullptr);
-  EXPECT_EQ(KernelsFor(tier).native_layout[static_cast<size_t>(r16)], NativeR16(tier));
+  EXPECT_EQ(KernelsFor(tier).native_layout[static_cast<size_t>(r16)], NativeR16(tier, wt));
   const DotFn ref = KernelsFor(IsaTier::kScalar).For(wt)->dot;
   for (int64_t n : {256, 2048, 7168, 18432}) {
     // Decode passes of 3, 2 and 1 groups (IQ1_S: 48 = 3, 64 = 3 + 1, 80 = 3 + 2; the others
@@ -175,7 +179,7 @@ INSTANTIATE_TEST_SUITE_P(IqR16, IqR16TierTest,
 TEST(IqR16Test, LoadLayoutRepacksOnlyWithTheNativeKernel) {
   for (GgmlType wt : kTypes) {
     for (IsaTier tier : kTiers) {
-      const GgmlType want = NativeR16(tier) ? quant::RepackedType(wt, 32) : wt;
+      const GgmlType want = NativeR16(tier, wt) ? quant::RepackedType(wt, 32) : wt;
       EXPECT_EQ(LoadLayout(KernelsFor(tier), wt, 32), want) << cpu::IsaTierName(tier);
       EXPECT_EQ(LoadLayout(KernelsFor(tier), wt, 24), wt);
     }
