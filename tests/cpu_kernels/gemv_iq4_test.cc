@@ -342,7 +342,8 @@ TEST(Iq4XsLookupVariants, VnniAndVbmiMatchScalar) {
 TEST(Iq4TableTest, LoadLayoutRepacksOnlyWithNativeTiles) {
   for (GgmlType wt : kTypes) {
     for (IsaTier tier : kTiers) {
-      const bool native = tier == IsaTier::kAvx2 || tier >= IsaTier::kAvx512Vnni;
+      // Every SIMD tier: the VNNI tiles, and the AVX2 kernels at avx2 and avx512.
+      const bool native = tier >= IsaTier::kAvx2;
       const GgmlType want = native ? quant::RepackedType(wt, 32) : wt;
       EXPECT_EQ(LoadLayout(KernelsFor(tier), wt, 32), want)
           << cpu::IsaTierName(tier) << " " << TypeName(wt);

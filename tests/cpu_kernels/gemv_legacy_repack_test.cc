@@ -170,10 +170,10 @@ TEST(RepackLegacy, LoadLayoutOnlyWhereTheTierHasNativeTiles) {
       ASSERT_NE(k.For(r16), nullptr) << cpu::IsaTierName(tier) << " " << TypeName(r16);
       EXPECT_EQ(k.For(r16)->dot, nullptr);
       EXPECT_EQ(k.For(r16)->act_type, GgmlType::kQ8_0);
-      // The VNNI tiles take every legacy layout; the AVX2 tier has kQ4_0_R16's and kQ5_0_R16's
-      // own kernels.
+      // The VNNI tiles take every legacy layout; the AVX2 kernels (at avx2 and avx512) every
+      // one but kQ8_0_R16.
       const bool native =
-          tier >= IsaTier::kAvx512Vnni || (tier == IsaTier::kAvx2 && type != GgmlType::kQ8_0);
+          tier >= IsaTier::kAvx512Vnni || (tier >= IsaTier::kAvx2 && type != GgmlType::kQ8_0);
       EXPECT_EQ(LoadLayout(k, type, 2048), native ? r16 : type) << cpu::IsaTierName(tier);
       EXPECT_EQ(LoadLayout(k, type, 2040), type);
     }

@@ -287,8 +287,8 @@ TEST(Q23ExtremeTest, AllTiersMatchFloat64) {
 TEST(Q23TableTest, LoadLayoutRepacksOnlyWithNativeTiles) {
   for (GgmlType wt : kTypes) {
     for (IsaTier tier : kTiers) {
-      // The VNNI tiles and the AVX2 tier's own kernels take both layouts.
-      const bool native = tier >= IsaTier::kAvx512Vnni || tier == IsaTier::kAvx2;
+      // The VNNI tiles and the AVX2 kernels (at avx2 and avx512) take both layouts.
+      const bool native = tier >= IsaTier::kAvx2;
       const GgmlType want = native ? quant::RepackedType(wt, 32) : wt;
       EXPECT_EQ(LoadLayout(KernelsFor(tier), wt, 32), want)
           << cpu::IsaTierName(tier) << " " << TypeName(wt);
