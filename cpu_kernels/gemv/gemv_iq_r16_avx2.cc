@@ -51,12 +51,6 @@ namespace qi = quant::internal;
 
 constexpr int kPassRows = 8;  // rows per pass over a block: one i32 lane each once reduced
 
-IQ_INLINE uint32_t Load32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
 // [32] u8 levels of one row's 4 groups (indices q[0..3]): byte 8 g + k = value k of group g.
 IQ_INLINE __m256i GridRow(const uint8_t* q) {
   const uint64_t* grid = qi::kIq2XxsGrid;
@@ -82,6 +76,18 @@ IQ_INLINE SignConsts MakeSignConsts() {
   }
   return {_mm256_load_si256(reinterpret_cast<const __m256i*>(spread)),
           _mm256_load_si256(reinterpret_cast<const __m256i*>(bits))};
+}
+
+// [32] bytes 0xFF where value 8 g + k of row `row`'s sub-block j is negative (its 4 sign bytes
+// broadcast, spread to their values, tested against each value's bit), else 0.
+IQ_INLINE __m256i NegMask(const BlockIQ2_XXS_R16& w, int j, int row, const SignConsts& c) {
+  const __m256i sb = _mm256_set1_epi32(static_cast<int32_t>(LoadU32(&w.sgn[j][4 * row])));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(sb, c.spread), c.bits), c.bits);
+}
+
+// Row `row`'s 4-bit scale s_j of sub-block j.
+IQ_INLINE int Scale4(const BlockIQ2_XXS_R16& w, int j, int row) {
+  return (w.sc[j / 2][row] >> (4 * (j % 2))) & 15;
 }
 
 // Row k = 2 k + 1 in all 16 i16 lanes: madd's scale operand read from memory (L1), where a
@@ -116,11 +122,9 @@ IQ_INLINE void RowSums(const BlockIQ2_XXS_R16& w, const int8_t* const* aq, int r
 #pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) {
     const __m256i g = GridRow(&w.q[j][4 * row]);
-    const __m256i sb = _mm256_set1_epi32(static_cast<int32_t>(Load32(&w.sgn[j][4 * row])));
-    const __m256i neg =
-        _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(sb, c.spread), c.bits), c.bits);
-    const int s = (w.sc[j / 2][row] >> (4 * (j % 2))) & 15;
-    const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(kScaleTable.v[s]));
+    const __m256i neg = NegMask(w, j, row, c);
+    const __m256i sc =
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(kScaleTable.v[Scale4(w, j, row)]));
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq[t] + 32 * j));
@@ -150,11 +154,9 @@ IQ_INLINE void BlockPass(const BlockIQ2_XXS_R16& w, const int8_t* const* aq, int
         const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq[0] + 32 * j));
         const __m256i nav = _mm256_sub_epi8(_mm256_setzero_si256(), av);
         const __m256i g = GridRow(&w.q[j][4 * row]);
-        const __m256i sb = _mm256_set1_epi32(static_cast<int32_t>(Load32(&w.sgn[j][4 * row])));
-        const __m256i neg =
-            _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(sb, c.spread), c.bits), c.bits);
+        const __m256i neg = NegMask(w, j, row, c);
         const __m256i p = _mm256_maddubs_epi16(g, _mm256_blendv_epi8(av, nav, neg));
-        const int s = (w.sc[j / 2][row] >> (4 * (j % 2))) & 15;
+        const int s = Scale4(w, j, row);
         const __m256i x = _mm256_madd_epi16(
             p, _mm256_load_si256(reinterpret_cast<const __m256i*>(kScaleTable.v[s])));
         rs[0][r] = j == 0 ? x : _mm256_add_epi32(rs[0][r], x);
@@ -236,13 +238,11 @@ struct Iq2XxsR16Fmt : FmtTraits {
       const int row = avx2_wide::kSetRows * s + r;
       for (int j = 0; j < 8; ++j) {
         const __m256i gr = GridRow(&w.q[j][4 * row]);
-        const __m256i sb = _mm256_set1_epi32(static_cast<int32_t>(Load32(&w.sgn[j][4 * row])));
-        const __m256i neg =
-            _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(sb, c.spread), c.bits), c.bits);
+        const __m256i neg = NegMask(w, j, row, c);
         const __m256i v = _mm256_sign_epi8(gr, _mm256_or_si256(neg, _mm256_set1_epi8(1)));
         _mm256_store_si256(reinterpret_cast<__m256i*>(&u[r][32 * j]),
                            _mm256_add_epi8(v, _mm256_set1_epi8(kMaxQuant)));
-        const int k = 2 * ((w.sc[j / 2][row] >> (4 * (j % 2))) & 15) + 1;
+        const int k = 2 * Scale4(w, j, row) + 1;
         sc[r][2 * j] = sc[r][2 * j + 1] = static_cast<int16_t>(k);
         o[r][2 * j] = o[r][2 * j + 1] = static_cast<int16_t>(-kMaxQuant * k);
       }
