@@ -148,12 +148,9 @@ void GemmIQ4NLR16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows
 // MXFP4: IQ4_NL's tiles with kMxfp4Values and the E8M0 scale; kMXFP4_R16 (16-row groups): the
 // VNNI tiles of gemv_legacy_r16_avx512vnni.inc, GemmR16ByUnpack elsewhere.
 float DotMXFP4_Q8_0_Avx2(const void* w_row, const void* a_row, int64_t n);
-float DotMXFP4_Q8_0_Avx512(const void* w_row, const void* a_row, int64_t n);
 float DotMXFP4_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
 void GemmMXFP4_Q8_0_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                          size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
-void GemmMXFP4_Q8_0_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                           size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmMXFP4_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmMXFP4R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
@@ -219,7 +216,6 @@ MOESPLIT_KQUANT_DECLARE(Q4K, Avx2)
 MOESPLIT_KQUANT_DECLARE(Q5K, Avx2)
 MOESPLIT_KQUANT_DECLARE(Q6K, Avx2)
 MOESPLIT_KQUANT_DECLARE(Q4K, Avx512)
-MOESPLIT_KQUANT_DECLARE(Q5K, Avx512)
 MOESPLIT_KQUANT_DECLARE(Q6K, Avx512)
 MOESPLIT_KQUANT_DECLARE(Q4K, Avx512Vnni)
 // Q4_K repacked in 16-row groups (kQ4_K_R16): the AVX-512 VNNI tiles
@@ -250,17 +246,15 @@ void GemmIQ4XSR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows,
 float DotIQ4XS_Q8K_Avx512Vbmi(const void* w_row, const void* a_row, int64_t n);
 void GemmIQ4XSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
-// Q2_K / Q3_K: the AVX2 dots and token tiles (gemv_kquants_avx2.cc), the AVX-512 and VNNI dots
-// and the VNNI kQ2_K_R16 / kQ3_K_R16 kernels (gemv_q23k_avx512{,vnni,gfni}.cc, bodies in
-// gemv_q23k_avx512.inc); the AVX-512 tiers' file-layout gemm is GemmByDots.
+// Q2_K / Q3_K: the AVX2 dots and token tiles (gemv_kquants_avx2.cc; also the avx512 tier's), the
+// VNNI dots and the VNNI kQ2_K_R16 / kQ3_K_R16 kernels (gemv_q23k_avx512{vnni,gfni}.cc, bodies in
+// gemv_q23k_avx512.inc); the VNNI tier's file-layout gemm is GemmByDots.
 float DotQ2K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 float DotQ3K_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 void GemmQ2K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmQ3K_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                       size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
-float DotQ2K_Q8K_Avx512(const void* w_row, const void* a_row, int64_t n);
-float DotQ3K_Q8K_Avx512(const void* w_row, const void* a_row, int64_t n);
 float DotQ2K_Q8K_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
 float DotQ3K_Q8K_Avx512Vnni(const void* w_row, const void* a_row, int64_t n);
 void GemmQ2KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,

@@ -58,7 +58,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
          GemmIQ1S_Q8K_Avx2, GemmIQ1M_Q8K_Avx2, GemmIQ2XXSR16_Q8K_Avx2,                \
          GemmR16ByUnpack<kIq1R16, GemmIQ1S_Q8K_Avx2>,                                 \
          GemmR16ByUnpack<kIq1mR16, GemmIQ1M_Q8K_Avx2>, false);                        \
-  k->native_layout[static_cast<size_t>(kIq2R16)] = true
+  set_r16(GemmIQ2XXSR16_Q8K_Avx2, true, kIq2R16)
   // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: one dot per (row, token) (the scalar or AVX2 dots),
   // except on the VNNI tier with VBMI: 1-4 tokens per decoded block; IQ3_XXS's, IQ3_S's,
   // IQ2_XS's and IQ2_S's 16-row layouts run their own kernel with VBMI and GFNI, elsewhere unpack
@@ -117,24 +117,17 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       MOESPLIT_IQ23_AVX2;
       return;
     case cpu::IsaTier::kAvx512:
-      // AVX-512 without VNNI (Skylake-SP): the AVX-512 kernels where they are faster (Q4_K,
-      // Q6_K), the AVX2 kernels and their 16-row layouts elsewhere. bench_gemv on Zen 4
-      // (seventeenth session), AVX2 / AVX-512 at 2048 x 7168 cold and 256 x 2048 x 64 tokens:
-      // Q5_K 1.45x / 1.18x; Q2_K 1.8x / 2.7x and Q3_K 3.1x / 7.3x (AVX-512 had one dot per
-      // (row, token)); IQ4_XS 1.6x / 1.2x (16-row layout against the tiles).
+      // AVX-512 without VNNI (Skylake-SP): the AVX2 tier's kernels and 16-row layouts, with the
+      // AVX-512 ones where they are faster (Q4_K, Q6_K; their 16-row layouts unpacked to them).
+      // bench_gemv on Zen 4 (seventeenth session), AVX2 / AVX-512 at 2048 x 7168 cold and 256 x
+      // 2048 x 64 tokens: Q5_K 1.45x / 1.18x; Q2_K 1.8x / 2.7x and Q3_K 3.1x / 7.3x (AVX-512 had
+      // one dot per (row, token)); IQ4_XS 1.6x / 1.2x (16-row layout against the tiles); the
+      // lattice types' decode needs VBMI's byte permutes.
+      AddKQuantKernels(cpu::IsaTier::kAvx2, k);
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512, GemmQ4K_Q8K_Avx512);
-      set(GgmlType::kQ5_K, DotQ5K_Q8K_Avx2, GemmQ5K_Q8K_Avx2);
       set(GgmlType::kQ6_K, DotQ6K_Q8K_Avx512, GemmQ6K_Q8K_Avx512);
       set_r16(GemmR16ByUnpack<GgmlType::kQ4_K_R16, GemmQ4K_Q8K_Avx512>, false);
       set_r16(GemmR16ByUnpack<kQ6R16, GemmQ6K_Q8K_Avx512>, false, kQ6R16);
-      set_r16(GemmR16ByUnpack<kQ5R16, GemmQ5K_Q8K_Avx2>, false, kQ5R16);
-      set(GgmlType::kIQ4_XS, DotIQ4XS_Q8K_Avx2, GemmIQ4XS_Q8K_Avx2);
-      set_r16(GemmIQ4XSR16_Q8K_Avx2, true, kXsR16);
-      set_q23(DotQ2K_Q8K_Avx2, DotQ3K_Q8K_Avx2, GemmQ2K_Q8K_Avx2, GemmQ3K_Q8K_Avx2,
-              GemmQ2KR16_Q8K_Avx2, GemmQ3KR16_Q8K_Avx2, true);
-      // IQ2_XXS / IQ1_S / IQ1_M: the AVX2 dots (their decode needs VBMI's byte permutes).
-      MOESPLIT_IQ_AVX2;
-      MOESPLIT_IQ23_AVX2;
       return;
     case cpu::IsaTier::kAvx512Vnni:
       set(GgmlType::kQ4_K, DotQ4K_Q8K_Avx512Vnni, GemmQ4K_Q8K_Avx512Vnni);

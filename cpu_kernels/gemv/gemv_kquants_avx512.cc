@@ -20,9 +20,6 @@ using CoreAvx512 = Avx512Core<false>;
 float DotQ4K_Q8K_Avx512(const void* w_row, const void* a_row, int64_t n) {
   return Q4KDecodeDot<false>(w_row, a_row, n);
 }
-float DotQ5K_Q8K_Avx512(const void* w_row, const void* a_row, int64_t n) {
-  return KQuantDot<CoreAvx512, Q5KFmt>(w_row, a_row, n);
-}
 float DotQ6K_Q8K_Avx512(const void* w_row, const void* a_row, int64_t n) {
   return Q6KDecodeDot<false>(w_row, a_row, n);
 }
@@ -34,10 +31,6 @@ void GemmQ4K_Q8K_Avx512(const void* w, size_t w_stride, int64_t n_rows, const vo
     return;
   }
   KQuantGemm<CoreAvx512, Q4KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
-}
-void GemmQ5K_Q8K_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                        size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  KQuantGemm<CoreAvx512, Q5KFmt>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 void GemmQ6K_Q8K_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {

@@ -55,24 +55,17 @@ void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k) {
       set_r16(T::kIQ4_NL_R16, GemmIQ4NLR16_Q8_0_Avx2, true);
       return;
     case cpu::IsaTier::kAvx512:
+      // The AVX2 tier's kernels, with this tier's own where they are faster: the Q8_0 / Q4_0 /
+      // Q5_0 / IQ4_NL file layouts (Q8_0_R16 unpacked to them). The AVX2 16-row kernels against
+      // this tier's file-layout tiles, bench_gemv on Zen 4 (seventeenth session), 2048 x 7168
+      // cold / 256 x 2048 x 64 tokens: Q4_0 1.47x / 1.74x, Q5_0 1.08x / 1.92x, IQ4_NL 1.50x /
+      // 1.18x; MXFP4's AVX2 tiles 1.15x / 1.96x.
+      AddLegacyKernels(cpu::IsaTier::kAvx2, k);
       set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx512, GemmQ8_0_Q8_0_Avx512);
       set(GgmlType::kQ4_0, DotQ4_0_Q8_0_Avx512, GemmQ4_0_Q8_0_Avx512);
       set(GgmlType::kQ5_0, DotQ5_0_Q8_0_Avx512, GemmQ5_0_Q8_0_Avx512);
-      set(GgmlType::kQ5_1, DotQ5_1_Q8_0_Avx2, GemmQ5_1_Q8_0_Avx2);
-      set(GgmlType::kQ4_1, DotQ4_1_Q8_0_Avx2, GemmQ4_1_Q8_0_Avx2);
       set_r16(T::kQ8_0_R16, GemmR16ByUnpack<T::kQ8_0_R16, GemmQ8_0_Q8_0_Avx512>, false);
-      // The AVX2 tier's 16-row kernels (repacked at load): bench_gemv on Zen 4 (seventeenth
-      // session), against this tier's file-layout tiles, 2048 x 7168 cold / 256 x 2048 x 64
-      // tokens: Q4_0 1.47x / 1.74x, Q5_0 1.08x / 1.92x, IQ4_NL 1.50x / 1.18x; MXFP4's AVX2
-      // tiles 1.15x / 1.96x.
-      set_r16(T::kQ5_1_R16, GemmQ5_1R16_Q8_0_Avx2, true);
-      set_r16(T::kQ4_1_R16, GemmQ4_1R16_Q8_0_Avx2, true);
-      set_r16(T::kQ5_0_R16, GemmQ5_0R16_Q8_0_Avx2, true);
-      set_r16(T::kQ4_0_R16, GemmQ4_0R16_Q8_0_Avx2, true);
       set(T::kIQ4_NL, DotIQ4NL_Q8_0_Avx512, GemmIQ4NL_Q8_0_Avx512);
-      set(T::kMXFP4, DotMXFP4_Q8_0_Avx2, GemmMXFP4_Q8_0_Avx2);
-      set_r16(T::kMXFP4_R16, GemmR16ByUnpack<T::kMXFP4_R16, GemmMXFP4_Q8_0_Avx2>, false);
-      set_r16(T::kIQ4_NL_R16, GemmIQ4NLR16_Q8_0_Avx2, true);
       return;
     case cpu::IsaTier::kAvx512Vnni:
       set(GgmlType::kQ8_0, DotQ8_0_Q8_0_Avx512Vnni, GemmQ8_0_Q8_0_Avx512Vnni);

@@ -48,13 +48,4 @@ void GemmIQ4NL_Q8_0_Avx512(const void* w, size_t w_stride, int64_t n_rows, const
   GemmImpl<KindIQ4NL<false>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
-float DotMXFP4_Q8_0_Avx512(const void* w_row, const void* a_row, int64_t n) {
-  return DotImpl<KindMXFP4<false>>(w_row, a_row, n);
-}
-
-void GemmMXFP4_Q8_0_Avx512(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                           size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  GemmImpl<KindMXFP4<false>>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
-}
-
 }  // namespace moesplit::gemv::internal

@@ -18,11 +18,9 @@ set_source_files_properties(gemv/gemv_iq4xs_avx512vbmi.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI};-mavx512vbmi")
 set_source_files_properties(gemv/gemv_iq4xs_avx512vnni.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI}")
-# Q2_K / Q3_K: AVX2 (tiles, in gemv_kquants_avx2.cc), AVX-512 (file-layout dots) and VNNI
-# (file-layout dots + the R16 kernels).
-target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_q23k_avx512.cc gemv/gemv_q23k_avx512vnni.cc)
-set_source_files_properties(gemv/gemv_q23k_avx512.cc PROPERTIES
-  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512}")
+# Q2_K / Q3_K: AVX2 (tiles and the R16 kernels, in gemv_kquants_avx2.cc; also the AVX-512
+# tier's) and VNNI (file-layout dots + the R16 kernels).
+target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_q23k_avx512vnni.cc)
 set_source_files_properties(gemv/gemv_q23k_avx512vnni.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI}")
 # ... and the R16 kernels again with GFNI bit picks (picked within the VNNI tier where the CPU
