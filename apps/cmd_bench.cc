@@ -297,6 +297,7 @@ Status MeasureConfig(const engine::Model& model, const BenchArgs& a, cpu::IsaTie
                                         {.ctx_size = ctx,
                                          .n_threads = tests.front().n_threads,
                                          .isa_tier = tier,
+                                         .decode_read = DecodeReadFromEnv(),
                                          .placement = placement,
                                          .progress = CopyProgress(err),
                                          .backend = backend.get(),
@@ -330,6 +331,7 @@ StatusOr<std::vector<PromptSizeRow>> MeasurePromptSizes(const engine::Model& mod
                             engine::Session::Create(model, {.ctx_size = max_size + n_gen + 1,
                                                             .n_threads = n_threads,
                                                             .isa_tier = tier,
+                                                            .decode_read = DecodeReadFromEnv(),
                                                             .backend = backend.get(),
                                                             .expert_homes = device.expert_homes}));
   engine::Session& s = *owned;
@@ -408,7 +410,10 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
     threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
   std::string thread_list;
   for (int n : threads) thread_list += (thread_list.empty() ? "" : ",") + std::to_string(n);
-  LogKernels(err, tier, thread_list, model->FallbackTypes(gemv::KernelsFor(tier)));
+  const cpu::CpuFeatures features = cpu::DetectCpuFeatures();
+  const gemv::DecodeRead read = DecodeReadFromEnv().value_or(gemv::PreferredDecodeRead(features));
+  LogKernels(err, tier, thread_list, model->FallbackTypes(gemv::KernelsFor(tier, read)), features,
+             read);
   std::vector<BenchTest> done;
   std::string profiles;  // --verbose: one table per test
   MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchConfig> configs, Configs(args_with_rules, threads));

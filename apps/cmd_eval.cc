@@ -57,6 +57,7 @@ Status RunEval(const EvalArgs& args, std::ostream& out) {
   opts.ctx_size = args.ctx_size > 0 ? args.ctx_size : std::max<int64_t>(4096, n);
   opts.n_threads = args.threads;
   opts.isa_tier = tier;
+  opts.decode_read = DecodeReadFromEnv();
   if (args.kv_type == "f16") {
     opts.kv_type = engine::KvCacheType::kF16;
   } else if (args.kv_type != "f32") {

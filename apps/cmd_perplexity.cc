@@ -78,7 +78,10 @@ StatusOr<PerplexityResult> RunPerplexity(const PerplexityArgs& args, std::ostrea
   }
   int64_t n_chunk = static_cast<int64_t>(tokens.size()) / n_ctx;
   if (args.chunks >= 0) n_chunk = std::min(n_chunk, args.chunks);
-  engine::Session session(*model, {.ctx_size = n_ctx, .n_threads = args.threads, .isa_tier = tier});
+  engine::Session session(*model, {.ctx_size = n_ctx,
+                                   .n_threads = args.threads,
+                                   .isa_tier = tier,
+                                   .decode_read = DecodeReadFromEnv()});
   err << "perplexity: " << tokens.size() << " tokens, " << n_chunk << " chunks of " << n_ctx << ", "
       << session.n_threads() << " threads\n";
   LogKernels(err, session);

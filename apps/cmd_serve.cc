@@ -161,7 +161,8 @@ Status RunServe(const ServeArgs& args_in, std::ostream& err, const std::atomic<b
                             engine::Engine::Create(*model, setup.options));
   for (const std::string& line : eng->placement_report()) err << "numa: " << line << "\n";
   if (const std::string p = PlannerLine(args, eng->n_threads()); !p.empty()) err << p << "\n";
-  LogKernels(err, eng->isa_tier(), std::to_string(eng->n_threads()), eng->FallbackTypes());
+  LogKernels(err, eng->isa_tier(), std::to_string(eng->n_threads()), eng->FallbackTypes(),
+             cpu::DetectCpuFeatures(), eng->decode_read());
   serving::Scheduler scheduler(eng.get(), &tok,
                                {.max_running = args.n_parallel,
                                 .max_queue = args.max_queue,

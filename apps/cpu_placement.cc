@@ -1,13 +1,14 @@
 #include "apps/cpu_placement.h"
 
-#include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <sstream>
 
+#include "apps/cpu_tier.h"
 #include "apps/model_shape_source.h"
 #include "numa/plan.h"
 #include "numa/planner.h"
@@ -302,6 +303,7 @@ StatusOr<EngineSetup> SetUpEngine(const engine::Model& model, const std::string&
   o.options = {.ctx_size = ctx_size,
                .n_threads = threads,
                .isa_tier = tier,
+               .decode_read = DecodeReadFromEnv(),
                .placement = placement,
                .progress = CopyProgress(err),
                .backend = o.backend.get(),

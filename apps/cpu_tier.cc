@@ -5,7 +5,18 @@
 namespace moesplit::app {
 
 StatusOr<cpu::IsaTier> KernelTierFromEnv() {
-  return cpu::EffectiveIsaTier(cpu::DetectCpuFeatures(), std::getenv("MOESPLIT_MAX_ISA"));
+  const cpu::CpuFeatures features = cpu::DetectCpuFeatures();
+  MOESPLIT_RETURN_IF_ERROR(
+      gemv::EffectiveDecodeRead(features, std::getenv("MOESPLIT_DECODE_READ")).status());
+  return cpu::EffectiveIsaTier(features, std::getenv("MOESPLIT_MAX_ISA"));
+}
+
+std::optional<gemv::DecodeRead> DecodeReadFromEnv() {
+  const char* env = std::getenv("MOESPLIT_DECODE_READ");
+  if (env == nullptr || *env == '\0') return std::nullopt;
+  const StatusOr<gemv::DecodeRead> read = gemv::EffectiveDecodeRead(cpu::DetectCpuFeatures(), env);
+  if (!read.ok()) return std::nullopt;
+  return *read;
 }
 
 std::string TierDescription(cpu::IsaTier tier) {
@@ -30,9 +41,15 @@ std::string TierDescription(cpu::IsaTier tier) {
 }
 
 void LogKernels(std::ostream& err, cpu::IsaTier tier, const std::string& threads,
-                std::span<const GgmlType> fallback_types, const cpu::CpuFeatures& cpu) {
+                std::span<const GgmlType> fallback_types, const cpu::CpuFeatures& cpu,
+                gemv::DecodeRead read) {
   err << "cpu kernels: " << TierDescription(tier) << ", " << threads
       << (threads == "1" ? " thread" : " threads") << "\n";
+  if (read == gemv::DecodeRead::kHardware && tier == cpu::IsaTier::kAvx512Vnni) {
+    err << "cpu kernels: decode reads Q4_K / Q6_K experts as one stream per core with no "
+           "software prefetch (MOESPLIT_DECODE_READ=hardware"
+        << (gemv::PreferredDecodeRead(cpu) == read ? ", this CPU's default" : "") << ")\n";
+  }
   for (GgmlType t : fallback_types) {
     err << "cpu kernels: no fast kernel for " << TypeName(t) << " weights at "
         << cpu::IsaTierName(tier) << ": reference matmul (slow)\n";
@@ -48,7 +65,8 @@ void LogKernels(std::ostream& err, cpu::IsaTier tier, const std::string& threads
 }
 
 void LogKernels(std::ostream& err, const engine::Session& session) {
-  LogKernels(err, session.isa_tier(), std::to_string(session.n_threads()), session.FallbackTypes());
+  LogKernels(err, session.isa_tier(), std::to_string(session.n_threads()), session.FallbackTypes(),
+             cpu::DetectCpuFeatures(), session.decode_read());
 }
 
 }  // namespace moesplit::app

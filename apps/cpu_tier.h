@@ -4,6 +4,7 @@
 // library gets the tier through SessionOptions::isa_tier.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -15,8 +16,14 @@
 namespace moesplit::app {
 
 // The tier to run at. An invalid MOESPLIT_MAX_ISA is an InvalidArgument error naming the
-// variable and the accepted values.
+// variable and the accepted values; so is an invalid MOESPLIT_DECODE_READ (checked here, where
+// every command starts, for DecodeReadFromEnv).
 StatusOr<cpu::IsaTier> KernelTierFromEnv();
+
+// The decode read mode MOESPLIT_DECODE_READ names (prefetched | hardware; gemv::DecodeRead), or
+// nullopt when it is unset or invalid (KernelTierFromEnv has rejected an invalid value by then):
+// the engine then takes the mode measured faster on this CPU. SessionOptions::decode_read.
+std::optional<gemv::DecodeRead> DecodeReadFromEnv();
 
 // "avx512vnni (AVX-512 VNNI)".
 std::string TierDescription(cpu::IsaTier tier);
@@ -25,9 +32,11 @@ std::string TierDescription(cpu::IsaTier tier);
 // e.g. "2" or "1,2"), then one warning line per weight type of the model that has no fast
 // kernel at the session's tier (those products run the slow reference matmul), and a line saying
 // that AMX goes unused where `cpu` (default: this CPU) has it: moesplit has no AMX kernels.
+// With `read` kHardware at the VNNI tier, a line saying so (the kernels that differ run there).
 void LogKernels(std::ostream& err, cpu::IsaTier tier, const std::string& threads,
                 std::span<const GgmlType> fallback_types,
-                const cpu::CpuFeatures& cpu = cpu::DetectCpuFeatures());
+                const cpu::CpuFeatures& cpu = cpu::DetectCpuFeatures(),
+                gemv::DecodeRead read = gemv::DecodeRead::kPrefetched);
 void LogKernels(std::ostream& err, const engine::Session& session);
 
 }  // namespace moesplit::app

@@ -181,7 +181,7 @@ StatusOr<double> MeasureMoeDecodeGbps(const numa::NumaNode& node, int threads,
     const int k = static_cast<int>(std::min<int64_t>(kTopK, experts));
     const std::vector<float> hidden = NormalValues(kD, 7, 1.0f);  // [1 x D]
     std::vector<float> out(kD);                                   // [1 x D]
-    moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier));
+    moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier, options.decode_read));
     const int64_t steps = copies * 16;  // token-layers per timed pass
     auto pass = [&](int64_t first) {
       for (int64_t i = 0; i < steps; ++i) {
@@ -223,7 +223,7 @@ StatusOr<double> MeasureMoePrefillGmacs(const numa::NumaNode& node, int64_t toke
     const int k = static_cast<int>(std::min<int64_t>(kTopK, experts));
     const std::vector<float> hidden = NormalValues(tokens * kD, 7, 1.0f);  // [tokens x D]
     std::vector<float> out(static_cast<size_t>(tokens * kD));              // [tokens x D]
-    moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier));
+    moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier, options.decode_read));
     const double macs = static_cast<double>(tokens) * k * 3 * kD * kF;
     const int runs = options.quick ? 2 : 4;  // the first is a warm-up
     std::vector<double> gmacs;
@@ -261,7 +261,7 @@ StatusOr<double> MeasureDenseGmacs(const numa::NumaNode& node, GgmlType type,
     const std::vector<float> x = NormalValues(tokens * cols, 3, 1.0f);  // [tokens x cols]
     std::vector<float> y(static_cast<size_t>(tokens * rows));           // [tokens x rows]
     qmatmul::QuantizedRows scratch;
-    const gemv::GemvKernels& k = gemv::KernelsFor(options.tier);
+    const gemv::GemvKernels& k = gemv::KernelsFor(options.tier, options.decode_read);
     const int runs = options.quick ? 2 : 4;  // the first is a warm-up
     std::vector<double> gmacs;
     for (int r = 0; r < runs; ++r) {
@@ -310,7 +310,7 @@ StatusOr<double> MeasureFfnGmacs(const numa::NumaNode& node, const MeasureOption
     for (TensorView* v : {&ffn.gate, &ffn.up, &ffn.down}) v->n_dims = 2;
     const std::vector<float> x = NormalValues(tokens * kD, 3, 1.0f);  // [tokens x D]
     std::vector<float> y(static_cast<size_t>(tokens * kD));           // [tokens x D]
-    moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier));
+    moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier, options.decode_read));
     const int runs = options.quick ? 2 : 4;  // the first is a warm-up
     std::vector<double> gmacs;
     for (int r = 0; r < runs; ++r) {
@@ -351,7 +351,7 @@ StatusOr<double> MeasureDenseDecodeGbps(const numa::NumaNode& node, int threads,
     pool.ParallelFor(
         copies, [&](int64_t c, int) { FillRows(buf->data() + c * matrix, rows, pattern, rb); });
     AddBufferWarnings(*buf, node.id, warnings);
-    const gemv::GemvKernels& k = gemv::KernelsFor(options.tier);
+    const gemv::GemvKernels& k = gemv::KernelsFor(options.tier, options.decode_read);
     const std::vector<float> x = NormalValues(cols, 3, 1.0f);  // [1 x cols]
     std::vector<float> y(static_cast<size_t>(rows));           // [1 x rows]
     qmatmul::QuantizedRows xq;

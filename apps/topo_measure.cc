@@ -132,7 +132,7 @@ std::vector<int> ThreadCounts(const std::vector<int>& requested, int cores) {
 
 StatusOr<double> MeasureGemmGmacs(int cpu, const MeasureOptions& options,
                                   std::vector<std::string>* warnings) {
-  const gemv::GemvKernels& kernels = gemv::KernelsFor(options.tier);
+  const gemv::GemvKernels& kernels = gemv::KernelsFor(options.tier, options.decode_read);
   const gemv::TypeKernels* tk = kernels.For(kWeightType);
   if (tk == nullptr)
     return UnimplementedError("no Q4_K kernel at tier ", IsaTierName(options.tier));
@@ -390,7 +390,7 @@ Status MeasureKernels(Context& ctx, const numa::NumaNode& node, numa::MachinePro
   profile->kernels.moe_gmacs_per_core = moe_gmacs;
   // The dense rate per weight type the tier has a kernel for (the types GGUF files put on
   // DeepSeek's tensors); q4_K's is gemm_gmacs_per_core.
-  const gemv::GemvKernels& table = gemv::KernelsFor(ctx.options.tier);
+  const gemv::GemvKernels& table = gemv::KernelsFor(ctx.options.tier, ctx.options.decode_read);
   std::string by_type;
   for (GgmlType t : kDenseTypes) {
     if (table.For(t) == nullptr) continue;

@@ -21,6 +21,7 @@
 
 #include "core/base/status.h"
 #include "cpu_kernels/cpu_features.h"
+#include "cpu_kernels/gemv/gemv.h"
 #include "numa/machine_profile.h"
 #include "numa/topology.h"
 
@@ -32,6 +33,7 @@ struct MeasureOptions {
   int passes = 5;                    // timed passes per bandwidth figure (median reported)
   bool quick = false;                // small GEMM shape and few barrier repetitions (tests)
   cpu::IsaTier tier = cpu::IsaTier::kScalar;  // kernel tier of the calibrations
+  gemv::DecodeRead decode_read = gemv::DecodeRead::kPrefetched;  // their decode read mode
 };
 
 // Thread counts measured on a node of `cores` physical cores: `requested` clipped to

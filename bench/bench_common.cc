@@ -65,6 +65,13 @@ int64_t MemAvailableBytes() {
   return 0;
 }
 
+gemv::DecodeRead BenchDecodeRead() {
+  const StatusOr<gemv::DecodeRead> read =
+      gemv::EffectiveDecodeRead(cpu::DetectCpuFeatures(), std::getenv("MOESPLIT_DECODE_READ"));
+  MOESPLIT_CHECK(read.ok(), read.status().ToString());
+  return *read;
+}
+
 std::vector<cpu::IsaTier> RunnableTiers() {
   const cpu::CpuFeatures f = cpu::DetectCpuFeatures();
   const StatusOr<cpu::IsaTier> cap = cpu::EffectiveIsaTier(f, std::getenv("MOESPLIT_MAX_ISA"));

@@ -11,6 +11,7 @@
 #include "core/base/dtype.h"
 #include "core/base/random_values.h"
 #include "cpu_kernels/cpu_features.h"
+#include "cpu_kernels/gemv/gemv.h"
 
 namespace moesplit::bench {
 
@@ -45,6 +46,11 @@ int64_t MemAvailableBytes();
 // one place that touches the environment for it). Tiers above the cap or the CPU are reported on
 // stderr as skipped.
 std::vector<cpu::IsaTier> RunnableTiers();
+
+// The decode read mode the kernels run in: MOESPLIT_DECODE_READ (prefetched | hardware; an
+// invalid value is a CHECK failure naming it), else the mode measured faster on this CPU
+// (gemv::EffectiveDecodeRead). bench_gemv / bench_moe_layer print it in their context.
+gemv::DecodeRead BenchDecodeRead();
 
 // The probe's options: the default 1 GiB buffer, or MOESPLIT_BENCH_PROBE_MIB MiB (smoke tests
 // use 64; anything below ~8x the L3 measures the cache, not DRAM).

@@ -156,7 +156,8 @@ void BM_Empty(benchmark::State& state, const Context* ctx, Kind kind, int thread
 }
 
 void BM_MoeLayer(benchmark::State& state, Context* ctx, Kind kind, int64_t n_tok, int threads) {
-  const ExpertLayer& layer = ctx->layers.Get(kV2Lite, gemv::KernelsFor(ctx->tier));
+  const ExpertLayer& layer =
+      ctx->layers.Get(kV2Lite, gemv::KernelsFor(ctx->tier, BenchDecodeRead()));
   const int n_sets = n_tok == 1 ? 64 : 4;
   std::vector<RouteSet> routes;  // [n_sets]
   for (int i = 0; i < n_sets; ++i) {
@@ -165,7 +166,7 @@ void BM_MoeLayer(benchmark::State& state, Context* ctx, Kind kind, int64_t n_tok
   const std::vector<float> hidden = NormalValues(n_tok * kV2Lite.d, 7, 1.0f);  // [n_tok x D]
   std::vector<float> out(static_cast<size_t>(n_tok * kV2Lite.d));              // [n_tok x D]
   Runner run(*ctx, kind, threads);
-  moe::ExpertEngine engine(&run.exec(), &gemv::KernelsFor(ctx->tier));
+  moe::ExpertEngine engine(&run.exec(), &gemv::KernelsFor(ctx->tier, BenchDecodeRead()));
 
   int64_t iter = 0;
   const auto t0 = std::chrono::steady_clock::now();  // the loop's wall time, as UseRealTime

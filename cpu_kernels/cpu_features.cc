@@ -61,8 +61,14 @@ std::string_view IsaTierName(IsaTier tier) {
 CpuFeatures DetectCpuFeatures() {
   CpuFeatures f;
 #ifdef MOESPLIT_X86
+  const Regs l0 = Cpuid(0, 0);
   const Regs l1 = Cpuid(1, 0);
   const Regs l7 = Cpuid(7, 0);
+  // "AuthenticAMD" in ebx, edx, ecx order.
+  f.amd = l0.ebx == 0x68747541 && l0.edx == 0x69746e65 && l0.ecx == 0x444d4163;
+  const int base_family = static_cast<int>((l1.eax >> 8) & 0xF);
+  f.family =
+      base_family == 0xF ? base_family + static_cast<int>((l1.eax >> 20) & 0xFF) : base_family;
   const Regs l7s1 = Cpuid(7, 1);
   const bool osxsave = Bit(l1.ecx, 27);
   const uint64_t xcr0 = osxsave ? Xgetbv0() : 0;

@@ -32,6 +32,10 @@ struct CpuFeatures {
   // request: arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA), made by DetectCpuFeatures).
   bool amx_int8 = false;
   bool amx_bf16 = false;  // AMX-TILE + AMX-BF16 + OS tile state (detection only)
+  // CPUID's vendor string and display family (leaf 0; leaf 1's base + extended family): the
+  // decode kernels' way of reading weights is chosen by them (gemv::PreferredDecodeRead).
+  bool amd = false;  // "AuthenticAMD"
+  int family = 0;    // 6: Intel Core / Xeon; 0x19: AMD Zen 3 / Zen 4; 0x1A: Zen 5
 };
 
 // Ordered: each tier implies every lower one.

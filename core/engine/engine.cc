@@ -31,18 +31,19 @@ int64_t ResolveCtx(const ModelConfig& c, int64_t ctx) {
   if (ctx > 0) return ctx;
   return std::clamp<int64_t>(c.n_ctx_train, 1, 32768);
 }
-const gemv::GemvKernels* ResolveKernels(std::optional<cpu::IsaTier> tier) {
-  const cpu::IsaTier best = cpu::BestTier(cpu::DetectCpuFeatures());
-  const cpu::IsaTier t = tier.value_or(best);
+const gemv::GemvKernels* ResolveKernels(const EngineOptions& options) {
+  const cpu::CpuFeatures features = cpu::DetectCpuFeatures();
+  const cpu::IsaTier best = cpu::BestTier(features);
+  const cpu::IsaTier t = options.isa_tier.value_or(best);
   MOESPLIT_CHECK(static_cast<int>(t) <= static_cast<int>(best), "ISA tier ", cpu::IsaTierName(t),
                  " is not supported by this CPU (best: ", cpu::IsaTierName(best), ")");
-  return &gemv::KernelsFor(t);
+  return &gemv::KernelsFor(t, options.decode_read.value_or(gemv::PreferredDecodeRead(features)));
 }
 }  // namespace
 
 Engine::Engine(const Model& model, const EngineOptions& options, Tag)
     : model_(model),
-      kernels_(ResolveKernels(options.isa_tier)),
+      kernels_(ResolveKernels(options)),
       ws_(std::make_unique<Workspace>()),
       ctx_(ResolveCtx(model.config(), options.ctx_size)) {}
 

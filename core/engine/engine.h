@@ -112,6 +112,9 @@ struct SessionOptions {
   // ISA tier of the CPU kernels (cpu::EffectiveIsaTier: the apps apply MOESPLIT_MAX_ISA);
   // nullopt: the best tier this CPU supports. A tier above that is a CHECK failure (SIGILL).
   std::optional<cpu::IsaTier> isa_tier;
+  // How the decode kernels read weights (gemv::DecodeRead; the apps apply MOESPLIT_DECODE_READ);
+  // nullopt: the mode measured faster on this CPU (gemv::PreferredDecodeRead).
+  std::optional<gemv::DecodeRead> decode_read;
   CpuPlacement placement;
   // Called while the experts are copied to their nodes: (bytes done, bytes total).
   std::function<void(uint64_t done, uint64_t total)> progress;
@@ -173,6 +176,7 @@ class Engine {
   uint64_t kv_cache_bytes() const;
   int n_threads() const;
   cpu::IsaTier isa_tier() const { return kernels_->tier; }
+  gemv::DecodeRead decode_read() const { return kernels_->decode_read; }
   // Start-up lines: pools (node, workers, cpus), pinning not honoured, where the experts are.
   const std::vector<std::string>& placement_report() const { return report_; }
   numa::NumaMode numa_mode() const;
@@ -243,6 +247,7 @@ class Session {
   uint64_t kv_cache_bytes() const { return engine_->kv_cache_bytes(); }
   int n_threads() const { return engine_->n_threads(); }
   cpu::IsaTier isa_tier() const { return engine_->isa_tier(); }
+  gemv::DecodeRead decode_read() const { return engine_->decode_read(); }
   const std::vector<std::string>& placement_report() const { return engine_->placement_report(); }
   numa::NumaMode numa_mode() const { return engine_->numa_mode(); }
   bool hybrid() const { return engine_->hybrid(); }

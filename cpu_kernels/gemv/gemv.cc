@@ -48,11 +48,13 @@ void MarkAvx2WideKernels(GemvKernels* k) {
 }
 #endif
 
-GemvKernels BuildTable(cpu::IsaTier tier) {
+GemvKernels BuildTable(cpu::IsaTier tier, DecodeRead read) {
 #if defined(MOESPLIT_GEMV_X86)
   if (tier == cpu::IsaTier::kAmx) {  // the VNNI tier with AMX tiles where they pay (prefill)
-    GemvKernels k = BuildTable(cpu::IsaTier::kAvx512Vnni);
+    // The AMX tiles wrap kPrefetched's VNNI decode kernels (see DecodeRead).
+    GemvKernels k = BuildTable(cpu::IsaTier::kAvx512Vnni, DecodeRead::kPrefetched);
     k.tier = tier;
+    k.decode_read = read;
     internal::AddAmxKernels(&k);
     internal::AddAmxFloatKernels(&k);
     return k;
@@ -60,6 +62,7 @@ GemvKernels BuildTable(cpu::IsaTier tier) {
 #endif
   GemvKernels k;
   k.tier = tier;
+  k.decode_read = read;
   k.quantize_q8k = QuantizeQ8K;
   k.quantize_q8_0 = QuantizeQ8_0;
   k.scaled_softmax = ScaledSoftmaxScalar;
@@ -82,6 +85,9 @@ GemvKernels BuildTable(cpu::IsaTier tier) {
   internal::AddFloatKernels(tier, &k);
 #if defined(MOESPLIT_GEMV_X86)
   MarkAvx2WideKernels(&k);
+  if (read == DecodeRead::kHardware && tier == cpu::IsaTier::kAvx512Vnni) {
+    internal::UseHardwareDecodeReads(&k);
+  }
 #endif
   for (uint32_t id = 0; id < kTypeIdLimit; ++id) {
     const TypeKernels& t = k.by_type[id];
@@ -94,11 +100,17 @@ GemvKernels BuildTable(cpu::IsaTier tier) {
 
 // The four tier tables, built on first use (thread-safe static init) and never modified after.
 struct Tables {
-  GemvKernels tier[cpu::kNumIsaTiers];
+  GemvKernels tier[cpu::kNumIsaTiers][kNumDecodeReads];  // [tier][decode read mode]
   Tables() {
-    for (int t = 0; t < cpu::kNumIsaTiers; ++t) tier[t] = BuildTable(static_cast<cpu::IsaTier>(t));
+    for (int t = 0; t < cpu::kNumIsaTiers; ++t) {
+      for (int r = 0; r < kNumDecodeReads; ++r) {
+        tier[t][r] = BuildTable(static_cast<cpu::IsaTier>(t), static_cast<DecodeRead>(r));
+      }
+    }
   }
 };
+
+constexpr std::string_view kDecodeReadNames[kNumDecodeReads] = {"prefetched", "hardware"};
 
 const Tables& AllTables() {
   static const Tables tables;
@@ -119,16 +131,38 @@ QuantizeFn GemvKernels::Quantizer(GgmlType act_type) const {
   return nullptr;
 }
 
-const GemvKernels& KernelsFor(cpu::IsaTier tier) {
+const GemvKernels& KernelsFor(cpu::IsaTier tier, DecodeRead read) {
+  const int r = static_cast<int>(read);
+  MOESPLIT_CHECK(r >= 0 && r < kNumDecodeReads, "bad DecodeRead ", r);
 #if defined(MOESPLIT_GEMV_X86)
   const int t = static_cast<int>(tier);
   MOESPLIT_CHECK(t >= 0 && t < cpu::kNumIsaTiers, "bad IsaTier ", t);
-  return AllTables().tier[t];
+  return AllTables().tier[t][r];
 #else
   // Non-x86 builds only have the scalar tier (DetectCpuFeatures reports nothing higher).
   (void)tier;
-  return AllTables().tier[0];
+  return AllTables().tier[0][r];
 #endif
+}
+
+std::string_view DecodeReadName(DecodeRead read) {
+  const int r = static_cast<int>(read);
+  MOESPLIT_CHECK(r >= 0 && r < kNumDecodeReads, "bad DecodeRead ", r);
+  return kDecodeReadNames[r];
+}
+
+DecodeRead PreferredDecodeRead(const cpu::CpuFeatures& features) {
+  return features.amd && features.family == 0x19 ? DecodeRead::kHardware : DecodeRead::kPrefetched;
+}
+
+StatusOr<DecodeRead> EffectiveDecodeRead(const cpu::CpuFeatures& features, const char* env) {
+  if (env == nullptr || *env == '\0') return PreferredDecodeRead(features);
+  for (int r = 0; r < kNumDecodeReads; ++r) {
+    if (kDecodeReadNames[r] == env) return static_cast<DecodeRead>(r);
+  }
+  return InvalidArgumentError("MOESPLIT_DECODE_READ=\"", env,
+                              "\" is not a decode read mode; use prefetched or hardware (or unset "
+                              "it for the mode measured faster on this CPU)");
 }
 
 GgmlType LoadLayout(const GemvKernels& kernels, GgmlType type, int64_t rows) {

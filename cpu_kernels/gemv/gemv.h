@@ -26,6 +26,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "core/base/dtype.h"
 #include "cpu_kernels/cpu_features.h"
@@ -65,10 +66,29 @@ struct TypeKernels {
   bool self_blocking = false;
 };
 
+// How the one-token (decode) kernels of the 4- to 6-bit K-quants' 16-row layouts (kQ4_K_R16,
+// kQ6_K_R16, at the AVX-512 VNNI tier) read their weights. A GEMV reads every weight byte once,
+// so decode runs as fast as one core streams memory, and which access pattern streams fastest
+// differs between CPUs:
+//   kPrefetched: Q4_K_R16 two 16-row groups at once (two streams sharing each activation
+//     broadcast), each prefetching its next block into L2; Q6_K_R16 one group, prefetching 6
+//     blocks ahead. The Intel Xeon VM (docs/PERFORMANCE.md 2026-11-24 (n)): two streams +9%,
+//     no software prefetch -13%.
+//   kHardware: one group at a time, no software prefetch: the hardware prefetcher alone on one
+//     sequential stream. The Zen 4 VM (docs/PERFORMANCE.md 2026-12-01, eighteenth session):
+//     a plain read of one stream 33-35 GB/s per core, of two 18-31; the V3 q4_K-q6_K MoE
+//     layer's decode 1.35x kPrefetched on one thread.
+// Every other kernel reads the same way in both modes (on Zen 4 their prefetch still paid:
+// Q2_K / Q3_K / IQ4_XS / IQ2_XXS / IQ1_S layers 0.59-1.02x without it). The AMX tier, Intel's,
+// keeps kPrefetched's kernels in both.
+enum class DecodeRead : uint8_t { kPrefetched = 0, kHardware = 1 };
+inline constexpr int kNumDecodeReads = 2;
+
 // Function pointers for one ISA tier. Built once per process (immutable afterwards): taking a
 // reference is free.
 struct GemvKernels {
   cpu::IsaTier tier = cpu::IsaTier::kScalar;
+  DecodeRead decode_read = DecodeRead::kPrefetched;  // the mode its decode kernels read in
   std::array<TypeKernels, kTypeIdLimit> by_type{};  // indexed by weight type id
   QuantizeFn quantize_q8k = nullptr;                // Q8_K activations (ggml's quantize_row_q8_K)
   QuantizeFn quantize_q8_0 = nullptr;               // Q8_0 activations (ggml's quantize_row_q8_0)
@@ -94,9 +114,20 @@ struct GemvKernels {
   QuantizeFn Quantizer(GgmlType act_type) const;
 };
 
-// The kernels of `tier`. The tier must be supported by this CPU (the caller gets it from
-// cpu::EffectiveIsaTier); running a higher tier's kernels faults with SIGILL.
-const GemvKernels& KernelsFor(cpu::IsaTier tier);
+// The kernels of `tier`, their decode reading weights as `read` says. The tier must be
+// supported by this CPU (the caller gets it from cpu::EffectiveIsaTier); running a higher
+// tier's kernels faults with SIGILL.
+const GemvKernels& KernelsFor(cpu::IsaTier tier, DecodeRead read = DecodeRead::kPrefetched);
+// "prefetched", "hardware" (the MOESPLIT_DECODE_READ spellings).
+std::string_view DecodeReadName(DecodeRead read);
+// The mode measured faster on this CPU: kHardware on AMD family 0x19 (Zen 4; Zen 3 has no
+// AVX-512, so its tiers never run the kernels that differ), kPrefetched elsewhere (measured on
+// an Intel Xeon; Zen 5 not measured yet).
+DecodeRead PreferredDecodeRead(const cpu::CpuFeatures& features);
+// PreferredDecodeRead(features) unless `env`, the raw value of the MOESPLIT_DECODE_READ
+// environment variable (nullptr or "" = unset), names a mode; other values are an
+// InvalidArgument error naming the variable and the spellings.
+StatusOr<DecodeRead> EffectiveDecodeRead(const cpu::CpuFeatures& features, const char* env);
 
 // The activation type a weight type's kernels take (Q4_K -> Q8_K, Q8_0 -> Q8_0, BF16 -> F32...).
 // Returns false for weight types without a kernel at any tier.

@@ -24,6 +24,8 @@ namespace moesplit::gemv::internal {
 //   float (F32/F16/BF16 x F32):      gemv_float*.cc
 void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k);
 void AddLegacyKernels(cpu::IsaTier tier, GemvKernels* k);
+// The VNNI tier's table k switched to DecodeRead::kHardware's kernels (gemv.h).
+void UseHardwareDecodeReads(GemvKernels* k);
 void AddFloatKernels(cpu::IsaTier tier, GemvKernels* k);
 // The AMX tier: *k holds the AVX-512 VNNI table; replaces the gemms that AMX tiles run faster
 // (gemv_amx.cc).
@@ -222,12 +224,18 @@ MOESPLIT_KQUANT_DECLARE(Q4K, Avx512Vnni)
 // (gemv_kquants_r16_avx512vnni.inc); every other tier takes GemmR16ByUnpack with its Q4_K gemm.
 void GemmQ4KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// ... its DecodeRead::kHardware form (decode one group at a time, no software prefetch).
+void GemmQ4KR16_Q8K_Avx512VnniHw(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 MOESPLIT_KQUANT_DECLARE(Q5K, Avx512Vnni)
 MOESPLIT_KQUANT_DECLARE(Q6K, Avx512Vnni)
 // Q6_K repacked in 16-row groups (kQ6_K_R16): the AVX-512 VNNI group tile, 1, 2 or 4 tokens per
 // pass over a group (gemv_kquants_q6k_r16_avx512vnni.inc).
 void GemmQ6KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// ... its DecodeRead::kHardware form (no software prefetch in decode).
+void GemmQ6KR16_Q8K_Avx512VnniHw(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 // Q5_K repacked in 16-row groups (kQ5_K_R16): one token on the group kernel, several on the
 // Q5_K row-lane tile filled from the groups (gemv_kquants_q5k_r16_avx512vnni.inc).
 void GemmQ5KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,

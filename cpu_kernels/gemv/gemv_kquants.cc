@@ -202,4 +202,13 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
 #undef MOESPLIT_IQ23_AVX2
 }
 
+#if defined(MOESPLIT_GEMV_X86)
+void UseHardwareDecodeReads(GemvKernels* k) {
+  MOESPLIT_CHECK(k->tier == cpu::IsaTier::kAvx512Vnni, "DecodeRead::kHardware kernels are the ",
+                 "VNNI tier's, not ", cpu::IsaTierName(k->tier), "'s");
+  k->by_type[static_cast<size_t>(GgmlType::kQ4_K_R16)].gemm = GemmQ4KR16_Q8K_Avx512VnniHw;
+  k->by_type[static_cast<size_t>(GgmlType::kQ6_K_R16)].gemm = GemmQ6KR16_Q8K_Avx512VnniHw;
+}
+#endif
+
 }  // namespace moesplit::gemv::internal

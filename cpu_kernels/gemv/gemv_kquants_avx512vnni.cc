@@ -68,7 +68,11 @@ void GemmQ4K_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, cons
 // Q4_K repacked into 16-row groups (gemv_kquants_r16_avx512vnni.inc); n_rows a multiple of 16.
 void GemmQ4KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  GemmQ4KR16Impl(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+  GemmQ4KR16Impl<DecodeRead::kPrefetched>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmQ4KR16_Q8K_Avx512VnniHw(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  GemmQ4KR16Impl<DecodeRead::kHardware>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 void GemmQ5K_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {

@@ -266,6 +266,26 @@ TEST(KernelTier, Descriptions) {
   LogKernels(at_amx, cpu::IsaTier::kAmx, "2", {},
              cpu::CpuFeatures{.avx512vnni = true, .amx_int8 = true, .amx_bf16 = true});
   EXPECT_EQ(at_amx.str(), "cpu kernels: amx (AMX INT8 + AVX-512 VNNI), 2 threads\n");
+  // The hardware decode read: said at the VNNI tier (where its kernels run), with whether it is
+  // the CPU's default; nothing at avx2 or in the prefetched mode.
+  const cpu::CpuFeatures zen4{.avx512vnni = true, .amd = true, .family = 0x19};
+  std::ostringstream hw;
+  LogKernels(hw, cpu::IsaTier::kAvx512Vnni, "2", {}, zen4, gemv::DecodeRead::kHardware);
+  EXPECT_EQ(hw.str(),
+            "cpu kernels: avx512vnni (AVX-512 VNNI), 2 threads\n"
+            "cpu kernels: decode reads Q4_K / Q6_K experts as one stream per core with no "
+            "software prefetch (MOESPLIT_DECODE_READ=hardware, this CPU's default)\n");
+  std::ostringstream forced;
+  LogKernels(forced, cpu::IsaTier::kAvx512Vnni, "2", {}, cpu::CpuFeatures{.avx512vnni = true},
+             gemv::DecodeRead::kHardware);
+  EXPECT_NE(forced.str().find("(MOESPLIT_DECODE_READ=hardware)\n"), std::string::npos)
+      << forced.str();
+  for (auto [tier, read] : {std::pair{cpu::IsaTier::kAvx2, gemv::DecodeRead::kHardware},
+                            std::pair{cpu::IsaTier::kAvx512Vnni, gemv::DecodeRead::kPrefetched}}) {
+    std::ostringstream quiet;
+    LogKernels(quiet, tier, "2", {}, zen4, read);
+    EXPECT_EQ(quiet.str().find("decode reads"), std::string::npos) << quiet.str();
+  }
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/base/dtype.h"
@@ -116,16 +117,19 @@ TEST(RepackKQuant, LoadLayoutOnlyWhereTheTierHasNativeTiles) {
   }
 }
 
-// Runs tier's gemm of the layout r16 on packed; y poisoned (NaN in the tile, a sentinel in the
-// ldy padding). Returns y [n_tok x ldy].
+// Runs tier's gemm of the layout r16 (its decode reading as `read` says) on packed; y poisoned
+// (NaN in the tile, a sentinel in the ldy padding). Returns y [n_tok x ldy].
 std::vector<float> RunR16(IsaTier tier, GgmlType r16, const std::vector<uint8_t>& packed,
-                          int64_t rows, int64_t n, const Acts& a, int64_t n_tok, int64_t ldy) {
+                          int64_t rows, int64_t n, const Acts& a, int64_t n_tok, int64_t ldy,
+                          DecodeRead read = DecodeRead::kPrefetched) {
   std::vector<float> y(n_tok * ldy, kSentinel);
   for (int64_t t = 0; t < n_tok; ++t) {
     for (int64_t r = 0; r < rows; ++r) y[t * ldy + r] = kNaN;
   }
-  KernelsFor(tier).For(r16)->gemm(packed.data(), static_cast<size_t>(RowBytes(r16, n)), rows,
-                                  a.Row(0), a.stride, n_tok, n, y.data(), ldy);
+  KernelsFor(tier, read)
+      .For(r16)
+      ->gemm(packed.data(), static_cast<size_t>(RowBytes(r16, n)), rows, a.Row(0), a.stride, n_tok,
+             n, y.data(), ldy);
   return y;
 }
 
@@ -140,16 +144,31 @@ void CheckAgainstScalarDot(IsaTier tier, GgmlType type) {
           random_bytes ? RandomByteWeights(type, 48, n, 0, 5) : QuantizedWeights(type, 48, n, 0, 6);
       const std::vector<uint8_t> packed = Repacked(w);
       const Acts a = RandomActs(48, n, 36, 99);
+      // n_tok 1 (decode) in both read modes: one and two groups at a time, with and without
+      // software prefetch (rows 16: one group; 48: 2 + 1 or 1 + 1 + 1).
       for (int64_t rows : {16, 48}) {
-        for (int64_t n_tok : {1, 2, 3, 4, 7, 8, 9, 16, 17, 33, 48}) {
+        for (auto [n_tok, read] :
+             std::vector<std::pair<int64_t, DecodeRead>>{{1, DecodeRead::kPrefetched},
+                                                         {1, DecodeRead::kHardware},
+                                                         {2, {}},
+                                                         {3, {}},
+                                                         {4, {}},
+                                                         {7, {}},
+                                                         {8, {}},
+                                                         {9, {}},
+                                                         {16, {}},
+                                                         {17, {}},
+                                                         {33, {}},
+                                                         {48, {}}}) {
           const int64_t ldy = rows + 3;
-          const std::vector<float> y = RunR16(tier, r16, packed, rows, n, a, n_tok, ldy);
+          const std::vector<float> y = RunR16(tier, r16, packed, rows, n, a, n_tok, ldy, read);
           for (int64_t t = 0; t < n_tok; ++t) {
             for (int64_t r = 0; r < rows; ++r) {
               const Exact e = ExactDot(type, w.Row(r), a.Row(t), n);
               ASSERT_NEAR(y[t * ldy + r], ref(w.Row(r), a.Row(t), n), 1e-5 * e.norm)
-                  << cpu::IsaTierName(tier) << " n=" << n << " rows=" << rows << " n_tok=" << n_tok
-                  << " r=" << r << " t=" << t << (random_bytes ? " random bytes" : " quantized");
+                  << cpu::IsaTierName(tier) << " " << DecodeReadName(read) << " n=" << n
+                  << " rows=" << rows << " n_tok=" << n_tok << " r=" << r << " t=" << t
+                  << (random_bytes ? " random bytes" : " quantized");
             }
             for (int64_t r = rows; r < ldy; ++r) {
               ASSERT_EQ(y[t * ldy + r], kSentinel) << "gemm wrote past n_rows, t=" << t;
@@ -179,14 +198,15 @@ void ExpectExactOnExtremeActs(IsaTier tier, const Matrix& w, int64_t many) {
   for (float v : {1.0f, -1.0f}) {
     const Acts a =
         QuantizeActs(std::vector<std::vector<float>>(many, std::vector<float>(w.n, v)), 0);
-    for (int64_t n_tok : {int64_t{1}, many}) {
-      const std::vector<float> y = RunR16(tier, r16, packed, w.rows, w.n, a, n_tok, w.rows);
+    for (auto [n_tok, read] : std::vector<std::pair<int64_t, DecodeRead>>{
+             {1, DecodeRead::kPrefetched}, {1, DecodeRead::kHardware}, {many, {}}}) {
+      const std::vector<float> y = RunR16(tier, r16, packed, w.rows, w.n, a, n_tok, w.rows, read);
       for (int64_t t = 0; t < n_tok; ++t) {
         for (int64_t r = 0; r < w.rows; ++r) {
           const Exact e = ExactDot(w.type, w.Row(r), a.Row(t), w.n);
           EXPECT_NEAR(y[t * w.rows + r], e.dot, 1e-5 * e.norm)
-              << cpu::IsaTierName(tier) << " " << TypeName(w.type) << " v=" << v << " r=" << r
-              << " t=" << t;
+              << cpu::IsaTierName(tier) << " " << DecodeReadName(read) << " " << TypeName(w.type)
+              << " v=" << v << " r=" << r << " t=" << t;
         }
       }
     }
@@ -264,6 +284,46 @@ TEST(R16GemmVnniTest, SeveralTokensGiveTheQ4KRowLaneBits) {
       .For(GgmlType::kQ4_K)
       ->gemm(w.Row(0), w.stride, rows, a.Row(0), a.stride, n_tok, n, want.data(), rows);
   for (int64_t i = 0; i < n_tok * rows; ++i) ASSERT_EQ(got[i], want[i]) << "i=" << i;
+}
+
+// The read modes' tables differ in the VNNI tier's Q4_K_R16 / Q6_K_R16 decode kernels alone,
+// and the tables say which mode they are.
+TEST(DecodeReadTest, OnlyTheVnniTiersQ4KAndQ6KLayoutsDiffer) {
+  for (int t = 0; t < cpu::kNumIsaTiers; ++t) {
+    const auto tier = static_cast<IsaTier>(t);
+    const GemvKernels& pre = KernelsFor(tier, DecodeRead::kPrefetched);
+    const GemvKernels& hw = KernelsFor(tier, DecodeRead::kHardware);
+    EXPECT_EQ(pre.decode_read, DecodeRead::kPrefetched);
+    EXPECT_EQ(hw.decode_read, DecodeRead::kHardware);
+    EXPECT_EQ(&KernelsFor(tier), &pre) << "the default is kPrefetched";
+    for (uint32_t id = 0; id < kTypeIdLimit; ++id) {
+      const auto type = static_cast<GgmlType>(id);
+      const bool differs = tier == IsaTier::kAvx512Vnni &&
+                           (type == GgmlType::kQ4_K_R16 || type == GgmlType::kQ6_K_R16);
+      EXPECT_EQ(pre.by_type[id].gemm != hw.by_type[id].gemm, differs)
+          << cpu::IsaTierName(tier) << " type id " << id;
+      EXPECT_EQ(pre.by_type[id].dot, hw.by_type[id].dot);
+      EXPECT_EQ(pre.native_layout[id], hw.native_layout[id]);
+    }
+  }
+}
+
+TEST(DecodeReadTest, PreferredOnZen4AndOverriddenByTheVariable) {
+  const cpu::CpuFeatures zen4{.amd = true, .family = 0x19}, zen5{.amd = true, .family = 0x1A},
+      intel{.family = 6};
+  EXPECT_EQ(PreferredDecodeRead(zen4), DecodeRead::kHardware);
+  EXPECT_EQ(PreferredDecodeRead(zen5), DecodeRead::kPrefetched);
+  EXPECT_EQ(PreferredDecodeRead(intel), DecodeRead::kPrefetched);
+  EXPECT_EQ(*EffectiveDecodeRead(zen4, nullptr), DecodeRead::kHardware);
+  EXPECT_EQ(*EffectiveDecodeRead(zen4, ""), DecodeRead::kHardware);
+  EXPECT_EQ(*EffectiveDecodeRead(zen4, "prefetched"), DecodeRead::kPrefetched);
+  EXPECT_EQ(*EffectiveDecodeRead(intel, "hardware"), DecodeRead::kHardware);
+  const StatusOr<DecodeRead> bad = EffectiveDecodeRead(intel, "Hardware");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("MOESPLIT_DECODE_READ=\"Hardware\""), std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("prefetched or hardware"), std::string::npos);
+  EXPECT_EQ(DecodeReadName(DecodeRead::kHardware), "hardware");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTiers, R16GemmTest, testing::AllIsaTiers(),
