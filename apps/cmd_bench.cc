@@ -410,10 +410,9 @@ Status RunBench(const BenchArgs& args, std::ostream& out, std::ostream& err) {
     threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
   std::string thread_list;
   for (int n : threads) thread_list += (thread_list.empty() ? "" : ",") + std::to_string(n);
-  const cpu::CpuFeatures features = cpu::DetectCpuFeatures();
-  const gemv::DecodeRead read = DecodeReadFromEnv().value_or(gemv::PreferredDecodeRead(features));
-  LogKernels(err, tier, thread_list, model->FallbackTypes(gemv::KernelsFor(tier, read)), features,
-             read);
+  const gemv::DecodeRead read = DecodeReadFromEnv();
+  LogKernels(err, tier, thread_list, model->FallbackTypes(gemv::KernelsFor(tier, read)),
+             cpu::DetectCpuFeatures(), read);
   std::vector<BenchTest> done;
   std::string profiles;  // --verbose: one table per test
   MOESPLIT_ASSIGN_OR_RETURN(std::vector<BenchConfig> configs, Configs(args_with_rules, threads));

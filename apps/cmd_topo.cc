@@ -97,7 +97,7 @@ StatusOr<MeasureOptions> MeasureOptionsFrom(const TopoArgs& args) {
     o.threads = *t;
   }
   MOESPLIT_ASSIGN_OR_RETURN(o.tier, KernelTierFromEnv());
-  o.decode_read = DecodeReadFromEnv().value_or(gemv::PreferredDecodeRead(cpu::DetectCpuFeatures()));
+  o.decode_read = DecodeReadFromEnv();
   return o;
 }
 

@@ -11,12 +11,11 @@ StatusOr<cpu::IsaTier> KernelTierFromEnv() {
   return cpu::EffectiveIsaTier(features, std::getenv("MOESPLIT_MAX_ISA"));
 }
 
-std::optional<gemv::DecodeRead> DecodeReadFromEnv() {
-  const char* env = std::getenv("MOESPLIT_DECODE_READ");
-  if (env == nullptr || *env == '\0') return std::nullopt;
-  const StatusOr<gemv::DecodeRead> read = gemv::EffectiveDecodeRead(cpu::DetectCpuFeatures(), env);
-  if (!read.ok()) return std::nullopt;
-  return *read;
+gemv::DecodeRead DecodeReadFromEnv() {
+  const cpu::CpuFeatures features = cpu::DetectCpuFeatures();
+  const StatusOr<gemv::DecodeRead> read =
+      gemv::EffectiveDecodeRead(features, std::getenv("MOESPLIT_DECODE_READ"));
+  return read.ok() ? *read : gemv::PreferredDecodeRead(features);
 }
 
 std::string TierDescription(cpu::IsaTier tier) {

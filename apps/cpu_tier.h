@@ -4,7 +4,6 @@
 // library gets the tier through SessionOptions::isa_tier.
 #pragma once
 
-#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -20,10 +19,10 @@ namespace moesplit::app {
 // every command starts, for DecodeReadFromEnv).
 StatusOr<cpu::IsaTier> KernelTierFromEnv();
 
-// The decode read mode MOESPLIT_DECODE_READ names (prefetched | hardware; gemv::DecodeRead), or
-// nullopt when it is unset or invalid (KernelTierFromEnv has rejected an invalid value by then):
-// the engine then takes the mode measured faster on this CPU. SessionOptions::decode_read.
-std::optional<gemv::DecodeRead> DecodeReadFromEnv();
+// The decode read mode to run in (SessionOptions::decode_read): the one MOESPLIT_DECODE_READ
+// names (prefetched | hardware; gemv::DecodeRead), else the mode measured faster on this CPU
+// (gemv::EffectiveDecodeRead; KernelTierFromEnv has rejected an invalid value by then).
+gemv::DecodeRead DecodeReadFromEnv();
 
 // "avx512vnni (AVX-512 VNNI)".
 std::string TierDescription(cpu::IsaTier tier);

@@ -122,6 +122,7 @@ const WeightSet& WeightCache::Get(GgmlType type, Shape shape, int64_t copies) {
 
 struct Context {
   double read_bw_1t = 0;  // bytes/s, 1 thread, probe median
+  gemv::DecodeRead read = gemv::DecodeRead::kPrefetched;  // BenchDecodeRead(), once
   WeightCache weights;
 };
 
@@ -160,7 +161,7 @@ struct Case {
 };
 
 void BM_Gemm(benchmark::State& state, Context* ctx, Case c) {
-  const gemv::GemvKernels& kernels = gemv::KernelsFor(c.tier, BenchDecodeRead());
+  const gemv::GemvKernels& kernels = gemv::KernelsFor(c.tier, ctx->read);
   const gemv::TypeKernels* tk = kernels.For(c.type);
   const int64_t matrix_bytes = RowBytes(c.type, c.shape.k) * c.shape.rows;
   const int64_t copies =
@@ -199,7 +200,7 @@ void Register(Context* ctx, const Case& c) {
 // hot), then GEMM at each token count.
 void RegisterAll(Context* ctx) {
   for (cpu::IsaTier tier : RunnableTiers()) {
-    const gemv::GemvKernels& kernels = gemv::KernelsFor(tier, BenchDecodeRead());
+    const gemv::GemvKernels& kernels = gemv::KernelsFor(tier, ctx->read);
     std::string listed;
     for (uint32_t id = 0; id < kTypeIdLimit; ++id) {
       const auto type = static_cast<GgmlType>(id);
@@ -258,9 +259,8 @@ int main(int argc, char** argv) {
                 bw.max_gbps);
   std::fprintf(stderr, "read bandwidth, 1 thread: %s\n", line);
   benchmark::AddCustomContext("read_bw_1t", line);
-  benchmark::AddCustomContext(
-      "decode_read",
-      std::string(moesplit::gemv::DecodeReadName(moesplit::bench::BenchDecodeRead())));
+  ctx.read = moesplit::bench::BenchDecodeRead();
+  benchmark::AddCustomContext("decode_read", std::string(moesplit::gemv::DecodeReadName(ctx.read)));
 
   moesplit::bench::RegisterAll(&ctx);
   benchmark::RunSpecifiedBenchmarks();

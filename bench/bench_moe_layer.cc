@@ -125,12 +125,13 @@ constexpr int kThreads[] = {1, 2};
 
 struct Context {
   cpu::IsaTier tier = cpu::IsaTier::kScalar;
+  gemv::DecodeRead read = gemv::DecodeRead::kPrefetched;  // BenchDecodeRead(), once
   LayerCache layers;
 };
 
 void BM_MoeLayer(benchmark::State& state, Context* ctx, const Variant* v, int64_t n_tok,
                  int threads) {
-  const ExpertLayer& layer = ctx->layers.Get(*v, gemv::KernelsFor(ctx->tier, BenchDecodeRead()));
+  const ExpertLayer& layer = ctx->layers.Get(*v, gemv::KernelsFor(ctx->tier, ctx->read));
   const int n_sets = n_tok == 1 ? 64 : 4;
   std::vector<RouteSet> routes;  // [n_sets]
   for (int i = 0; i < n_sets; ++i) {
@@ -139,7 +140,7 @@ void BM_MoeLayer(benchmark::State& state, Context* ctx, const Variant* v, int64_
   const std::vector<float> hidden = NormalValues(n_tok * v->d, 7, 1.0f);  // [n_tok x D]
   std::vector<float> out(static_cast<size_t>(n_tok * v->d));              // [n_tok x D]
   numa::ThreadPool pool(threads);
-  moe::ExpertEngine engine(&pool, &gemv::KernelsFor(ctx->tier, BenchDecodeRead()));
+  moe::ExpertEngine engine(&pool, &gemv::KernelsFor(ctx->tier, ctx->read));
 
   const double probe_before = MeasureReadBandwidth(threads, ProbeOptionsFromEnv()).gbps;
   int64_t iter = 0, experts_read = 0;
@@ -178,7 +179,7 @@ void BM_MoeLayer(benchmark::State& state, Context* ctx, const Variant* v, int64_
   // Label: types the tier's kernel table lacks (the engine then takes its reference path) and
   // a reduced expert count.
   std::string label;
-  const gemv::GemvKernels& k = gemv::KernelsFor(ctx->tier, BenchDecodeRead());
+  const gemv::GemvKernels& k = gemv::KernelsFor(ctx->tier, ctx->read);
   for (GgmlType t : {layer.gate_up_type, layer.down_type}) {
     if (k.For(t) == nullptr) label += std::string("no ") + TypeName(t) + " kernel; ";
   }
@@ -229,9 +230,8 @@ int main(int argc, char** argv) {
   const std::vector<moesplit::cpu::IsaTier> tiers = moesplit::bench::RunnableTiers();
   ctx.tier = tiers.back();  // the best tier this CPU runs under MOESPLIT_MAX_ISA
   benchmark::AddCustomContext("isa_tier", std::string(moesplit::cpu::IsaTierName(ctx.tier)));
-  benchmark::AddCustomContext(
-      "decode_read",
-      std::string(moesplit::gemv::DecodeReadName(moesplit::bench::BenchDecodeRead())));
+  ctx.read = moesplit::bench::BenchDecodeRead();
+  benchmark::AddCustomContext("decode_read", std::string(moesplit::gemv::DecodeReadName(ctx.read)));
   moesplit::bench::MeasureBandwidths();
   moesplit::bench::RegisterAll(&ctx);
   benchmark::RunSpecifiedBenchmarks();

@@ -104,6 +104,7 @@ class OmpExecutor : public moesplit::Executor {
 
 struct Context {
   cpu::IsaTier tier = cpu::IsaTier::kScalar;
+  gemv::DecodeRead read = gemv::DecodeRead::kPrefetched;  // BenchDecodeRead(), once
   std::vector<int> cpus;  // the CPUs `ours` pins to, in order (worker w -> cpus[w])
   int tbb_numa_id = -1;   // tbb's id of node 0, or -1 when tbb reports no NUMA nodes
   LayerCache layers;
@@ -156,8 +157,7 @@ void BM_Empty(benchmark::State& state, const Context* ctx, Kind kind, int thread
 }
 
 void BM_MoeLayer(benchmark::State& state, Context* ctx, Kind kind, int64_t n_tok, int threads) {
-  const ExpertLayer& layer =
-      ctx->layers.Get(kV2Lite, gemv::KernelsFor(ctx->tier, BenchDecodeRead()));
+  const ExpertLayer& layer = ctx->layers.Get(kV2Lite, gemv::KernelsFor(ctx->tier, ctx->read));
   const int n_sets = n_tok == 1 ? 64 : 4;
   std::vector<RouteSet> routes;  // [n_sets]
   for (int i = 0; i < n_sets; ++i) {
@@ -166,7 +166,7 @@ void BM_MoeLayer(benchmark::State& state, Context* ctx, Kind kind, int64_t n_tok
   const std::vector<float> hidden = NormalValues(n_tok * kV2Lite.d, 7, 1.0f);  // [n_tok x D]
   std::vector<float> out(static_cast<size_t>(n_tok * kV2Lite.d));              // [n_tok x D]
   Runner run(*ctx, kind, threads);
-  moe::ExpertEngine engine(&run.exec(), &gemv::KernelsFor(ctx->tier, BenchDecodeRead()));
+  moe::ExpertEngine engine(&run.exec(), &gemv::KernelsFor(ctx->tier, ctx->read));
 
   int64_t iter = 0;
   const auto t0 = std::chrono::steady_clock::now();  // the loop's wall time, as UseRealTime
@@ -225,6 +225,7 @@ int main(int argc, char** argv) {
 
   b::Context ctx;
   ctx.tier = b::RunnableTiers().back();  // the best tier this CPU runs under MOESPLIT_MAX_ISA
+  ctx.read = b::BenchDecodeRead();
   // The machine's CPUs as the process may use them; a single-node box's node 0 is all of them.
   ctx.cpus = moesplit::numa::AllowedCpus();
   ctx.tbb_numa_id = b::TbbNode0();

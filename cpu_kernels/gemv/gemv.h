@@ -77,7 +77,7 @@ struct TypeKernels {
 //   kHardware: one group at a time, no software prefetch: the hardware prefetcher alone on one
 //     sequential stream. The Zen 4 VM (docs/PERFORMANCE.md 2026-12-01, eighteenth session):
 //     a plain read of one stream 33-35 GB/s per core, of two 18-31; the V3 q4_K-q6_K MoE
-//     layer's decode 1.35x kPrefetched on one thread.
+//     layer's decode 1.40x kPrefetched on one thread (q4_K-q4_K 1.43x).
 // Every other kernel reads the same way in both modes (on Zen 4 their prefetch still paid:
 // Q2_K / Q3_K / IQ4_XS / IQ2_XXS / IQ1_S layers 0.59-1.02x without it). The AMX tier, Intel's,
 // keeps kPrefetched's kernels in both.
