@@ -246,6 +246,38 @@ TEST(KernelTier, MaxIsaCapsTheBenchTierAndBadValuesAreErrors) {
   EXPECT_EQ(bad_run.code(), StatusCode::kInvalidArgument);
 }
 
+// MOESPLIT_DECODE_READ: a bad value stops bench and run at start-up naming the variable; either
+// mode runs, and the hardware one is said at the VNNI tier (the tier whose kernels it changes).
+TEST(KernelTier, DecodeReadVariableChoosesTheModeAndBadValuesAreErrors) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  BenchArgs a;
+  a.model = TestDataPath("models/ds-tiny-Q4_K_M.gguf");
+  a.n_prompt = {0};
+  a.n_gen = {2};
+  a.threads = {1};
+  a.repetitions = 1;
+  std::ostringstream out, bad_err, hw_err, pre_err;
+  ::setenv("MOESPLIT_DECODE_READ", "fastest", 1);
+  const Status bad = RunBench(a, out, bad_err);
+  RunArgs r = TinyRun();
+  const Status bad_run = RunRun(r, out, bad_err);
+  ::setenv("MOESPLIT_DECODE_READ", "hardware", 1);
+  const Status hw = RunBench(a, out, hw_err);
+  ::setenv("MOESPLIT_DECODE_READ", "prefetched", 1);
+  const Status pre = RunBench(a, out, pre_err);
+  ::unsetenv("MOESPLIT_DECODE_READ");
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("MOESPLIT_DECODE_READ=\"fastest\""), std::string::npos)
+      << bad.ToString();
+  EXPECT_EQ(bad_run.code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(hw.ok()) << hw.ToString();
+  ASSERT_TRUE(pre.ok()) << pre.ToString();
+  const bool vnni = cpu::BestTier(cpu::DetectCpuFeatures()) == cpu::IsaTier::kAvx512Vnni;
+  EXPECT_EQ(hw_err.str().find("MOESPLIT_DECODE_READ=hardware") != std::string::npos, vnni)
+      << hw_err.str();
+  EXPECT_EQ(pre_err.str().find("decode reads"), std::string::npos) << pre_err.str();
+}
+
 TEST(KernelTier, Descriptions) {
   EXPECT_EQ(TierDescription(cpu::IsaTier::kAvx512Vnni), "avx512vnni (AVX-512 VNNI)");
   EXPECT_EQ(TierDescription(cpu::IsaTier::kScalar), "scalar (portable C++)");
