@@ -71,6 +71,35 @@ int main() {
   Run("permb+ternlog", [](__m512i a, __m512i t, __m512i u) {
     return _mm512_ternarylogic_epi64(_mm512_permutexvar_epi8(a, t), t, u, 0xE4);
   });
+  // The Q2_K extraction paths feeding vpdpbusd: a shift, a bit pick, an AND.
+  Run("srlw+dpbusd", [](__m512i a, __m512i t, __m512i u) {
+    return _mm512_dpbusd_epi32(a, _mm512_srli_epi16(a, 4), u);
+  });
+  Run("gf2p8+dpbusd", [](__m512i a, __m512i t, __m512i u) {
+    return _mm512_dpbusd_epi32(a, _mm512_gf2p8affine_epi64_epi8(a, t, 0), u);
+  });
+  Run("and+dpbusd", [](__m512i a, __m512i t, __m512i u) {
+    return _mm512_dpbusd_epi32(a, _mm512_and_si512(a, t), u);
+  });
+  Run("srlw+4and+4busd", [](__m512i a, __m512i t, __m512i u) {
+    const __m512i h = _mm512_srli_epi16(a, 4);
+    __m512i r = _mm512_dpbusd_epi32(a, _mm512_and_si512(a, t), u);
+    r = _mm512_dpbusd_epi32(r, _mm512_and_si512(a, u), t);
+    r = _mm512_dpbusd_epi32(r, _mm512_and_si512(h, t), u);
+    return _mm512_dpbusd_epi32(r, _mm512_and_si512(h, u), t);
+  });
+  Run("3gf2+and+4busd", [](__m512i a, __m512i t, __m512i u) {
+    __m512i r = _mm512_dpbusd_epi32(a, _mm512_and_si512(a, t), u);
+    r = _mm512_dpbusd_epi32(r, _mm512_gf2p8affine_epi64_epi8(a, u, 0), t);
+    r = _mm512_dpbusd_epi32(r, _mm512_gf2p8affine_epi64_epi8(a, t, 0), u);
+    return _mm512_dpbusd_epi32(r, _mm512_gf2p8affine_epi64_epi8(a, u, 0), t);
+  });
+  Run("3srl+4and+4busd", [](__m512i a, __m512i t, __m512i u) {
+    __m512i r = _mm512_dpbusd_epi32(a, _mm512_and_si512(a, t), u);
+    r = _mm512_dpbusd_epi32(r, _mm512_and_si512(_mm512_srli_epi32(a, 2), t), u);
+    r = _mm512_dpbusd_epi32(r, _mm512_and_si512(_mm512_srli_epi32(a, 4), t), u);
+    return _mm512_dpbusd_epi32(r, _mm512_and_si512(_mm512_srli_epi32(a, 6), t), u);
+  });
   // The mask path: a masked byte op with a constant mask, and with a mask loaded from memory.
   Run("vpandd", [](__m512i a, __m512i t, __m512i) { return _mm512_and_si512(a, t); });
   Run("vpaddb k-const", [](__m512i a, __m512i t, __m512i) {

@@ -269,10 +269,11 @@ void GemmQ2KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, c
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmQ3KR16_Q8K_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
-// The same R16 kernels with GFNI bit picks (gemv_q23k_avx512gfni.cc): the VNNI tier's choice
-// where DetectCpuFeatures().gfni.
-void GemmQ2KR16_Q8K_Avx512Gfni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// The kQ3_K_R16 kernel with GFNI bit picks (gemv_q23k_avx512gfni.cc): the VNNI tier's choice
+// where Q3KUsesGfni(DetectCpuFeatures()) (GFNI, and not AMD Zen 4, where the picks share
+// vpdpbusd's pipes). (kQ2_K_R16's extractions are one shift and four ANDs per vector, so it
+// has the one kernel.)
+bool Q3KUsesGfni(const cpu::CpuFeatures& features);
 void GemmQ3KR16_Q8K_Avx512Gfni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 #undef MOESPLIT_KQUANT_DECLARE

@@ -150,13 +150,12 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       }
       // Q2_K / Q3_K: the 16-row layouts' tiles (decode and several tokens); the file layout,
       // left to tensors whose rows are not a multiple of 16, one dot per (row, token).
-      // With GFNI the R16 kernels pick bits with vgf2p8affineqb (one op where shift + AND are
-      // two; Q3_K's E = 1, 3, 5 extractions likewise).
+      // With GFNI the Q3_K R16 kernel picks bits with vgf2p8affineqb (one op where shift + AND
+      // are two, for its E = 1, 3, 5 extractions) where that pays (Q3KUsesGfni).
       {
-        const bool gfni = cpu::DetectCpuFeatures().gfni;
+        const bool gfni = Q3KUsesGfni(cpu::DetectCpuFeatures());
         set_q23(DotQ2K_Q8K_Avx512Vnni, DotQ3K_Q8K_Avx512Vnni, GemmByDots<DotQ2K_Q8K_Avx512Vnni>,
-                GemmByDots<DotQ3K_Q8K_Avx512Vnni>,
-                gfni ? GemmQ2KR16_Q8K_Avx512Gfni : GemmQ2KR16_Q8K_Avx512Vnni,
+                GemmByDots<DotQ3K_Q8K_Avx512Vnni>, GemmQ2KR16_Q8K_Avx512Vnni,
                 gfni ? GemmQ3KR16_Q8K_Avx512Gfni : GemmQ3KR16_Q8K_Avx512Vnni, true);
       }
       // IQ2_XXS / IQ1_S / IQ1_M: with VBMI and GFNI the block-decode tiles (1-8 tokens per
@@ -203,6 +202,14 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
 }
 
 #if defined(MOESPLIT_GEMV_X86)
+// Intel (measured on the Sapphire Rapids VM): the bit pick runs on port 0 and leaves port 5 to
+// vpdpbusd. AMD family 0x19 (Zen 4; Zen 3 has no AVX-512): the bit pick shares vpdpbusd's
+// pipes while shifts go beside them (bench/probes/instruction_throughput.cc: gf2p8+dpbusd
+// 0.545 ns, srlw+dpbusd 0.334, vpdpbusd alone 0.273), and the plain kernel ran bench_gemv
+// q3_K_r16 1.08x decode (cold and hot) and 1.14x at 4 / 16 tokens (2026-12-01, nineteenth
+// session). Zen 5 (0x1A) is not measured and keeps the bit picks.
+bool Q3KUsesGfni(const cpu::CpuFeatures& f) { return f.gfni && !(f.amd && f.family == 0x19); }
+
 void UseHardwareDecodeReads(GemvKernels* k) {
   MOESPLIT_CHECK(k->tier == cpu::IsaTier::kAvx512Vnni, "DecodeRead::kHardware kernels are the ",
                  "VNNI tier's, not ", cpu::IsaTierName(k->tier), "'s");

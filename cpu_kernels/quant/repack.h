@@ -66,11 +66,14 @@
 // and read ~20% slower cold). 16 x 138 bytes per 256 values (IQ4_XS: 136).
 //
 // kQ2_K_R16: Q2_K with 16 rows interleaved, one BlockQ2_K_R16 per (16-row group, 256 columns),
-// at exactly Q2_K's 84 bytes per row and block (16 x 84 = 1344 = 21 cache lines). Vector j
-// (64 bytes, lane r = row r) holds sub-block j: the 2-bit level of value 16j + 4t + b at bits
-// 8b + 2t of the lane's dword, so (q >> 2t) & 3 is the u8 dword of values 16j + 4t .. +3 for one
-// vpdpbusd with the token's activation dword 16j + 4t (the file's order needs the same two
-// ops but splits each sub-block over two 32-byte halves of lanes). The file's scale bytes
+// at exactly Q2_K's 84 bytes per row and block (16 x 84 = 1344 = 21 cache lines). Vectors
+// 2P and 2P + 1 (64 bytes each, lane r = row r) hold the sub-block pair (2P, 2P + 1): vector
+// 2P + h has the 2-bit level of value 32P + 16s + 8h + 4t + b (s, t < 2, b < 4) at bits
+// 8b + 2(2t + s) of the lane's dword. So with y = q >> 4, the four ANDs q & 3, q & 12, y & 3,
+// y & 12 are the u8 dwords of values 8h + 4t + 0..3 of sub-block 2P (as is) and 2P + 1 (times
+// 4) for four vpdpbusd: one shift and four ANDs per vector, where levels in order (value
+// 16j + 4t + b at bits 8b + 2t) needed three shifts and four ANDs; the times-4 sums fit i16
+// and shift into place for free (gemv_q23k_avx512.inc). The file's scale bytes
 // (s_j | m_j << 4) stay bytes, dword p of row r in the order 4p, 4p+2, 4p+1, 4p+3, so that one
 // AND (& 0x000F000F) gives the i16 pair (s_4p, s_4p+1) and a shift more (s_4p+2, s_4p+3), and
 // the mins pair the same way with the Q8_K block sums as stored (dword i = bsum_2i, bsum_2i+1):
@@ -234,7 +237,8 @@ static_assert(sizeof(BlockIQ4_XS_R16) == 34 * 64, "34 cache lines");
 static_assert(sizeof(BlockIQ4_XS_R16) + kR16Rows * 2 == kR16Rows * 138);
 
 struct BlockQ2_K_R16 {
-  uint32_t q[16][kR16Rows];   // [sub-block j][row r] level of value 16j + 4t + b at bits 8b + 2t
+  uint32_t q[16][kR16Rows];   // [2P + h][row r] level of value 32P + 16s + 8h + 4t + b at bits
+                              // 8b + 2(2t + s) (s, t < 2)
   uint32_t sm[4][kR16Rows];   // [p][row r] the file's scale bytes 4p, 4p+2, 4p+1, 4p+3 (s | m << 4)
   uint16_t d[kR16Rows];       // [row] f16 super-scale of the scales
   uint16_t dmin[kR16Rows];    // [row] f16 super-scale of the mins

@@ -15,28 +15,35 @@ int Low2(const uint8_t* qs, int v) {
   return (qs[32 * (v / 128) + v % 32] >> (2 * ((v % 128) / 32))) & 3;
 }
 
-// Sub-block dword j of one row (value 16j + 4t + b at bits 8b + 2t) from the row's Q2_K qs:
-// that value is crumb k = (j % 8) / 2 of qs byte 32 (j / 8) + 16 (j % 2) + 4t + b (Low2), so
-// each t is one u32 of 4 qs bytes shifted by 2k and masked (a byte's other crumbs, and the bits
-// the shift brings in from the next byte, fall outside 0x03 per byte), then moved to bit 2t.
+// Vector dword w = 2P + h of one row (repack.h kQ2_K_R16: value 32P + 16s + 8h + 4t + b at bits
+// 8b + 2(2t + s)) from the row's Q2_K qs: that value is crumb k = P % 4 of qs byte
+// 32 (P / 4) + 16s + 8h + 4t + b, so each (s, t) is one u32 of 4 qs bytes shifted by 2k and
+// masked (a byte's other crumbs, and the bits the shift brings in from the next byte, fall
+// outside 0x03 per byte), then moved to bit 2(2t + s).
 // Word-wise because the value-by-value form made repacking at load ~13 s of a ds-v2-lite
 // UD-Q2_K_XL load (5.6 GB of experts) on 2 Zen 3 cores.
-uint32_t Q2SubBlockDword(const uint8_t* qs, int j) {
-  const uint8_t* base = qs + 32 * (j / 8) + 16 * (j % 2);
-  const int k = (j % 8) / 2;
+uint32_t Q2VectorDword(const uint8_t* qs, int w) {
+  const int pp = w / 2, h = w % 2, k = pp % 4;
   uint32_t word = 0;
-  for (int t = 0; t < 4; ++t) {
-    uint32_t x;
-    std::memcpy(&x, base + 4 * t, 4);
-    word |= ((x >> (2 * k)) & 0x03030303u) << (2 * t);
+  for (int sb = 0; sb < 2; ++sb) {
+    for (int t = 0; t < 2; ++t) {
+      uint32_t x;
+      std::memcpy(&x, qs + 32 * (pp / 4) + 16 * sb + 8 * h + 4 * t, 4);
+      word |= ((x >> (2 * k)) & 0x03030303u) << (2 * (2 * t + sb));
+    }
   }
   return word;
 }
-// The inverse per row: levels L (0..3, value order) from the 16 sub-block dwords.
-void UnpackSubBlocks(const uint32_t (*q)[kR16Rows], int r, uint8_t* L) {
-  for (int j = 0; j < 16; ++j) {
-    for (int t = 0; t < 4; ++t) {
-      for (int b = 0; b < 4; ++b) L[16 * j + 4 * t + b] = (q[j][r] >> (8 * b + 2 * t)) & 3;
+// The inverse per row: levels L (0..3, value order) from the 16 vector dwords.
+void UnpackQ2Vectors(const uint32_t (*q)[kR16Rows], int r, uint8_t* L) {
+  for (int w = 0; w < 16; ++w) {
+    const int pp = w / 2, h = w % 2;
+    for (int sb = 0; sb < 2; ++sb) {
+      for (int t = 0; t < 2; ++t) {
+        for (int b = 0; b < 4; ++b) {
+          L[32 * pp + 16 * sb + 8 * h + 4 * t + b] = (q[w][r] >> (8 * b + 2 * (2 * t + sb))) & 3;
+        }
+      }
     }
   }
 }
@@ -62,7 +69,7 @@ void RepackQ2KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
     for (int r = 0; r < kR16Rows; ++r) {
       BlockQ2_K in;
       std::memcpy(&in, s + r * src_stride + b * sizeof(BlockQ2_K), sizeof(in));
-      for (int j = 0; j < 16; ++j) o.q[j][r] = Q2SubBlockDword(in.qs, j);
+      for (int w = 0; w < 16; ++w) o.q[w][r] = Q2VectorDword(in.qs, w);
       for (int p = 0; p < 4; ++p) {
         uint32_t word = 0;
         for (int k = 0; k < 4; ++k)
@@ -83,7 +90,7 @@ void UnpackQ2KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
     const BlockQ2_K_R16& g = in[b];
     for (int r = 0; r < kR16Rows; ++r) {
       uint8_t L[kQkK];
-      UnpackSubBlocks(g.q, r, L);
+      UnpackQ2Vectors(g.q, r, L);
       BlockQ2_K o;
       internal::Pack2Bit(L, o.qs);
       for (int p = 0; p < 4; ++p) {

@@ -165,22 +165,35 @@ TEST_P(Q23KernelTest, RepackedGemmMatchesScalar) {
 }
 
 #if defined(MOESPLIT_GEMV_X86)
-// The VNNI tier's two R16 variants, each called directly: the dispatch picks one per CPU, so
-// on a CPU with GFNI the plain one (shift + AND extractions) would otherwise go untested.
+// The VNNI tier's two Q3_K R16 variants, each called directly: the dispatch picks one per CPU,
+// so on a CPU with GFNI the plain one (shift + AND extractions) would otherwise go untested.
 TEST(Q23VariantTest, PlainAndGfniR16KernelsMatchScalar) {
   if (!TierAvailable(IsaTier::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks avx512vnni";
-  CheckRepackedGemm(GgmlType::kQ2_K, internal::GemmQ2KR16_Q8K_Avx512Vnni);
   CheckRepackedGemm(GgmlType::kQ3_K, internal::GemmQ3KR16_Q8K_Avx512Vnni);
   if (!cpu::DetectCpuFeatures().gfni) GTEST_SKIP() << "this CPU lacks GFNI";
-  CheckRepackedGemm(GgmlType::kQ2_K, internal::GemmQ2KR16_Q8K_Avx512Gfni);
   CheckRepackedGemm(GgmlType::kQ3_K, internal::GemmQ3KR16_Q8K_Avx512Gfni);
 }
 
-TEST(Q23VariantTest, VnniTierPicksGfniWhereTheCpuHasIt) {
+// Q3_K's GFNI variant where the CPU has GFNI and is not AMD Zen 4 (family 0x19); Q2_K's one
+// kernel everywhere (its extractions are shifts and ANDs, no bit picks).
+TEST(Q23VariantTest, VnniTierPicksGfniWhereItPays) {
+  cpu::CpuFeatures f;
+  f.gfni = true;
+  EXPECT_TRUE(internal::Q3KUsesGfni(f));  // Intel
+  f.amd = true;
+  f.family = 0x19;
+  EXPECT_FALSE(internal::Q3KUsesGfni(f));  // Zen 4
+  f.family = 0x1A;
+  EXPECT_TRUE(internal::Q3KUsesGfni(f));  // Zen 5: not measured, the picks
+  f.gfni = false;
+  EXPECT_FALSE(internal::Q3KUsesGfni(f));
   if (!TierAvailable(IsaTier::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks avx512vnni";
-  const GemmFn want = cpu::DetectCpuFeatures().gfni ? internal::GemmQ3KR16_Q8K_Avx512Gfni
-                                                    : internal::GemmQ3KR16_Q8K_Avx512Vnni;
+  const GemmFn want = internal::Q3KUsesGfni(cpu::DetectCpuFeatures())
+                          ? internal::GemmQ3KR16_Q8K_Avx512Gfni
+                          : internal::GemmQ3KR16_Q8K_Avx512Vnni;
   EXPECT_EQ(KernelsFor(IsaTier::kAvx512Vnni).For(GgmlType::kQ3_K_R16)->gemm, want);
+  EXPECT_EQ(KernelsFor(IsaTier::kAvx512Vnni).For(GgmlType::kQ2_K_R16)->gemm,
+            internal::GemmQ2KR16_Q8K_Avx512Vnni);
 }
 #endif  // MOESPLIT_GEMV_X86
 
