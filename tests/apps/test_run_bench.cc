@@ -5,6 +5,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "apps/cmd_bench.h"
 #include "apps/cmd_run.h"
@@ -24,6 +26,19 @@ RunArgs TinyRun() {
   a.threads = 2;
   a.ctx_size = 64;
   a.sampling.seed = 7;
+  return a;
+}
+
+// `bench` on the same model: prompt and generation sizes, threads (empty: bench's default, all
+// hardware threads) and repetitions.
+BenchArgs TinyBench(std::vector<int> n_prompt, std::vector<int> n_gen, std::vector<int> threads,
+                    int repetitions) {
+  BenchArgs a;
+  a.model = TestDataPath("models/ds-tiny-Q4_K_M.gguf");
+  a.n_prompt = std::move(n_prompt);
+  a.n_gen = std::move(n_gen);
+  a.threads = std::move(threads);
+  a.repetitions = repetitions;
   return a;
 }
 
@@ -84,13 +99,8 @@ TEST(RunCommand, UserErrors) {
 
 TEST(BenchCommand, LlamaBenchTable) {
   MOESPLIT_REQUIRE_TESTDATA();
-  BenchArgs a;
-  a.model = TestDataPath("models/ds-tiny-Q4_K_M.gguf");
-  a.n_prompt = {16};
-  a.n_gen = {4};
+  BenchArgs a = TinyBench({16}, {4}, {1, 2}, 2);
   a.pg = {"8,2"};
-  a.threads = {1, 2};
-  a.repetitions = 2;
   std::ostringstream out, err;
   Status s = RunBench(a, out, err);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -120,11 +130,7 @@ TEST(BenchCommand, LlamaBenchTable) {
 // numa column, and the chart file.
 TEST(BenchCommand, SweepQuotedOrSeparateWords) {
   MOESPLIT_REQUIRE_TESTDATA();
-  BenchArgs a;
-  a.model = TestDataPath("models/ds-tiny-Q4_K_M.gguf");
-  a.n_prompt = {8};
-  a.n_gen = {2};
-  a.repetitions = 1;
+  BenchArgs a = TinyBench({8}, {2}, {}, 1);
   a.sweep_chart = moesplit::testing::ScratchDir() + "/sweep-test.svg";
   for (const std::vector<std::string>& sweep :
        {std::vector<std::string>{"threads=1,2", "numa=single"},
@@ -153,12 +159,7 @@ TEST(BenchCommand, SweepQuotedOrSeparateWords) {
 // llama-bench table (stdout for markdown, stderr beside JSON).
 TEST(BenchCommand, VerboseProfilesEveryTest) {
   MOESPLIT_REQUIRE_TESTDATA();
-  BenchArgs a;
-  a.model = TestDataPath("models/ds-tiny-Q4_K_M.gguf");
-  a.n_prompt = {8};
-  a.n_gen = {3};
-  a.threads = {2};
-  a.repetitions = 2;
+  BenchArgs a = TinyBench({8}, {3}, {2}, 2);
   a.verbose = true;
   std::ostringstream out, err;
   Status s = RunBench(a, out, err);
@@ -183,8 +184,7 @@ TEST(BenchCommand, VerboseProfilesEveryTest) {
 
 TEST(BenchCommand, UserErrors) {
   MOESPLIT_REQUIRE_TESTDATA();
-  BenchArgs a;
-  a.model = TestDataPath("models/ds-tiny-Q4_K_M.gguf");
+  BenchArgs a = TinyBench({512}, {128}, {}, 5);
   std::ostringstream out, err;
   a.repetitions = 0;
   EXPECT_NE(RunBench(a, out, err).message().find("-r"), std::string::npos);
@@ -203,13 +203,8 @@ TEST(BenchCommand, UserErrors) {
 // sequence's tokens, so it is the aggregate a server gets from N streams.
 TEST(BenchCommand, ParallelSequencesCountEveryToken) {
   MOESPLIT_REQUIRE_TESTDATA();
-  BenchArgs a;
-  a.model = TestDataPath("models/ds-tiny-Q4_K_M.gguf");
-  a.n_prompt = {0};
-  a.n_gen = {6};
+  BenchArgs a = TinyBench({0}, {6}, {2}, 2);
   a.n_parallel = {1, 3};
-  a.threads = {2};
-  a.repetitions = 2;
   a.output = "json";
   std::ostringstream out, err;
   ASSERT_TRUE(RunBench(a, out, err).ok());
@@ -225,12 +220,7 @@ TEST(BenchCommand, ParallelSequencesCountEveryToken) {
 
 TEST(KernelTier, MaxIsaCapsTheBenchTierAndBadValuesAreErrors) {
   MOESPLIT_REQUIRE_TESTDATA();
-  BenchArgs a;
-  a.model = TestDataPath("models/ds-tiny-Q4_K_M.gguf");
-  a.n_prompt = {4};
-  a.n_gen = {0};
-  a.threads = {1};
-  a.repetitions = 1;
+  BenchArgs a = TinyBench({4}, {0}, {1}, 1);
   std::ostringstream out, err;
   ::setenv("MOESPLIT_MAX_ISA", "scalar", 1);
   const Status capped = RunBench(a, out, err);
@@ -250,12 +240,7 @@ TEST(KernelTier, MaxIsaCapsTheBenchTierAndBadValuesAreErrors) {
 // mode runs, and the hardware one is said at the VNNI tier (the tier whose kernels it changes).
 TEST(KernelTier, DecodeReadVariableChoosesTheModeAndBadValuesAreErrors) {
   MOESPLIT_REQUIRE_TESTDATA();
-  BenchArgs a;
-  a.model = TestDataPath("models/ds-tiny-Q4_K_M.gguf");
-  a.n_prompt = {0};
-  a.n_gen = {2};
-  a.threads = {1};
-  a.repetitions = 1;
+  BenchArgs a = TinyBench({0}, {2}, {1}, 1);
   std::ostringstream out, bad_err, hw_err, pre_err;
   ::setenv("MOESPLIT_DECODE_READ", "fastest", 1);
   const Status bad = RunBench(a, out, bad_err);
