@@ -202,12 +202,12 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
 }
 
 #if defined(MOESPLIT_GEMV_X86)
-// Intel (measured on the Sapphire Rapids VM): the bit pick runs on port 0 and leaves port 5 to
-// vpdpbusd. AMD family 0x19 (Zen 4; Zen 3 has no AVX-512): the bit pick shares vpdpbusd's
-// pipes while shifts go beside them (bench/probes/instruction_throughput.cc: gf2p8+dpbusd
-// 0.545 ns, srlw+dpbusd 0.334, vpdpbusd alone 0.273), and the plain kernel ran bench_gemv
-// q3_K_r16 1.08x decode (cold and hot) and 1.14x at 4 / 16 tokens (2026-12-01, nineteenth
-// session). Zen 5 (0x1A) is not measured and keeps the bit picks.
+// The bit picks came with Q3_K's whole-level layout on the Zen 5 VM (2026-11-29) and were not
+// measured alone against shifts there or on Intel, which keep them. AMD family 0x19 (Zen 4;
+// Zen 3 has no AVX-512): the bit pick shares vpdpbusd's pipes while shifts go beside them
+// (bench/probes/instruction_throughput.cc: gf2p8+dpbusd 0.545 ns, srlw+dpbusd 0.334, vpdpbusd
+// alone 0.273), and the plain kernel ran bench_gemv q3_K_r16 1.04-1.06x decode (cold and hot)
+// and 1.14-1.21x at 2-16 tokens (2026-12-01, nineteenth session).
 bool Q3KUsesGfni(const cpu::CpuFeatures& f) { return f.gfni && !(f.amd && f.family == 0x19); }
 
 void UseHardwareDecodeReads(GemvKernels* k) {

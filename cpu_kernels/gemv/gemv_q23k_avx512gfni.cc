@@ -1,9 +1,10 @@
-// Q2_K / Q3_K x Q8_K, the kQ2_K_R16 / kQ3_K_R16 kernels of the Avx512Vnni tier on CPUs with
-// GFNI: the level extractions are vgf2p8affineqb bit picks (one op on port 0 each, where shift +
-// AND are two) instead of shifts. Compiled with MOESPLIT_FLAGS_AVX512VNNI + -mgfni
-// (gemv/kquants.cmake); reached only through KernelsFor(IsaTier::kAvx512Vnni / kAmx) where
-// DetectCpuFeatures().gfni. The bodies are in gemv_q23k_avx512.inc (the file-layout dots stay
-// the plain VNNI file's).
+// Q3_K x Q8_K, the kQ3_K_R16 kernel of the Avx512Vnni tier on CPUs with GFNI: its level
+// extractions are vgf2p8affineqb bit picks (one op each, where shift + AND are two) instead of
+// shifts. Compiled with MOESPLIT_FLAGS_AVX512VNNI + -mgfni (gemv/kquants.cmake); reached only
+// through KernelsFor(IsaTier::kAvx512Vnni / kAmx) where Q3KUsesGfni(DetectCpuFeatures()) (not
+// on Zen 4, where the picks share vpdpbusd's pipes). The bodies are in gemv_q23k_avx512.inc
+// (kQ2_K_R16's kernel, shifts and ANDs only, and the file-layout dots stay the plain VNNI
+// file's).
 #include <immintrin.h>
 
 #include <cstddef>
