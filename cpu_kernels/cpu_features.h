@@ -38,6 +38,11 @@ struct CpuFeatures {
   int family = 0;    // 6: Intel Core / Xeon; 0x19: AMD Zen 3 / Zen 4; 0x1A: Zen 5
 };
 
+// AMD family 0x19: Zen 3 (no AVX-512) and Zen 4, whose 512-bit ops run as two halves on its
+// 256-bit units, so every zmm op takes both and bit picks share vpdpbusd's pipes. The kernel
+// choices measured on the Zen 4 VM key on it (gemv::PreferredDecodeRead, Q3_K's bit picks).
+inline bool AmdFamily19h(const CpuFeatures& f) { return f.amd && f.family == 0x19; }
+
 // Ordered: each tier implies every lower one.
 enum class IsaTier : int {
   kScalar = 0,

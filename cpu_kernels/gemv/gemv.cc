@@ -152,7 +152,7 @@ std::string_view DecodeReadName(DecodeRead read) {
 }
 
 DecodeRead PreferredDecodeRead(const cpu::CpuFeatures& features) {
-  return features.amd && features.family == 0x19 ? DecodeRead::kHardware : DecodeRead::kPrefetched;
+  return cpu::AmdFamily19h(features) ? DecodeRead::kHardware : DecodeRead::kPrefetched;
 }
 
 StatusOr<DecodeRead> EffectiveDecodeRead(const cpu::CpuFeatures& features, const char* env) {

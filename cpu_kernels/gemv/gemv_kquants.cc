@@ -153,10 +153,10 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
       // With GFNI the Q3_K R16 kernel picks bits with vgf2p8affineqb (one op where shift + AND
       // are two, for its E = 1, 3, 5 extractions) where that pays (Q3KUsesGfni).
       {
-        const bool gfni = Q3KUsesGfni(cpu::DetectCpuFeatures());
+        const bool q3_gfni = Q3KUsesGfni(cpu::DetectCpuFeatures());
         set_q23(DotQ2K_Q8K_Avx512Vnni, DotQ3K_Q8K_Avx512Vnni, GemmByDots<DotQ2K_Q8K_Avx512Vnni>,
                 GemmByDots<DotQ3K_Q8K_Avx512Vnni>, GemmQ2KR16_Q8K_Avx512Vnni,
-                gfni ? GemmQ3KR16_Q8K_Avx512Gfni : GemmQ3KR16_Q8K_Avx512Vnni, true);
+                q3_gfni ? GemmQ3KR16_Q8K_Avx512Gfni : GemmQ3KR16_Q8K_Avx512Vnni, true);
       }
       // IQ2_XXS / IQ1_S / IQ1_M: with VBMI and GFNI the block-decode tiles (1-8 tokens per
       // decode); without them the AVX2 dots.
@@ -208,7 +208,7 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
 // (bench/probes/instruction_throughput.cc: gf2p8+dpbusd 0.545 ns, srlw+dpbusd 0.334, vpdpbusd
 // alone 0.273), and the plain kernel ran bench_gemv q3_K_r16 1.04-1.06x decode (cold and hot)
 // and 1.14-1.21x at 2-16 tokens (2026-12-01, nineteenth session).
-bool Q3KUsesGfni(const cpu::CpuFeatures& f) { return f.gfni && !(f.amd && f.family == 0x19); }
+bool Q3KUsesGfni(const cpu::CpuFeatures& f) { return f.gfni && !cpu::AmdFamily19h(f); }
 
 void UseHardwareDecodeReads(GemvKernels* k) {
   MOESPLIT_CHECK(k->tier == cpu::IsaTier::kAvx512Vnni, "DecodeRead::kHardware kernels are the ",
