@@ -77,7 +77,10 @@
 // (s_j | m_j << 4) stay bytes, dword p of row r in the order 4p, 4p+2, 4p+1, 4p+3, so that one
 // AND (& 0x000F000F) gives the i16 pair (s_4p, s_4p+1) and a shift more (s_4p+2, s_4p+3), and
 // the mins pair the same way with the Q8_K block sums as stored (dword i = bsum_2i, bsum_2i+1):
-// vpdpwssd applies both without unpacking.
+// vpdpwssd applies both without unpacking. Lines in read order: quarter p = the scale line of
+// sub-blocks 4p .. 4p + 3 then vectors 4p .. 4p + 3, the d / dmin line last (a decode that read
+// the four scale lines first and the vectors after streamed a Zen 4 core's memory ~13-17%
+// slower: the hardware prefetch follows ascending lines).
 //
 // kQ3_K_R16: Q3_K with 16 rows interleaved. A group of nb = n / 256 blocks is the group's
 // [nb][16] f16 d's, then nb BlockQ3_K_R16 payloads of 1792 bytes (28 cache lines). The 3-bit
@@ -91,7 +94,8 @@
 // the u8 dword of one vpdpbusd. (Until 2026-11-29 the high bits were 64 byte masks for masked
 // vpaddb: 64 mask loads per block doubled the in-cache decode time of the low bits alone.)
 // The 6-bit scales as signed bytes s_j - 32 in (2P, 2P + 1) pairs per row, so one vpmovsxbw
-// gives vpdpwssd's (s_2P, s_2P+1) i16 pairs. 16 x 114 bytes per 256 values (Q3_K: 110).
+// gives vpdpwssd's (s_2P, s_2P+1) i16 pairs. 16 x 114 bytes per 256 values (Q3_K: 110). Lines
+// in read order: per two pairs, their scale line, then each pair's three planes (as Q2_K's).
 //
 // kIQ2_XXS_R16: IQ2_XXS with 16 rows interleaved, so that a kernel looks up 64 grid indices
 // (16 rows x 4 groups) per vector and takes each of a group's 8 values from them with one op.
@@ -237,17 +241,41 @@ static_assert(sizeof(BlockIQ4_XS_R16) == 34 * 64, "34 cache lines");
 static_assert(sizeof(BlockIQ4_XS_R16) + kR16Rows * 2 == kR16Rows * 138);
 
 struct BlockQ2_K_R16 {
-  uint32_t q[16][kR16Rows];   // [2P + h][row r] level of value 32P + 16s + 8h + 4t + b at bits
-                              // 8b + 2(2t + s) (s, t < 2)
-  uint32_t sm[4][kR16Rows];   // [p][row r] the file's scale bytes 4p, 4p+2, 4p+1, 4p+3 (s | m << 4)
-  uint16_t d[kR16Rows];       // [row] f16 super-scale of the scales
-  uint16_t dmin[kR16Rows];    // [row] f16 super-scale of the mins
+  // Quarter p: the 64-byte lines a decode reads for sub-blocks 4p .. 4p + 3, in the order it
+  // reads them (the scale line first), so that a block streams through in address order.
+  struct Quarter {
+    uint32_t sm[kR16Rows];    // [row r] the file's scale bytes 4p, 4p+2, 4p+1, 4p+3 (s | m << 4)
+    uint32_t q[4][kR16Rows];  // [k][row r] vector 4p + k (below)
+  };
+  Quarter quarter[4];
+  uint16_t d[kR16Rows];     // [row] f16 super-scale of the scales
+  uint16_t dmin[kR16Rows];  // [row] f16 super-scale of the mins
+
+  // Vector w = 2P + h, [16] dwords (lane r = row r): the level of value 32P + 16s + 8h + 4t + b
+  // at bits 8b + 2(2t + s) (s, t < 2).
+  const uint32_t* Q(int w) const { return quarter[w / 4].q[w % 4]; }
+  uint32_t* Q(int w) { return quarter[w / 4].q[w % 4]; }
+  // Scale dwords of sub-blocks 4p .. 4p + 3, [16] (lane r = row r).
+  const uint32_t* Sm(int p) const { return quarter[p].sm; }
+  uint32_t* Sm(int p) { return quarter[p].sm; }
 };
 static_assert(sizeof(BlockQ2_K_R16) == kR16Rows * 84, "16 rows x 84 bytes, 21 cache lines");
 
 struct BlockQ3_K_R16 {
-  uint32_t v[8][3][kR16Rows];  // [pair P][plane X/Y/Z][row r] q3 bits as kQ3R16Bits places them
-  int8_t sc[8][kR16Rows][2];   // [pair P][row r][e] s_{2P+e} - 32 in [-32, 31]
+  using Planes = uint32_t[3][kR16Rows];    // [plane X/Y/Z][row r] bits placed by kQ3R16Bits
+  using PairScales = int8_t[kR16Rows][2];  // [row r][e] s_{2P+e} - 32 in [-32, 31]
+  // Quarter k: pairs 2k and 2k + 1 in the order a decode reads them (their scale line, then
+  // each pair's three planes), so that a block streams through in address order.
+  struct Quarter {
+    PairScales sc[2];  // [pair 2k + m]
+    Planes v[2];       // [pair 2k + m]
+  };
+  Quarter quarter[4];
+
+  const Planes& V(int pair) const { return quarter[pair / 2].v[pair % 2]; }
+  Planes& V(int pair) { return quarter[pair / 2].v[pair % 2]; }
+  const PairScales& Sc(int pair) const { return quarter[pair / 2].sc[pair % 2]; }
+  PairScales& Sc(int pair) { return quarter[pair / 2].sc[pair % 2]; }
 };
 // kQ3R16Bits[e][i] = {plane, bit} of bit i of extraction e's level (see kQ3_K_R16 above).
 inline constexpr int8_t kQ3R16Bits[8][3][2] = {

@@ -35,13 +35,13 @@ uint32_t Q2VectorDword(const uint8_t* qs, int w) {
   return word;
 }
 // The inverse per row: levels L (0..3, value order) from the 16 vector dwords.
-void UnpackQ2Vectors(const uint32_t (*q)[kR16Rows], int r, uint8_t* L) {
+void UnpackQ2Vectors(const BlockQ2_K_R16& g, int r, uint8_t* L) {
   for (int w = 0; w < 16; ++w) {
     const int pp = w / 2, h = w % 2;
     for (int sb = 0; sb < 2; ++sb) {
       for (int t = 0; t < 2; ++t) {
         for (int b = 0; b < 4; ++b) {
-          L[32 * pp + 16 * sb + 8 * h + 4 * t + b] = (q[w][r] >> (8 * b + 2 * (2 * t + sb))) & 3;
+          L[32 * pp + 16 * sb + 8 * h + 4 * t + b] = (g.Q(w)[r] >> (8 * b + 2 * (2 * t + sb))) & 3;
         }
       }
     }
@@ -69,12 +69,12 @@ void RepackQ2KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
     for (int r = 0; r < kR16Rows; ++r) {
       BlockQ2_K in;
       std::memcpy(&in, s + r * src_stride + b * sizeof(BlockQ2_K), sizeof(in));
-      for (int w = 0; w < 16; ++w) o.q[w][r] = Q2VectorDword(in.qs, w);
+      for (int w = 0; w < 16; ++w) o.Q(w)[r] = Q2VectorDword(in.qs, w);
       for (int p = 0; p < 4; ++p) {
         uint32_t word = 0;
         for (int k = 0; k < 4; ++k)
           word |= static_cast<uint32_t>(in.scales[4 * p + kScaleOrder[k]]) << (8 * k);
-        o.sm[p][r] = word;
+        o.Sm(p)[r] = word;
       }
       o.d[r] = in.d;
       o.dmin[r] = in.dmin;
@@ -90,12 +90,12 @@ void UnpackQ2KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
     const BlockQ2_K_R16& g = in[b];
     for (int r = 0; r < kR16Rows; ++r) {
       uint8_t L[kQkK];
-      UnpackQ2Vectors(g.q, r, L);
+      UnpackQ2Vectors(g, r, L);
       BlockQ2_K o;
       internal::Pack2Bit(L, o.qs);
       for (int p = 0; p < 4; ++p) {
         for (int k = 0; k < 4; ++k)
-          o.scales[4 * p + kScaleOrder[k]] = (g.sm[p][r] >> (8 * k)) & 0xFF;
+          o.scales[4 * p + kScaleOrder[k]] = (g.Sm(p)[r] >> (8 * k)) & 0xFF;
       }
       o.d = g.d[r];
       o.dmin = g.dmin[r];
@@ -112,7 +112,7 @@ void RepackQ3KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
   auto* out = reinterpret_cast<BlockQ3_K_R16*>(static_cast<uint8_t*>(dst) + nb * kR16Rows * 2);
   for (int64_t b = 0; b < nb; ++b) {
     BlockQ3_K_R16& o = out[b];
-    std::memset(o.v, 0, sizeof(o.v));
+    std::memset(&o, 0, sizeof(o));  // the planes are OR-ed into; every scale is set below
     for (int r = 0; r < kR16Rows; ++r) {
       BlockQ3_K in;
       std::memcpy(&in, s + r * src_stride + b * sizeof(BlockQ3_K), sizeof(in));
@@ -122,11 +122,11 @@ void RepackQ3KRows16(const void* src, size_t src_stride, int64_t n, void* dst) {
         const Q3Place p = PlaceOf(v);
         for (int i = 0; i < 3; ++i) {
           const int plane = kQ3R16Bits[p.e][i][0], bit = kQ3R16Bits[p.e][i][1];
-          o.v[p.pair][plane][r] |= static_cast<uint32_t>((q3 >> i) & 1) << (8 * p.byte + bit);
+          o.V(p.pair)[plane][r] |= static_cast<uint32_t>((q3 >> i) & 1) << (8 * p.byte + bit);
         }
       }
       for (int j = 0; j < 16; ++j) {
-        o.sc[j / 2][r][j % 2] = static_cast<int8_t>(internal::UnpackScaleQ3K(j, in.scales) - 32);
+        o.Sc(j / 2)[r][j % 2] = static_cast<int8_t>(internal::UnpackScaleQ3K(j, in.scales) - 32);
       }
       d[b * kR16Rows + r] = in.d;
     }
@@ -151,7 +151,7 @@ void UnpackQ3KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
         int q3 = 0;
         for (int i = 0; i < 3; ++i) {
           const int plane = kQ3R16Bits[p.e][i][0], bit = kQ3R16Bits[p.e][i][1];
-          q3 |= static_cast<int>((g.v[p.pair][plane][r] >> (8 * p.byte + bit)) & 1) << i;
+          q3 |= static_cast<int>((g.V(p.pair)[plane][r] >> (8 * p.byte + bit)) & 1) << i;
         }
         L[v] = static_cast<uint8_t>(q3 & 3);
         blk.hmask[v % 32] |= static_cast<uint8_t>((q3 >> 2) << (v / 32));
@@ -159,7 +159,7 @@ void UnpackQ3KRows16(const void* src, int64_t n, void* dst, size_t dst_stride) {
       internal::Pack2Bit(L, blk.qs);
       std::memset(blk.scales, 0, sizeof(blk.scales));
       for (int j = 0; j < 16; ++j) {  // the inverse of UnpackScaleQ3K
-        const int ls = g.sc[j / 2][r][j % 2] + 32;
+        const int ls = g.Sc(j / 2)[r][j % 2] + 32;
         blk.scales[j % 8] |= static_cast<uint8_t>((ls & 0xF) << (4 * (j / 8)));
         blk.scales[8 + j % 4] |= static_cast<uint8_t>((ls >> 4) << (2 * (j / 4)));
       }
