@@ -81,7 +81,7 @@ IQ_INLINE SignConsts MakeSignConsts() {
 // [32] bytes 0xFF where value 8 g + k of row `row`'s sub-block j is negative (its 4 sign bytes
 // broadcast, spread to their values, tested against each value's bit), else 0.
 IQ_INLINE __m256i NegMask(const BlockIQ2_XXS_R16& w, int j, int row, const SignConsts& c) {
-  const __m256i sb = _mm256_set1_epi32(static_cast<int32_t>(LoadU32(&w.sgn[j][4 * row])));
+  const __m256i sb = _mm256_set1_epi32(static_cast<int32_t>(LoadU32(w.Sgn(j) + 4 * row)));
   return _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(sb, c.spread), c.bits), c.bits);
 }
 
@@ -121,7 +121,7 @@ IQ_INLINE void RowSums(const BlockIQ2_XXS_R16& w, const int8_t* const* aq, int r
                        const SignConsts& c, __m256i (&rs)[T][kPassRows]) {
 #pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) {
-    const __m256i g = GridRow(&w.q[j][4 * row]);
+    const __m256i g = GridRow(w.Q(j) + 4 * row);
     const __m256i neg = NegMask(w, j, row, c);
     const __m256i sc =
         _mm256_load_si256(reinterpret_cast<const __m256i*>(kScaleTable.v[Scale4(w, j, row)]));
@@ -153,7 +153,7 @@ IQ_INLINE void BlockPass(const BlockIQ2_XXS_R16& w, const int8_t* const* aq, int
       for (int j = 0; j < 8; ++j) {
         const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq[0] + 32 * j));
         const __m256i nav = _mm256_sub_epi8(_mm256_setzero_si256(), av);
-        const __m256i g = GridRow(&w.q[j][4 * row]);
+        const __m256i g = GridRow(w.Q(j) + 4 * row);
         const __m256i neg = NegMask(w, j, row, c);
         const __m256i p = _mm256_maddubs_epi16(g, _mm256_blendv_epi8(av, nav, neg));
         const int s = Scale4(w, j, row);
@@ -237,7 +237,7 @@ struct Iq2XxsR16Fmt : FmtTraits {
     for (int r = 0; r < avx2_wide::kSetRows; ++r) {
       const int row = avx2_wide::kSetRows * s + r;
       for (int j = 0; j < 8; ++j) {
-        const __m256i gr = GridRow(&w.q[j][4 * row]);
+        const __m256i gr = GridRow(w.Q(j) + 4 * row);
         const __m256i neg = NegMask(w, j, row, c);
         const __m256i v = _mm256_sign_epi8(gr, _mm256_or_si256(neg, _mm256_set1_epi8(1)));
         _mm256_store_si256(reinterpret_cast<__m256i*>(&u[r][32 * j]),

@@ -304,7 +304,7 @@ template <Kind K>
 IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i* c) {
   constexpr int kVectors = IsIq2(K) ? 1 : 2;
   for (int h = 0; h < kVectors; ++h) {
-    const __m512i x = _mm512_loadu_si512(reinterpret_cast<const uint8_t*>(blk.q[j]) + 64 * h);
+    const __m512i x = _mm512_loadu_si512(blk.Q(j) + 64 * h);
     const __mmask64 bit7 = _mm512_movepi8_mask(x);
     if constexpr (K == Kind::kIQ2S) {
       __mmask64 part[8];
@@ -329,7 +329,7 @@ IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i
     // Bit selects (vpternlogq 0xE4: third ? first : second, the codes being the operand the
     // instruction overwrites, not the mask constant); the 16-bit shifts move no bit that a
     // select keeps across a byte boundary.
-    const __m512i sg = _mm512_loadu_si512(blk.sgn[j]), sg2 = _mm512_srli_epi16(sg, 2);
+    const __m512i sg = _mm512_loadu_si512(blk.Sgn(j)), sg2 = _mm512_srli_epi16(sg, 2);
     const __m512i lo4 = _mm512_set1_epi8(0x0F), mid4 = _mm512_set1_epi8(0x3C);
     const __m512i lo = c[0], hi = c[1];
     c[0] = _mm512_ternarylogic_epi64(lo, sg, lo4, 0xE4);
@@ -338,7 +338,7 @@ IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i
     c[3] = _mm512_ternarylogic_epi64(_mm512_srli_epi16(hi, 2), sg2, mid4, 0xE4);
   } else if constexpr (K == Kind::kIQ3XXS) {
     // The 16-bit shifts move into a byte only bits above those a select takes from it.
-    const __m512i sg = _mm512_loadu_si512(blk.sgn[j]);
+    const __m512i sg = _mm512_loadu_si512(blk.Sgn(j));
     c[4] = sg;
     c[5] = _mm512_srli_epi16(sg, 2);
     c[6] = _mm512_srli_epi16(sg, 4);
@@ -469,6 +469,8 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
           size_t a_stride, const int32_t* aux, int64_t nb, uintptr_t pf_end, const Tables& tab,
           float* y, int64_t ldy) {
   constexpr int kPerSub = (kLines<K> - 1) / 8;  // prefetched lines per sub-block (+1 per block)
+  // The first sub-block line: IQ2_XXS keeps its scale line first (repack.h), the others last.
+  constexpr int kSub0 = K == Kind::kIQ2XXS ? kLines<K> - 8 * kPerSub : 0;
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[G][T];
   const uint16_t* dw[G];
@@ -478,9 +480,12 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
     const GroupBlock<K>* blk[G];
     const char* ahead[G];
     const bool pf = BlockPointers<K, G, T>(g, gstride, blocks, dw, b, nb, pf_end, blk, ahead);
-    // The lines past the sub-blocks' share (IQ2_XXS / IQ3_XXS: the last, IQ3_S: the last 3).
+    // The lines outside the sub-blocks' share (IQ2_XXS: the first, IQ3_XXS: the last, IQ3_S: the
+    // last 3).
     for (int i = 0; pf && i < G; ++i) {
-      for (int l = 8 * kPerSub; l < kLines<K>; ++l) _mm_prefetch(ahead[i] + 64 * l, _MM_HINT_T1);
+      for (int l = 0; l < kLines<K>; ++l) {
+        if (l < kSub0 || l >= kSub0 + 8 * kPerSub) _mm_prefetch(ahead[i] + 64 * l, _MM_HINT_T1);
+      }
     }
     const uint8_t* ab = act + b * kQkK;
     __m512i isum[G][T];
@@ -502,7 +507,7 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
         const int j = 2 * p + h;
         for (int i = 0; pf && i < G; ++i) {
           for (int l = 0; l < kPerSub; ++l) {
-            _mm_prefetch(ahead[i] + 64 * (kPerSub * j + l), _MM_HINT_T1);
+            _mm_prefetch(ahead[i] + 64 * (kSub0 + kPerSub * j + l), _MM_HINT_T1);
           }
         }
         if constexpr (ScalePer16(K)) {

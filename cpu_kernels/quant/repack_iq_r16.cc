@@ -3,7 +3,6 @@
 // Unpack(Repack(rows)) gives the file's bytes back (a group's 7-bit sign index is the low 7 bits of
 // its sign byte, Iq2SignByte; IQ3_S moves bits only).
 #include <cstring>
-#include <type_traits>
 #include <utility>
 
 #include "core/base/status.h"
@@ -32,16 +31,16 @@ int Iq3SMaskBit(int j, int r, int v) {
 //   the u32 of four 7-bit sign indices (values 8 G .. 8 G + 7 for G < 4) and the scale << 28,
 //     at AuxBytes(block, j);
 //   where value v < 32 of row r keeps its sign: SignBit(j, r, v), a byte of the group block's
-//     sgn array and a bit. Index i < kIdx goes to vector i / 4, lane group i % 4.
+//     Sgn(j) and a bit. Index i < kIdx goes to vector i / 4, lane group i % 4.
 struct Iq2Traits {
   using Block = BlockIQ2_XXS;
   using Group = BlockIQ2_XXS_R16;
   static constexpr int kIdx = 4;
   static uint8_t* IdxBytes(Block& b, int j) { return reinterpret_cast<uint8_t*>(b.qs) + 8 * j; }
   static uint8_t* AuxBytes(Block& b, int j) { return IdxBytes(b, j) + 4; }
-  // v = 8 g + k: byte 4 r + g of sgn[j], bit kIq2R16SignBit[k].
-  static std::pair<int, int> SignBit(int j, int r, int v) {
-    return {64 * j + 4 * r + v / 8, kIq2R16SignBit[v % 8]};
+  // v = 8 g + k: byte 4 r + g of Sgn(j), bit kIq2R16SignBit[k].
+  static std::pair<int, int> SignBit(int /*j*/, int r, int v) {
+    return {4 * r + v / 8, kIq2R16SignBit[v % 8]};
   }
 };
 struct Iq3Traits {
@@ -50,19 +49,12 @@ struct Iq3Traits {
   static constexpr int kIdx = 8;
   static uint8_t* IdxBytes(Block& b, int j) { return b.qs + 8 * j; }
   static uint8_t* AuxBytes(Block& b, int j) { return b.qs + kQkK / 4 + 4 * j; }
-  // Iq3SignBit's byte and bit.
+  // Iq3SignBit's byte (of Sgn(j)) and bit.
   static std::pair<int, int> SignBit(int j, int r, int v) {
     const int bit = Iq3SignBit(j, r, v);
-    return {bit / 8, bit % 8};
+    return {bit / 8 - 64 * j, bit % 8};
   }
 };
-
-// The group payload's index bytes of sub-block j ([kIdx / 4][64]).
-template <class Group>
-auto* GroupIdx(Group& g, int j) {
-  return reinterpret_cast<std::conditional_t<std::is_const_v<Group>, const uint8_t, uint8_t>*>(
-      g.q[j]);
-}
 
 // The walk every layout here shares: 16 rows of nb = n / 256 file blocks (Block, opening with
 // its f16 d) <-> one group (the [nb][16] d's, then nb Group payloads). Repack calls
@@ -111,14 +103,14 @@ void Repack(const void* src, size_t src_stride, int64_t n, void* dst) {
   RepackGroup<Block, Group>(src, src_stride, n, dst, [](Block& in, int r, Group& o) {
     for (int j = 0; j < 8; ++j) {
       const uint8_t* idx = Tr::IdxBytes(in, j);
-      for (int i = 0; i < Tr::kIdx; ++i) GroupIdx(o, j)[64 * (i / 4) + 4 * r + i % 4] = idx[i];
+      for (int i = 0; i < Tr::kIdx; ++i) o.Q(j)[64 * (i / 4) + 4 * r + i % 4] = idx[i];
       uint32_t aux;
       std::memcpy(&aux, Tr::AuxBytes(in, j), 4);
       for (int v = 0; v < 32; ++v) {
         const int neg =
             (Iq2SignByte(static_cast<int>((aux >> (7 * (v / 8))) & 127)) >> (v % 8)) & 1;
         const auto [byte, bit] = Tr::SignBit(j, r, v);
-        reinterpret_cast<uint8_t*>(o.sgn)[byte] |= static_cast<uint8_t>(neg << bit);
+        o.Sgn(j)[byte] |= static_cast<uint8_t>(neg << bit);
       }
       o.sc[j / 2][r] |= static_cast<uint8_t>((aux >> 28) << (4 * (j % 2)));
     }
@@ -132,12 +124,12 @@ void Unpack(const void* src, int64_t n, void* dst, size_t dst_stride) {
   UnpackGroup<Block, Group>(src, n, dst, dst_stride, [](const Group& g, int r, Block& out) {
     for (int j = 0; j < 8; ++j) {
       uint8_t* idx = Tr::IdxBytes(out, j);
-      for (int i = 0; i < Tr::kIdx; ++i) idx[i] = GroupIdx(g, j)[64 * (i / 4) + 4 * r + i % 4];
+      for (int i = 0; i < Tr::kIdx; ++i) idx[i] = g.Q(j)[64 * (i / 4) + 4 * r + i % 4];
       auto aux = static_cast<uint32_t>((g.sc[j / 2][r] >> (4 * (j % 2))) & 15) << 28;
       for (int v = 0; v < 32; ++v) {
         if (v % 8 == 7) continue;  // the parity bit: not stored in the file
         const auto [byte, bit] = Tr::SignBit(j, r, v);
-        const int neg = (reinterpret_cast<const uint8_t*>(g.sgn)[byte] >> bit) & 1;
+        const int neg = (g.Sgn(j)[byte] >> bit) & 1;
         aux |= static_cast<uint32_t>(neg) << (7 * (v / 8) + v % 8);
       }
       std::memcpy(Tr::AuxBytes(out, j), &aux, 4);
