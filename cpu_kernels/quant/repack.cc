@@ -200,11 +200,11 @@ void RepackIQ4XSRows16(const void* src, size_t src_stride, int64_t n, void* dst)
     for (int r = 0; r < kR16Rows; ++r) {
       BlockIQ4_XS in;
       std::memcpy(&in, s + r * src_stride + b * sizeof(BlockIQ4_XS), sizeof(in));
-      for (int i = 0; i < 32; ++i) std::memcpy(&o.q[i][r], in.qs + 4 * i, 4);
+      for (int i = 0; i < 32; ++i) std::memcpy(&o.Q(i)[r], in.qs + 4 * i, 4);
       for (int j = 0; j < 8; ++j) {
         const int ls = ((in.scales_l[j / 2] >> 4 * (j % 2)) & 0xF) | ((in.scales_h >> 2 * j) & 3)
                                                                          << 4;
-        o.sc[j][r] = static_cast<int8_t>(ls - 32);
+        o.Sc(j)[r] = static_cast<int8_t>(ls - 32);
       }
       d[b * kR16Rows + r] = in.d;
     }
@@ -222,11 +222,11 @@ void UnpackIQ4XSRows16(const void* src, int64_t n, void* dst, size_t dst_stride)
     const BlockIQ4_XS_R16& g = in[b];
     for (int r = 0; r < kR16Rows; ++r) {
       BlockIQ4_XS blk;
-      for (int i = 0; i < 32; ++i) std::memcpy(blk.qs + 4 * i, &g.q[i][r], 4);
+      for (int i = 0; i < 32; ++i) std::memcpy(blk.qs + 4 * i, &g.Q(i)[r], 4);
       blk.scales_h = 0;
       std::memset(blk.scales_l, 0, sizeof(blk.scales_l));
       for (int j = 0; j < 8; ++j) {
-        const int ls = g.sc[j][r] + 32;
+        const int ls = g.Sc(j)[r] + 32;
         blk.scales_l[j / 2] |= static_cast<uint8_t>((ls & 0xF) << 4 * (j % 2));
         blk.scales_h |= static_cast<uint16_t>((ls >> 4) << 2 * j);
       }

@@ -57,13 +57,14 @@
 // into f32 scales (vpmovzxbd, shift, one blend for the two subnormal exponents).
 //
 // kIQ4_XS_R16: IQ4_XS with 16 rows interleaved. A group of nb = n / 256 blocks is, as the
-// legacy R16 layouts, the group's [nb][16] f16 d's, then nb BlockIQ4_XS_R16 payloads: q dword i
-// = row r's qs bytes 4i .. 4i+3 as stored (sub-block i / 4: low nibbles values 32 (i / 4) +
-// 4 (i % 4) + 0..3, high nibbles the same + 16), then the 6-bit scales unpacked to signed bytes
-// s_j - 32 (both nibbles of a dword share one sub-block, so one vpmulld per sub-block applies
-// it). A payload is 2176 bytes = 34 cache lines (64-byte aligned when nb is even, as 7168 / 256
-// and 2048 / 256 are: with the d's inside, 2208-byte blocks straddled lines every other block
-// and read ~20% slower cold). 16 x 138 bytes per 256 values (IQ4_XS: 136).
+// legacy R16 layouts, the group's [nb][16] f16 d's, then nb BlockIQ4_XS_R16 payloads: dword
+// Q(i) = row r's qs bytes 4i .. 4i+3 as stored (sub-block i / 4: low nibbles values
+// 32 (i / 4) + 4 (i % 4) + 0..3, high nibbles the same + 16), and the 6-bit scales unpacked to
+// signed bytes s_j - 32 (both nibbles of a dword share one sub-block, so one vpmulld per
+// sub-block applies it). A payload is 2176 bytes = 34 cache lines (64-byte aligned when nb is
+// even, as 7168 / 256 and 2048 / 256 are: with the d's inside, 2208-byte blocks straddled lines
+// every other block and read ~20% slower cold). 16 x 138 bytes per 256 values (IQ4_XS: 136).
+// Lines in read order: per half (sub-blocks 4k .. 4k + 3) its scale line, then its 16 dwords.
 //
 // kQ2_K_R16: Q2_K with 16 rows interleaved, one BlockQ2_K_R16 per (16-row group, 256 columns),
 // at exactly Q2_K's 84 bytes per row and block (16 x 84 = 1344 = 21 cache lines). Vectors
@@ -236,8 +237,17 @@ struct BlockQ5_K_R16 {
 static_assert(sizeof(BlockQ5_K_R16) == kR16Rows * 180, "16 rows x 180 bytes");
 
 struct BlockIQ4_XS_R16 {
-  uint32_t q[32][kR16Rows];  // [dword i][row r] row r's qs bytes 4i .. 4i+3, as stored
-  int8_t sc[8][kR16Rows];    // [sub-block j][row] s_j - 32 in [-32, 31]
+  // Half k: sub-blocks 4k .. 4k + 3, their scale line first, in the order a decode reads them.
+  struct Half {
+    int8_t sc[4][kR16Rows];    // [sub-block j % 4][row] s_j - 32 in [-32, 31]
+    uint32_t q[16][kR16Rows];  // [dword i % 16][row r] row r's qs bytes 4i .. 4i+3, as stored
+  };
+  Half half[2];
+
+  const uint32_t* Q(int i) const { return half[i / 16].q[i % 16]; }  // dword i, [16] rows
+  uint32_t* Q(int i) { return half[i / 16].q[i % 16]; }
+  const int8_t* Sc(int j) const { return half[j / 4].sc[j % 4]; }  // sub-block j, [16] rows
+  int8_t* Sc(int j) { return half[j / 4].sc[j % 4]; }
 };
 static_assert(sizeof(BlockIQ4_XS_R16) == 34 * 64, "34 cache lines");
 // With its [16] f16 d's at the group head: 16 x 138 bytes per block.
