@@ -483,8 +483,9 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
     // The lines outside the sub-blocks' share (IQ2_XXS: the first, IQ3_XXS: the last, IQ3_S: the
     // last 3).
     for (int i = 0; pf && i < G; ++i) {
-      for (int l = 0; l < kLines<K>; ++l) {
-        if (l < kSub0 || l >= kSub0 + 8 * kPerSub) _mm_prefetch(ahead[i] + 64 * l, _MM_HINT_T1);
+      for (int l = 0; l < kSub0; ++l) _mm_prefetch(ahead[i] + 64 * l, _MM_HINT_T1);
+      for (int l = kSub0 + 8 * kPerSub; l < kLines<K>; ++l) {
+        _mm_prefetch(ahead[i] + 64 * l, _MM_HINT_T1);
       }
     }
     const uint8_t* ab = act + b * kQkK;

@@ -15,13 +15,8 @@ namespace {
 
 using internal::Iq2SignByte;
 
-// kIQ3_XXS_R16's sign bytes: value v = 16 h + 4 g + k < 32 of sub-block j, row r is bit
-// kIq3R16SignBit[4 h + k] of byte 4 r + g of sgn[j], as a bit index into the group block's sgn
-// array.
-int Iq3SignBit(int j, int r, int v) {
-  return 8 * (64 * j + 4 * r + (v % 16) / 4) + kIq3R16SignBit[4 * (v / 16) + v % 4];
-}
-// kIQ3_S_R16's sign masks: the same value is bit 4 r + g of the mask sgn[j][4 h + k].
+// kIQ3_S_R16's sign masks: value v = 16 h + 4 g + k < 32 of sub-block j, row r is bit 4 r + g
+// of the mask sgn[j][4 h + k].
 int Iq3SMaskBit(int j, int r, int v) {
   return 64 * (8 * j + 4 * (v / 16) + v % 4) + 4 * r + (v % 16) / 4;
 }
@@ -30,7 +25,7 @@ int Iq3SMaskBit(int j, int r, int v) {
 //   kIdx grid indices (IQ2_XXS 4 of 8 values, IQ3_XXS 8 of 4), at IdxBytes(block, j);
 //   the u32 of four 7-bit sign indices (values 8 G .. 8 G + 7 for G < 4) and the scale << 28,
 //     at AuxBytes(block, j);
-//   where value v < 32 of row r keeps its sign: SignBit(j, r, v), a byte of the group block's
+//   where value v < 32 of row r keeps its sign: SignBit(r, v), a byte of the group block's
 //     Sgn(j) and a bit. Index i < kIdx goes to vector i / 4, lane group i % 4.
 struct Iq2Traits {
   using Block = BlockIQ2_XXS;
@@ -39,7 +34,7 @@ struct Iq2Traits {
   static uint8_t* IdxBytes(Block& b, int j) { return reinterpret_cast<uint8_t*>(b.qs) + 8 * j; }
   static uint8_t* AuxBytes(Block& b, int j) { return IdxBytes(b, j) + 4; }
   // v = 8 g + k: byte 4 r + g of Sgn(j), bit kIq2R16SignBit[k].
-  static std::pair<int, int> SignBit(int /*j*/, int r, int v) {
+  static std::pair<int, int> SignBit(int r, int v) {
     return {4 * r + v / 8, kIq2R16SignBit[v % 8]};
   }
 };
@@ -49,10 +44,9 @@ struct Iq3Traits {
   static constexpr int kIdx = 8;
   static uint8_t* IdxBytes(Block& b, int j) { return b.qs + 8 * j; }
   static uint8_t* AuxBytes(Block& b, int j) { return b.qs + kQkK / 4 + 4 * j; }
-  // Iq3SignBit's byte (of Sgn(j)) and bit.
-  static std::pair<int, int> SignBit(int j, int r, int v) {
-    const int bit = Iq3SignBit(j, r, v);
-    return {bit / 8 - 64 * j, bit % 8};
+  // v = 16 h + 4 g + k: byte 4 r + g of Sgn(j), bit kIq3R16SignBit[4 h + k].
+  static std::pair<int, int> SignBit(int r, int v) {
+    return {4 * r + (v % 16) / 4, kIq3R16SignBit[4 * (v / 16) + v % 4]};
   }
 };
 
@@ -109,7 +103,7 @@ void Repack(const void* src, size_t src_stride, int64_t n, void* dst) {
       for (int v = 0; v < 32; ++v) {
         const int neg =
             (Iq2SignByte(static_cast<int>((aux >> (7 * (v / 8))) & 127)) >> (v % 8)) & 1;
-        const auto [byte, bit] = Tr::SignBit(j, r, v);
+        const auto [byte, bit] = Tr::SignBit(r, v);
         o.Sgn(j)[byte] |= static_cast<uint8_t>(neg << bit);
       }
       o.sc[j / 2][r] |= static_cast<uint8_t>((aux >> 28) << (4 * (j % 2)));
@@ -128,7 +122,7 @@ void Unpack(const void* src, int64_t n, void* dst, size_t dst_stride) {
       auto aux = static_cast<uint32_t>((g.sc[j / 2][r] >> (4 * (j % 2))) & 15) << 28;
       for (int v = 0; v < 32; ++v) {
         if (v % 8 == 7) continue;  // the parity bit: not stored in the file
-        const auto [byte, bit] = Tr::SignBit(j, r, v);
+        const auto [byte, bit] = Tr::SignBit(r, v);
         const int neg = (g.Sgn(j)[byte] >> bit) & 1;
         aux |= static_cast<uint32_t>(neg) << (7 * (v / 8) + v % 8);
       }
