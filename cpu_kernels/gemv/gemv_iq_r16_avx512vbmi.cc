@@ -52,9 +52,10 @@
 //   for m < 8: u = the digit byte of value m (vgf2p8affineqb from C / E, or D4);
 //     P = vpdpbusd(P, u, a), so P = G + B (G = sum grid q8, B = the sub-block's sum of q8);
 //   I += P * 8 (2 s_j + 1) + B * (2 s_j + 1) (e_j - 8)   (= (2 s_j + 1) (8 G + e_j B), the
-//     scalar dot's integer; e_j = -1 / +1 the delta's sign; both factors by vpermd from the
-//     word's bits 20-23; B from the Q8_K bsums)
-// ~34 vector ops per 512 weights where the file layout's kernel spends ~40 cycles per 256.
+//     scalar dot's integer; e_j = -1 / +1 the delta's sign; the factors an i16 pair by one
+//     vpermd from the word's bits 20-23; B from the Q8_K bsums; P (|P| <= 2 x 127 x 32) and B
+//     (|B| <= 127 x 32) blended into an i16 pair, so one vpdpwssd does both products)
+// ~31 vector ops per 512 weights where the file layout's kernel spends ~40 cycles per 256.
 // IQ1_M (kIQ1_M_R16): the same digits; a scale per 16 values (groups 0-1, 2-3 of a lane's
 //   dword) and a delta sign per group. Each value's digit byte goes into two vpdpbusd, against
 //   the activations with groups 2-3 zeroed (P0) and with groups 0-1 zeroed (P1); per half h
@@ -119,8 +120,9 @@ constexpr int TableRegs(Kind k) {
 }
 // Permuted activation bytes per block and token (IQ1_M: the quants twice, once with groups
 // 2-3 of each sub-block zeroed and once with groups 0-1, one per half's scale), and the i32 of
-// activation sums per block and token that follow all tokens' quants (IQ1_S: B_j per sub-block;
-// IQ2_XXS / IQ3_XXS: -kOffset B_j; IQ1_M: per half the i16 pair of its two groups' sums).
+// activation sums per block and token that follow all tokens' quants (IQ1_S: B_j << 16 per
+// sub-block; IQ2_XXS / IQ3_XXS: -kOffset B_j; IQ1_M: per half the i16 pair of its two groups'
+// sums).
 template <Kind K>
 constexpr int kActBytes = K == Kind::kIQ1M ? 2 * kQkK : kQkK;
 template <Kind K>
@@ -188,11 +190,12 @@ void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb,
           _mm512_storeu_si512(ob, pq);
         }
       }
-      if constexpr (kAuxInts<K> == 8) {  // B_j or -kOffset B_j
+      if constexpr (kAuxInts<K> == 8) {  // B_j << 16 (IQ1_S: TileIq1's high i16) or -kOffset B_j
         const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at[b].bsums));
         const int16_t f = K == Kind::kIQ1S ? 1 : -kOffset<K>;
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(aux + (t * nb + b) * 8),
-                            _mm256_madd_epi16(bs, _mm256_set1_epi16(f)));
+        __m256i v = _mm256_madd_epi16(bs, _mm256_set1_epi16(f));
+        if constexpr (K == Kind::kIQ1S) v = _mm256_slli_epi32(v, 16);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(aux + (t * nb + b) * 8), v);
       }
     }
   }
@@ -209,7 +212,7 @@ void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb,
 struct Tables {
   __m512i c0[16], c1[16];
   __m512i level[8], iq2_level[4];  // level: IQ3_XXS [8], IQ3_S [2]
-  __m512i hi, spread, shift, ls8, cb;
+  __m512i hi, spread, shift, pair;
   __m512i m_ls8[2], m_ec[2];  // IQ1_M's 32-entry tables
 };
 template <Kind K>
@@ -244,8 +247,7 @@ Tables LoadTables() {
   r.hi = _mm512_load_si512(kConsts.iq1_hi);
   r.spread = _mm512_load_si512(kConsts.iq1_spread);
   r.shift = _mm512_load_si512(kConsts.iq1_shift);
-  r.ls8 = _mm512_load_si512(kConsts.iq1_ls8);
-  r.cb = _mm512_load_si512(kConsts.iq1_cb);
+  r.pair = _mm512_load_si512(kConsts.iq1_pair);
   for (int i = 0; i < 2; ++i) {
     r.m_ls8[i] = _mm512_load_si512(kConsts.iq1m_ls8 + 16 * i);
     r.m_ec[i] = _mm512_load_si512(kConsts.iq1m_ec + 16 * i);
@@ -554,7 +556,8 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
 }
 
 // The IQ1 tiles, as Tile, and aux: token 0's kAuxInts<K> i32 per block (PermuteTokens; tokens
-// nb * kAuxInts<K> apart). IQ1_S: per sub-block I += P * 8 (2 s + 1) + B * (2 s + 1) (e - 8).
+// nb * kAuxInts<K> apart). IQ1_S: per sub-block I += P * 8 (2 s + 1) + B * (2 s + 1) (e - 8),
+// one vpdpwssd of the i16 pairs (P, B) and (8 (2 s + 1), (2 s + 1) (e - 8)).
 // IQ1_M: P0 / P1 take the activations with groups 2-3 / 0-1 zeroed (one per half's scale), and
 // I += P_h * 8 (2 s_h + 1) + vpdpwssd of the half's pair (2 s_h + 1) (e_g - 8) with its groups'
 // activation sums: the same integer as the scalar dot's sum over groups of (2 s_h + 1) (8 G_g
@@ -604,8 +607,7 @@ void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_st
           words = _mm512_permutexvar_epi8(tab.spread,
                                           _mm512_maskz_loadu_epi8(0xFFFFFFFFFFFFull, blk[i]->f[j]));
           const __m512i sv = _mm512_srli_epi32(words, quant::kIq1R16ScaleShift);
-          ls8[i][0] = _mm512_permutexvar_epi32(sv, tab.ls8);
-          cb[i][0] = _mm512_permutexvar_epi32(sv, tab.cb);
+          cb[i][0] = _mm512_permutexvar_epi32(sv, tab.pair);
         }
         e[i] = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(tab.shift, words), tab.hi);
         for (int t = 0; t < T; ++t) {
@@ -635,15 +637,17 @@ void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_st
       }
       for (int t = 0; t < T; ++t) {
         const int32_t* ax = aux + t * nb * kAuxInts<K> + b * kAuxInts<K>;
+        const __m512i bhi = _mm512_set1_epi32(ax[j]);  // IQ1_S: B_j << 16
         for (int i = 0; i < G; ++i) {
           for (int h = 0; h < kH; ++h) {
-            __m512i v = _mm512_add_epi32(isum[i][t], _mm512_mullo_epi32(P[i][t][h], ls8[i][h]));
             if constexpr (kM) {  // the half's two groups' sums, an i16 pair
-              v = _mm512_dpwssd_epi32(v, cb[i][h], _mm512_set1_epi32(ax[2 * j + h]));
-            } else {
-              v = _mm512_add_epi32(v, _mm512_mullo_epi32(cb[i][h], _mm512_set1_epi32(ax[j])));
+              const __m512i v =
+                  _mm512_add_epi32(isum[i][t], _mm512_mullo_epi32(P[i][t][h], ls8[i][h]));
+              isum[i][t] = _mm512_dpwssd_epi32(v, cb[i][h], _mm512_set1_epi32(ax[2 * j + h]));
+            } else {  // (P, B) as an i16 pair (|P| <= 2 x 127 x 32 = 8128) against tab.pair's
+              const __m512i pb = _mm512_mask_blend_epi16(0xAAAAAAAAu, P[i][t][h], bhi);
+              isum[i][t] = _mm512_dpwssd_epi32(isum[i][t], pb, cb[i][h]);
             }
-            isum[i][t] = v;
           }
         }
       }
