@@ -124,8 +124,8 @@
 // are 8 bits per group where the file stores 7).
 //
 // kIQ3_XXS_R16: IQ3_XXS the same way. Its grid entries are 4 values, so a sub-block's 8 indices
-// per row fill two vectors: q[j][h] byte 4 r + g = row r's index of values 32 j + 16 h + 4 g ..
-// + 3, and sgn[j] byte 4 r + g holds the signs of both halves' groups g: value 32 j + 16 h + 4 g
+// per row fill two vectors: Q(j) + 64 h byte 4 r + g = row r's index of values 32 j + 16 h + 4 g
+// .. + 3, and Sgn(j) byte 4 r + g holds the signs of both halves' groups g: value 32 j + 16 h + 4 g
 // + k negative at bit kIq3R16SignBit[4 h + k] (the activations are permuted per 16: out[16 i +
 // 4 k + g] = in[16 i + 4 g + k]). The kernel looks each vector up into two 6-bit code bytes
 // (3-bit levels of values 0-1 and 2-3 of each group: A, B), then per value m = 4 h + k one bit
@@ -321,16 +321,21 @@ static_assert(sizeof(BlockIQ2_XXS_R16) == 17 * 64, "17 cache lines");
 static_assert(sizeof(BlockIQ2_XXS_R16) + kR16Rows * 2 == kR16Rows * 70);
 
 struct BlockIQ3_XXS_R16 {
-  uint8_t q[8][2][4 * kR16Rows];  // [sub-block j][half h][4 r + g] grid index (4 values)
-  uint8_t sgn[8][4 * kR16Rows];   // [j][4 r + g] bit kIq3R16SignBit[4 h + k]: value k of half
-                                  // h's group g negative
-  uint8_t sc[4][kR16Rows];        // [pair p][row r] s_2p | s_2p+1 << 4
+  // Lines in read order, as kIQ2_XXS_R16's: the scales, then per sub-block its two index lines
+  // and its sign line.
+  struct SubBlock {
+    uint8_t q[2][4 * kR16Rows];  // [half h][4 r + g] grid index (4 values)
+    uint8_t sgn[4 * kR16Rows];   // [4 r + g] bit kIq3R16SignBit[4 h + k]: value k of half h's
+                                 // group g negative
+  };
+  uint8_t sc[4][kR16Rows];  // [pair p][row r] s_2p | s_2p+1 << 4
+  SubBlock sub[8];          // [sub-block j]
 
   // Sub-block j's index bytes ([2][64]) and sign bytes ([64]).
-  const uint8_t* Q(int j) const { return q[j][0]; }
-  uint8_t* Q(int j) { return q[j][0]; }
-  const uint8_t* Sgn(int j) const { return sgn[j]; }
-  uint8_t* Sgn(int j) { return sgn[j]; }
+  const uint8_t* Q(int j) const { return sub[j].q[0]; }
+  uint8_t* Q(int j) { return sub[j].q[0]; }
+  const uint8_t* Sgn(int j) const { return sub[j].sgn; }
+  uint8_t* Sgn(int j) { return sub[j].sgn; }
 };
 // Where value m = 4 h + k of a sub-block's groups g keeps its sign in a kIQ3_XXS_R16 sign byte, and
 // the right shift that takes it to its place in the value's vpermb index: bits 3-5 for even k (code
