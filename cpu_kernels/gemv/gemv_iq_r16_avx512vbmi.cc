@@ -590,6 +590,8 @@ void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_st
         _mm_prefetch(ahead[i] + 128 * j, _MM_HINT_T1);
         _mm_prefetch(ahead[i] + 128 * j + 64, _MM_HINT_T1);
       }
+      // ls8: IQ1_M's 8 (2 s_h + 1) per half (unused by IQ1_S); cb: IQ1_M's half's pair of
+      // (2 s_h + 1) (e_g - 8), IQ1_S's pair (8 (2 s + 1), (2 s + 1) (e - 8)): [16] i16 pairs.
       __m512i c[G], d4[G], e[G], ls8[G][kH], cb[G][kH], P[G][T][kH];
       for (int i = 0; i < G; ++i) {
         const __m512i x = _mm512_loadu_si512(blk[i]->a[j]);
@@ -638,7 +640,8 @@ void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_st
       }
       for (int t = 0; t < T; ++t) {
         const int32_t* ax = aux + t * nb * kAuxInts<K> + b * kAuxInts<K>;
-        const __m512i bhi = _mm512_set1_epi32(ax[j]);  // IQ1_S: B_j << 16
+        __m512i bhi = zero;  // IQ1_S: B_j << 16 (IQ1_M's sums are per half, below)
+        if constexpr (!kM) bhi = _mm512_set1_epi32(ax[j]);
         for (int i = 0; i < G; ++i) {
           for (int h = 0; h < kH; ++h) {
             if constexpr (kM) {  // the half's two groups' sums, an i16 pair
