@@ -369,10 +369,10 @@ void GemmIQ3XXSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows
 // vpdpwssd in place of vpdpbusd).
 void GemmIQ2XSR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
-// kIQ2_S_R16: the same over IQ2_S's 1024-entry grid (eight masked vpermi2b per table).
+// kIQ2_S_R16: the same over IQ2_S's 1024-entry grid (eight vpermi2b and seven blends per table).
 void GemmIQ2SR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
-// kIQ3_S_R16: IQ3_XXS's kernel with 512-entry lookups (two more masked vpermi2b per table).
+// kIQ3_S_R16: IQ3_XXS's kernel with 512-entry lookups (two more vpermi2b and blends per table).
 void GemmIQ3SR16_Q8K_Avx512Vbmi(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 // kIQ1_S_R16: base-3 digits, two byte lookups and one field lookup per 64 groups.

@@ -10,21 +10,22 @@
 //
 // Per group block (16 rows x 256 values) and sub-block j, lane r = row r:
 //   IQ2_XXS: x = q[j], 64 grid indices (byte 4 r + g = row r's group g of 8 values), looked up
-//     in IqTables::iq2xxs_lo / hi (256 entries: two masked vpermi2b, bit 7 of x choosing the
-//     pair) into C_lo / C_hi, the 2-bit level codes of values 0-3 / 4-7 of every group; with
-//     the sign bytes S = sgn[j] four bit selects give V0 = C_lo & 15 | S & 48, V1 = S & 3 |
-//     (C_lo >> 2) & 60, V2 / V3 the same from C_hi and S >> 2: each value's code and sign in a
-//     6-bit field (repack.h); value m: u = vpermb(V_{m/2}, the table of 43 + its signed level),
-//     0 .. 86; a = the token's dword (4 activations of the 4 lanes' groups at value m) in all
-//     lanes; P = vpdpbusd(P, u, a) from P = -43 B_j (B_j the sub-block's activation sum, from
-//     the Q8_K bsums), so P = sum sign level q8.
-//   IQ2_XS: IQ2_XXS's codes over 512 entries (four masked vpermi2b per table, the index's 9th
-//     bit the mask qh[j]) and its signed levels u; a lane's 4 bytes span two scales (groups 0-1,
-//     2-3), so per value p = vpmaddubsw(u, a) (the two groups' i16 pair, |p| <= 2 x 86 x 128)
-//     and I = vpdpwssd(I, p, the pair (2 s_0 + 1, 2 s_1 + 1)), from I -= vpdpwssd of 43 x that
-//     pair with the halves' activation sums (the Q8_K bsums 2 j, 2 j + 1 are that i16 pair)
-//   IQ2_S: as IQ2_XS over 1024 entries (eight masked vpermi2b per table, index bits 8 and 9 in
-//     the masks qh[j][0], qh[j][1])
+//     in IqTables::iq2xxs_lo / hi (256 entries: two vpermi2b blended by bit 7 of x, Lookup256) into
+//     C_lo / C_hi, the 2-bit level codes of values 0-3 / 4-7 of every group; with the sign bytes S
+//     = sgn[j] four bit selects give V0 = C_lo & 15 | S & 48, V1 = S & 3 | (C_lo >> 2) & 60, V2 /
+//     V3 the same from C_hi and S >> 2: each value's code and sign in a 6-bit field (repack.h);
+//     value m: u = vpermb(V_{m/2}, the table of 43 + its signed level), 0 .. 86; a = the token's
+//     dword (4 activations of the 4 lanes' groups at value m) in all lanes; P = vpdpbusd(P, u, a)
+//     from P = -43 B_j (B_j the sub-block's activation sum, from the Q8_K bsums), so P = sum sign
+//     level q8.
+//   IQ2_XS: IQ2_XXS's codes over 512 entries (four vpermi2b and three blends per table,
+//     the index's 9th bit the mask qh[j]: LookupTree) and its signed levels u; a lane's 4 bytes
+//     span two scales (groups 0-1, 2-3), so per value p = vpmaddubsw(u, a) (the two groups' i16
+//     pair, |p| <= 2 x 86 x 128) and I = vpdpwssd(I, p, the pair (2 s_0 + 1, 2 s_1 + 1)), from I -=
+//     vpdpwssd of 43 x that pair with the halves' activation sums (the Q8_K bsums 2 j, 2 j + 1 are
+//     that i16 pair)
+//   IQ2_S: as IQ2_XS over 1024 entries (eight vpermi2b and seven blends per table, index bits 8
+//     and 9 the masks qh[j][0], qh[j][1])
 //   IQ3_XXS: x = q[j][h] (h = 0, 1; groups of 4 values), each looked up into A (3-bit codes of
 //     values 0-1: iq3xxs_lo, bits 0-5 used) and B (values 2-3: the code's bits 6-11); with the
 //     sign bytes S = sgn[j], value m = 4 h + k: V = A or B under the mask 0x07 (k even) or 0x38
@@ -32,12 +33,12 @@
 //     6-bit index, repack.h), u = vpermb(V, the table of 62 + its signed level), 0 .. 124 (the
 //     levels {4, 12, .., 52, 62} are no affine map of the code: 62, not 60); a as IQ2_XXS's;
 //     P = vpdpbusd(P, u, a) from P = -62 B_j
-//   IQ3_S: IQ3_XXS's lookups over 512 entries (four masked vpermi2b, the index's 9th bit the
-//     mask qh[j][h]); u = vpermb(A or B, the table of the low / high 3 bits' level 1, 3, ..,
-//     15), a negated under the mask sgn[j][m] (|a| <= 127: exact); P = vpdpbusd(P, u, a) from 0
+//   IQ3_S: IQ3_XXS's lookups over 512 entries (four vpermi2b and three blends, the index's 9th
+//     bit the mask qh[j][h]); u = vpermb(A or B, the table of the low / high 3 bits' level 1, 3,
+//     .., 15), a negated under the mask sgn[j][m] (|a| <= 127: exact); P = vpdpbusd(P, u, a) from 0
 //   I += P * (2 s_j + 1)     [16] i32: |I| <= 8 x 31 x 32 x 62 x 128 < 2^31 (IQ3_XXS's offset
 //     terms cancel within a sub-block; vpdpbusd's i32 sums do not saturate on the way)
-// per block and token: acc += cvt(I) * d * d_a / 8 (or / 4). IQ2_XXS: ~28 vector ops per 512
+// per block and token: acc += cvt(I) * d * d_a / 8 (or / 4). IQ2_XXS: ~30 vector ops per 512
 // weights (1 token), where the file layout's block decode (gemv_iq_avx512vbmi.cc) takes ~90: no
 // per-value shuffle of the activations, no sign ops per value and token, and no horizontal
 // sums (the lanes are rows). IQ3_XXS: ~37 per 512 (two lookups per sub-block, a select and a
@@ -45,7 +46,7 @@
 // token, ~42 and the mask ops on Zen 4's critical path) where the file layout's gemm
 // (gemv_iq23_avx512vbmi.cc) takes ~100.
 // IQ1_S (kIQ1_S_R16, base-3 digits t + 1 of the grid values t): per sub-block j,
-//   x = a[j] looked up (two masked vpermi2b each) into C (digits of values 0-3 as 2-bit
+//   x = a[j] looked up (Lookup256 each) into C (digits of values 0-3 as 2-bit
 //     fields) and D4 (value 4's digit); f[j]'s 16 words spread into the dword lanes (vpermb),
 //     each group's 5-bit field moved to its byte (vpmultishiftqb) and looked up (vpermb, bit 5
 //     ignored by a doubled table) into E (values 5-7 as 2-bit fields);
@@ -255,47 +256,34 @@ Tables LoadTables() {
   return r;
 }
 
-// A 256-entry byte lookup of every byte of x: entries 0-127 where bit 7 is clear (the other
-// bytes keep x), then entries 128-255 indexed by the kept bytes (no blend).
+// A 256-entry byte lookup of every byte of x: entries 0-127 and 128-255 by two independent
+// vpermi2b (each reads bits 0-6), blended by bit 7. Until 2026-12-02 the second lookup was a
+// masked vpermi2b merging into the first's result (no blend, one op fewer): that chains the two
+// lookups, and on Zen 5 the chain cost more than the blend (bench_gemv 1 thread in cache:
+// iq2_xxs_r16 1.13-1.20x, iq1_s_r16 1.11-1.13x; the ops' throughput is not what binds here).
 IQ_INLINE __m512i Lookup256(const __m512i* t, __m512i x, __mmask64 bit7) {
-  const __m512i low = _mm512_mask2_permutex2var_epi8(t[0], x, ~bit7, t[1]);
-  return _mm512_mask2_permutex2var_epi8(t[2], low, bit7, t[3]);
+  const __m512i lo = _mm512_permutex2var_epi8(t[0], x, t[1]);
+  const __m512i hi = _mm512_permutex2var_epi8(t[2], x, t[3]);
+  return _mm512_mask_blend_epi8(bit7, lo, hi);
 }
 
-// The same over 128 N entries: part e (entries 128 e ..) written where part[e] selects it (the
-// index bits 7, 8, .. of each byte as e's bits); the bytes not yet written keep x.
-template <int N>
-IQ_INLINE __m512i LookupParts(const __m512i* t, __m512i x, const __mmask64 (&part)[N]) {
-  __m512i r = x;
-#pragma GCC unroll 8
-  for (int e = 0; e < N; ++e)
-    r = _mm512_mask2_permutex2var_epi8(t[2 * e], r, part[e], t[2 * e + 1]);
-  return r;
-}
-
-// The masks of LookupParts' N = 2^(1 + B) parts from bit 7 of x and B further index bits. For
-// B = 2 (IQ2_S) level by level: each level splits every mask of the one below by one bit (an AND
-// and an ANDN), 2 + 4 + 8 = 14 mask ops where ANDing each part's three literals took ~20; on
-// Zen 4 that is +16-20% IQ2_S decode (bench_gemv), mask ops being a bottleneck there. For B = 1
-// (IQ3_S, IQ2_XS) each part's two literals directly: the levels' dependency chain measured
-// 0-4% slower.
+// The same over 256 << B entries (B = 1: 512, 2: 1024) as a tree: each 256-entry chunk by
+// Lookup256, then the chunks blended by the index bits 8, 9 (high[0], high[1]): 2^(1 + B)
+// vpermi2b and 2^(1 + B) - 1 blends, no mask arithmetic. Until 2026-12-02 a chain of masked
+// vpermi2b, one per 128 entries, under masks ANDed from bit 7 and the high bits (IQ2_S: 14 mask
+// ops): on Zen 5 the tree reads 1.00-1.12x as fast in decode, 1.01-1.57x in prefill (bench_gemv).
 template <int B>
-IQ_INLINE void PartMasks(__mmask64 bit7, const __mmask64 (&high)[B], __mmask64 (&part)[2 << B]) {
-  if constexpr (B == 1) {
-    for (int e = 0; e < 4; ++e) {
-      part[e] = (e & 1 ? bit7 : ~bit7) & (e & 2 ? high[0] : ~high[0]);
-    }
-  } else {
-    part[0] = _knot_mask64(bit7);
-    part[1] = bit7;
-    for (int i = 0; i < B; ++i) {
-      const int n = 2 << i;  // masks so far, in part[0 .. n)
-      for (int e = n - 1; e >= 0; --e) {
-        part[e + n] = _kand_mask64(part[e], high[i]);
-        part[e] = _kandn_mask64(high[i], part[e]);
-      }
+IQ_INLINE __m512i LookupTree(const __m512i* t, __m512i x, __mmask64 bit7,
+                             const __mmask64 (&high)[B]) {
+  constexpr int kChunks = 1 << B;
+  __m512i q[kChunks];
+  for (int c = 0; c < kChunks; ++c) q[c] = Lookup256(t + 4 * c, x, bit7);
+  for (int i = 0; i < B; ++i) {
+    for (int c = 0; c < (kChunks >> (i + 1)); ++c) {
+      q[c] = _mm512_mask_blend_epi8(high[i], q[2 * c], q[2 * c + 1]);
     }
   }
+  return q[0];
 }
 
 // The code vectors of sub-block j: IQ2_XXS / IQ2_XS c[0..3] = V0 .. V3 (codes and signs of
@@ -309,19 +297,14 @@ IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i
     const __m512i x = _mm512_loadu_si512(blk.Q(j) + 64 * h);
     const __mmask64 bit7 = _mm512_movepi8_mask(x);
     if constexpr (K == Kind::kIQ2S) {
-      __mmask64 part[8];
-      PartMasks<2>(bit7, {blk.qh[j][0], blk.qh[j][1]}, part);
-      c[2 * h] = LookupParts<8>(tab.c0, x, part);
-      c[2 * h + 1] = LookupParts<8>(tab.c1, x, part);
-    } else if constexpr (TableRegs(K) == 8) {
-      __mmask64 part[4];
-      if constexpr (K == Kind::kIQ3S) {
-        PartMasks<1>(bit7, {blk.qh[j][h]}, part);
-      } else {
-        PartMasks<1>(bit7, {blk.qh[j]}, part);
-      }
-      c[2 * h] = LookupParts<4>(tab.c0, x, part);
-      c[2 * h + 1] = LookupParts<4>(tab.c1, x, part);
+      c[2 * h] = LookupTree<2>(tab.c0, x, bit7, {blk.qh[j][0], blk.qh[j][1]});
+      c[2 * h + 1] = LookupTree<2>(tab.c1, x, bit7, {blk.qh[j][0], blk.qh[j][1]});
+    } else if constexpr (K == Kind::kIQ3S) {
+      c[2 * h] = LookupTree<1>(tab.c0, x, bit7, {blk.qh[j][h]});
+      c[2 * h + 1] = LookupTree<1>(tab.c1, x, bit7, {blk.qh[j][h]});
+    } else if constexpr (K == Kind::kIQ2XS) {
+      c[2 * h] = LookupTree<1>(tab.c0, x, bit7, {blk.qh[j]});
+      c[2 * h + 1] = LookupTree<1>(tab.c1, x, bit7, {blk.qh[j]});
     } else {
       c[2 * h] = Lookup256(tab.c0, x, bit7);
       c[2 * h + 1] = Lookup256(tab.c1, x, bit7);
@@ -594,13 +577,13 @@ void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_st
       // (2 s_h + 1) (e_g - 8), IQ1_S's pair (8 (2 s + 1), (2 s + 1) (e - 8)): [16] i16 pairs.
       __m512i c[G], d4[G], e[G], ls8[G][kH], cb[G][kH], P[G][T][kH];
       for (int i = 0; i < G; ++i) {
-        const __m512i x = _mm512_loadu_si512(blk[i]->a[j]);
+        const __m512i x = _mm512_loadu_si512(blk[i]->A(j));
         const __mmask64 bit7 = _mm512_movepi8_mask(x);
         c[i] = Lookup256(tab.c0, x, bit7);
         d4[i] = Lookup256(tab.c1, x, bit7);
         __m512i words;
         if constexpr (kM) {
-          words = _mm512_loadu_si512(blk[i]->w[j]);
+          words = _mm512_loadu_si512(blk[i]->W(j));
           for (int h = 0; h < 2; ++h) {
             const __m512i sv = _mm512_srli_epi32(words, quant::kIq1mR16HalfShift[h]);
             ls8[i][h] = _mm512_permutex2var_epi32(tab.m_ls8[0], sv, tab.m_ls8[1]);
@@ -608,7 +591,7 @@ void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_st
           }
         } else {
           words = _mm512_permutexvar_epi8(tab.spread,
-                                          _mm512_maskz_loadu_epi8(0xFFFFFFFFFFFFull, blk[i]->f[j]));
+                                          _mm512_maskz_loadu_epi8(0xFFFFFFFFFFFFull, blk[i]->F(j)));
           const __m512i sv = _mm512_srli_epi32(words, quant::kIq1R16ScaleShift);
           cb[i][0] = _mm512_permutexvar_epi32(sv, tab.pair);
         }

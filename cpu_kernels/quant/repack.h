@@ -177,6 +177,7 @@
 //   a[j]  byte 4 r + g = row r's group g (values 32 j + 8 g ..), values 0-4
 //   f[j]  bytes 3 r .. 3 r + 2 = row r's 24-bit word: bits 5 g .. 5 g + 4 group g's values
 //         5-7, bits 20-22 the scale s_j, bit 23 the sign of the delta (set: -1/8)
+// in read order by halves: a[0..3], f[0..3], then a[4..7], f[4..7] (7 lines each; A(j), F(j)).
 // Why this shape: a kernel turns the 64 bytes of a[j] into 2-bit digits with two 256-entry
 // byte lookups (values 0-3 as four 2-bit fields, value 4 whole), spreads f[j]'s 16 words into
 // the dword lanes with one vpermb and one vpmultishiftqb and looks the fields up with one
@@ -193,6 +194,7 @@
 // s_{2 j + h} (3 bits) and the two groups' delta signs (set: -1/8), so that one 32-entry vpermd
 // table lookup of word >> (20 + 5 h) gives a half's factors. The f16 d (spread over IQ1_M's
 // scale words) sits whole in the group head. 16 x 66 bytes per 256 values (IQ1_M: 56; 1.18x).
+// Lines in read order: per sub-block its digit line a[j], then its word line w[j].
 //
 // A matrix of R rows (R a multiple of 16) and n columns is R / 16 groups back to back, each
 // n / 256 (Q4_K) or n / 32 (legacy) blocks: rows [16 g, 16 g + 16) start at byte
@@ -390,8 +392,19 @@ static_assert(sizeof(BlockIQ2_S_R16) == 20 * 64, "20 cache lines");
 static_assert(sizeof(BlockIQ2_S_R16) + kR16Rows * 2 == kR16Rows * 82, "IQ2_S's bytes");
 
 struct BlockIQ1_S_R16 {
-  uint8_t a[8][4 * kR16Rows];  // [sub-block j][4 r + g] base-3 digits of values 0-4 of a group
-  uint8_t f[8][3 * kR16Rows];  // [j][3 r + i] byte i of row r's word (values 5-7, s_j, sign)
+  // Lines in read order by halves (sub-blocks 0-3, then 4-7), each its four digit lines, then
+  // their words (3 lines): a sub-block's 112 bytes would leave every other digit line unaligned.
+  // (Until 2026-12-02 all digit lines, then all words.)
+  struct Half {
+    uint8_t a[4][4 * kR16Rows];  // [j % 4][4 r + g] base-3 digits of values 0-4 of a group
+    uint8_t f[4][3 * kR16Rows];  // [j % 4][3 r + i] byte i of row r's word (values 5-7, s_j, sign)
+  };
+  Half half[2];
+
+  const uint8_t* A(int j) const { return half[j / 4].a[j % 4]; }  // sub-block j's digits, [64]
+  uint8_t* A(int j) { return half[j / 4].a[j % 4]; }
+  const uint8_t* F(int j) const { return half[j / 4].f[j % 4]; }  // its words, [48]
+  uint8_t* F(int j) { return half[j / 4].f[j % 4]; }
 };
 static_assert(sizeof(BlockIQ1_S_R16) == 14 * 64, "14 cache lines");
 static_assert(sizeof(BlockIQ1_S_R16) + kR16Rows * 2 == kR16Rows * 58);
@@ -400,8 +413,18 @@ inline constexpr int kIq1R16ScaleShift = 20;
 inline constexpr int kIq1R16SignBit = 23;
 
 struct BlockIQ1_M_R16 {
-  uint8_t a[8][4 * kR16Rows];  // [sub-block j][4 r + g] base-3 digits of values 0-4 of a group
-  uint32_t w[8][kR16Rows];     // [j][row r] values 5-7 of the 4 groups, the halves' scales, signs
+  // Lines in read order: per sub-block its digit line, then its word line. (Until 2026-12-02
+  // all digit lines, then all words.)
+  struct SubBlock {
+    uint8_t a[4 * kR16Rows];  // [4 r + g] base-3 digits of values 0-4 of row r's group g
+    uint32_t w[kR16Rows];     // [row r] values 5-7 of the 4 groups, the halves' scales, signs
+  };
+  SubBlock sub[8];  // [sub-block j]
+
+  const uint8_t* A(int j) const { return sub[j].a; }
+  uint8_t* A(int j) { return sub[j].a; }
+  const uint32_t* W(int j) const { return sub[j].w; }
+  uint32_t* W(int j) { return sub[j].w; }
 };
 static_assert(sizeof(BlockIQ1_M_R16) == 16 * 64, "16 cache lines");
 static_assert(sizeof(BlockIQ1_M_R16) + kR16Rows * 2 == kR16Rows * 66);

@@ -77,10 +77,10 @@ void RepackIQ1SRows16(const void* src, size_t src_stride, int64_t n, void* dst) 
         uint32_t word = ((qh >> 12) & 7) << kIq1R16ScaleShift | (qh >> 15) << kIq1R16SignBit;
         for (int g = 0; g < 4; ++g) {
           const int p = pattern[in.qs[4 * j + g] | ((qh >> (3 * g)) & 7) << 8];
-          o.a[j][4 * r + g] = static_cast<uint8_t>(p % 243);  // values 0-4
+          o.A(j)[4 * r + g] = static_cast<uint8_t>(p % 243);  // values 0-4
           word |= static_cast<uint32_t>(p / 243) << (5 * g);  // values 5-7
         }
-        for (int i = 0; i < 3; ++i) o.f[j][3 * r + i] = static_cast<uint8_t>(word >> (8 * i));
+        for (int i = 0; i < 3; ++i) o.F(j)[3 * r + i] = static_cast<uint8_t>(word >> (8 * i));
       }
     }
   }
@@ -100,10 +100,10 @@ void UnpackIQ1SRows16(const void* src, int64_t n, void* dst, size_t dst_stride) 
       out.d = d[b * kR16Rows + r];
       for (int j = 0; j < 8; ++j) {
         uint32_t word = 0;
-        for (int i = 0; i < 3; ++i) word |= static_cast<uint32_t>(in[b].f[j][3 * r + i]) << (8 * i);
+        for (int i = 0; i < 3; ++i) word |= static_cast<uint32_t>(in[b].F(j)[3 * r + i]) << (8 * i);
         uint32_t qh = ((word >> kIq1R16ScaleShift) & 7) << 12 | (word >> kIq1R16SignBit) << 15;
         for (int g = 0; g < 4; ++g) {
-          const int e = GridIndex(inverse, in[b].a[j][4 * r + g],
+          const int e = GridIndex(inverse, in[b].A(j)[4 * r + g],
                                   static_cast<int>((word >> (5 * g)) & 31), "iq1_s_r16");
           out.qs[4 * j + g] = static_cast<uint8_t>(e & 255);
           qh |= static_cast<uint32_t>(e >> 8) << (3 * g);
@@ -136,14 +136,14 @@ void RepackIQ1MRows16(const void* src, size_t src_stride, int64_t n, void* dst) 
           const int G = 4 * j + g;  // the block's group
           const int nibble = (in.qh[G / 2] >> (4 * (G % 2))) & 15;
           const int p = pattern[in.qs[G] | (nibble & 7) << 8];
-          o.a[j][4 * r + g] = static_cast<uint8_t>(p % 243);
+          o.A(j)[4 * r + g] = static_cast<uint8_t>(p % 243);
           word |= static_cast<uint32_t>(p / 243) << (5 * g);
           word |= static_cast<uint32_t>(nibble >> 3) << (kIq1mR16HalfShift[g / 2] + 3 + g % 2);
         }
         for (int h = 0; h < 2; ++h) {
           word |= static_cast<uint32_t>(Iq1mScale(sc, 2 * j + h)) << kIq1mR16HalfShift[h];
         }
-        o.w[j][r] = word;
+        o.W(j)[r] = word;
       }
     }
   }
@@ -164,10 +164,10 @@ void UnpackIQ1MRows16(const void* src, int64_t n, void* dst, size_t dst_stride) 
       uint16_t sc[4];
       for (int k = 0; k < 4; ++k) sc[k] = static_cast<uint16_t>(((dd >> (4 * k)) & 15) << 12);
       for (int j = 0; j < 8; ++j) {
-        const uint32_t word = in[b].w[j][r];
+        const uint32_t word = in[b].W(j)[r];
         for (int g = 0; g < 4; ++g) {
           const int G = 4 * j + g;
-          const int e = GridIndex(inverse, in[b].a[j][4 * r + g],
+          const int e = GridIndex(inverse, in[b].A(j)[4 * r + g],
                                   static_cast<int>((word >> (5 * g)) & 31), "iq1_m_r16");
           const int sign = (word >> (kIq1mR16HalfShift[g / 2] + 3 + g % 2)) & 1;
           out.qs[G] = static_cast<uint8_t>(e & 255);
