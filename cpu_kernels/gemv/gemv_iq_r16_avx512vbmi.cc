@@ -286,16 +286,12 @@ IQ_INLINE __m512i LookupTree(const __m512i* t, __m512i x, __mmask64 bit7,
   return q[0];
 }
 
-// The code vectors of sub-block j: IQ2_XXS / IQ2_XS c[0..3] = V0 .. V3 (codes and signs of
-// values 0-1, 2-3, 4-5, 6-7 of the groups), IQ3_XXS / IQ3_S c[0..3] (A, B of half 0, then of
-// half 1) and IQ3_XXS c[4 + s / 2] the sign bytes shifted right by s = 0, 2, 4
-// (kIq3R16SignShift; Levels selects).
-// pre (IQ2_XXS only, or null): C_lo / C_hi of sub-block j, looked up ahead (Iq2xxsLookups).
+// The grid lookups of sub-block j's index vectors (IQ2: one, IQ3: two): c[2 h], c[2 h + 1] =
+// vector h looked up in the tables c0, c1 (IQ2_XXS: C_lo / C_hi).
 template <Kind K>
-IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i* c,
-                     const __m512i* pre = nullptr) {
+IQ_INLINE void Lookups(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i* c) {
   constexpr int kVectors = IsIq2(K) ? 1 : 2;
-  for (int h = 0; pre == nullptr && h < kVectors; ++h) {
+  for (int h = 0; h < kVectors; ++h) {
     const __m512i x = _mm512_loadu_si512(blk.Q(j) + 64 * h);
     const __mmask64 bit7 = _mm512_movepi8_mask(x);
     if constexpr (K == Kind::kIQ2S) {
@@ -312,6 +308,17 @@ IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i
       c[2 * h + 1] = Lookup256(tab.c1, x, bit7);
     }
   }
+}
+
+// The code vectors of sub-block j: IQ2_XXS / IQ2_XS c[0..3] = V0 .. V3 (codes and signs of
+// values 0-1, 2-3, 4-5, 6-7 of the groups), IQ3_XXS / IQ3_S c[0..3] (A, B of half 0, then of
+// half 1) and IQ3_XXS c[4 + s / 2] the sign bytes shifted right by s = 0, 2, 4
+// (kIq3R16SignShift; Levels selects).
+// pre (IQ2 kinds; or null): sub-block j's Lookups, done ahead (IQ2_XXS's Tile).
+template <Kind K>
+IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i* c,
+                     const __m512i* pre = nullptr) {
+  if (pre == nullptr) Lookups<K>(blk, j, tab, c);
   if constexpr (IsIq2(K)) {
     // Bit selects (vpternlogq 0xE4: third ? first : second, the codes being the operand the
     // instruction overwrites, not the mask constant); the 16-bit shifts move no bit that a
@@ -330,14 +337,6 @@ IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i
     c[5] = _mm512_srli_epi16(sg, 2);
     c[6] = _mm512_srli_epi16(sg, 4);
   }
-}
-
-// IQ2_XXS's C_lo / C_hi of sub-block j (Codes' lookups alone).
-IQ_INLINE void Iq2xxsLookups(const BlockIQ2_XXS_R16& blk, int j, const Tables& tab, __m512i* out) {
-  const __m512i x = _mm512_loadu_si512(blk.Q(j));
-  const __mmask64 bit7 = _mm512_movepi8_mask(x);
-  out[0] = Lookup256(tab.c0, x, bit7);
-  out[1] = Lookup256(tab.c1, x, bit7);
 }
 
 // The level bytes of value m of the groups, kOffset + the signed level (IQ3_XXS: m = 4 h + k,
@@ -497,8 +496,8 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
     // registers beside the current ones.
     constexpr bool kPipe = K == Kind::kIQ2XXS;
     __m512i ahead_codes[G][2];
-    for (int i = 0; kPipe && i < G; ++i) {
-      if constexpr (kPipe) Iq2xxsLookups(*blk[i], 0, tab, ahead_codes[i]);
+    if constexpr (kPipe) {
+      for (int i = 0; i < G; ++i) Lookups<K>(*blk[i], 0, tab, ahead_codes[i]);
     }
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
@@ -533,7 +532,7 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
           for (int i = 0; i < G; ++i) {
             cur[i][0] = ahead_codes[i][0];
             cur[i][1] = ahead_codes[i][1];
-            if (j < 7) Iq2xxsLookups(*blk[i], j + 1, tab, ahead_codes[i]);
+            if (j < 7) Lookups<K>(*blk[i], j + 1, tab, ahead_codes[i]);
           }
           for (int i = 0; i < G; ++i) Codes<K>(*blk[i], j, tab, c[i], cur[i]);
         } else {
