@@ -34,8 +34,12 @@
 //     levels {4, 12, .., 52, 62} are no affine map of the code: 62, not 60); a as IQ2_XXS's;
 //     P = vpdpbusd(P, u, a) from P = -62 B_j
 //   IQ3_S: IQ3_XXS's lookups over 512 entries (four vpermi2b and three blends, the index's 9th
-//     bit the mask qh[j][h]); u = vpermb(A or B, the table of the low / high 3 bits' level 1, 3,
-//     .., 15), a negated under the mask sgn[j][m] (|a| <= 127: exact); P = vpdpbusd(P, u, a) from 0
+//     bit the mask qh[j][h]); V as IQ3_XXS's with S >> kIq3SR16SignShift[m] (0-4: each value's
+//     sign at bit 3 beside a code at bits 0-2, at bit 0 beside one at 3-5), so two tables of 15 +
+//     the signed level (1, 3, .., 15) serve all eight values, u 0 .. 30; P = vpdpbusd(P, u, a)
+//     from P = -15 B_j. Until 2026-12-02 u was the unsigned level and a negated under a 64-bit
+//     sign mask per value and token (a mask load and a masked vpsubb each): decode the same on
+//     Zen 5, prefill 4-16 tokens 1.11-1.12x now (the select is once per value, not per token)
 //   I += P * (2 s_j + 1)     [16] i32: |I| <= 8 x 31 x 32 x 62 x 128 < 2^31 (IQ3_XXS's offset
 //     terms cancel within a sub-block; vpdpbusd's i32 sums do not saturate on the way)
 // per block and token: acc += cvt(I) * d * d_a / 8 (or / 4). IQ2_XXS: ~30 vector ops per 512
@@ -127,9 +131,9 @@ constexpr int TableRegs(Kind k) {
 template <Kind K>
 constexpr int kActBytes = K == Kind::kIQ1M ? 2 * kQkK : kQkK;
 template <Kind K>
-constexpr int kAuxInts = K == Kind::kIQ1M                                               ? 16
-                         : K == Kind::kIQ1S || K == Kind::kIQ2XXS || K == Kind::kIQ3XXS ? 8
-                                                                                        : 0;
+constexpr int kAuxInts = K == Kind::kIQ1M                                     ? 16
+                         : K == Kind::kIQ1S || K == Kind::kIQ2XXS || IsIq3(K) ? 8
+                                                                              : 0;
 // Payload cache lines per group block: 17 / 19 / 20 / 25 / 27 / 14 / 16.
 template <Kind K>
 constexpr int kLines = static_cast<int>(sizeof(GroupBlock<K>) / 64);
@@ -140,10 +144,12 @@ constexpr float kScale = K == Kind::kIQ3XXS ? 0.25f
                                             : 0.125f;
 
 // The offset of the signed levels into vpdpbusd's unsigned range: IQ2_XXS (and IQ2_XS / IQ2_S)
-// -43 .. 43, IQ3_XXS -62 .. 62.
+// -43 .. 43, IQ3_XXS -62 .. 62, IQ3_S -15 .. 15.
 constexpr int kIq2Offset = 43;
 template <Kind K>
-constexpr int kOffset = K == Kind::kIQ3XXS ? 62 : kIq2Offset;
+constexpr int kOffset = K == Kind::kIQ3XXS ? 62
+                        : K == Kind::kIQ3S ? 15
+                                           : kIq2Offset;
 // The sign bits Codes' selects rely on: values 0, 1 at bits 4, 5 and 2, 3 at 0, 1 (kept where
 // V0's / V1's fields have them), values 4-7 two bits higher than 0-3 (sgn >> 2 brings them there).
 static_assert(quant::kIq2R16SignBit[0] == 4 && quant::kIq2R16SignBit[1] == 5 &&
@@ -313,7 +319,7 @@ IQ_INLINE void Lookups(const GroupBlock<K>& blk, int j, const Tables& tab, __m51
 // The code vectors of sub-block j: IQ2_XXS / IQ2_XS c[0..3] = V0 .. V3 (codes and signs of
 // values 0-1, 2-3, 4-5, 6-7 of the groups), IQ3_XXS / IQ3_S c[0..3] (A, B of half 0, then of
 // half 1) and IQ3_XXS c[4 + s / 2] the sign bytes shifted right by s = 0, 2, 4
-// (kIq3R16SignShift; Levels selects).
+// (kIq3R16SignShift; Levels selects), IQ3_S c[4] the sign bytes (Levels shifts them).
 // pre (IQ2 kinds; or null): sub-block j's Lookups, done ahead (IQ2_XXS's Tile).
 template <Kind K>
 IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i* c,
@@ -336,18 +342,26 @@ IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i
     c[4] = sg;
     c[5] = _mm512_srli_epi16(sg, 2);
     c[6] = _mm512_srli_epi16(sg, 4);
+  } else if constexpr (K == Kind::kIQ3S) {
+    c[4] = _mm512_loadu_si512(blk.Sgn(j));  // Levels shifts it per value (kIq3SR16SignShift)
   }
 }
 
 // The level bytes of value m of the groups, kOffset + the signed level (IQ3_XXS: m = 4 h + k,
 // the code beside its sign by one bit select: the code's bits 0-2 or 3-5 of A / B, the rest
-// of the sign bytes shifted by kIq3R16SignShift[m]). IQ3_S: the unsigned level.
+// of the sign bytes shifted by kIq3R16SignShift[m]; IQ3_S the same with kIq3SR16SignShift[m]
+// and two tables).
 template <Kind K>
 IQ_INLINE __m512i Levels(const __m512i* c, int m, const Tables& tab) {
   if constexpr (IsIq2(K)) {
     return _mm512_permutexvar_epi8(c[m / 2], tab.iq2_level[m % 4]);
   } else if constexpr (K == Kind::kIQ3S) {
-    return _mm512_permutexvar_epi8(c[m / 2], tab.level[m % 2]);
+    // The shifted sign bytes are common subexpressions of the unrolled values (shifts 0-4);
+    // the bits a 16-bit shift brings in from the next byte land where the tables do not look.
+    const __m512i code_bits = _mm512_set1_epi8(m % 2 == 0 ? 0x07 : 0x38);
+    const __m512i v = _mm512_ternarylogic_epi64(
+        c[m / 2], _mm512_srli_epi16(c[4], quant::kIq3SR16SignShift[m]), code_bits, 0xE4);
+    return _mm512_permutexvar_epi8(v, tab.level[m % 2]);
   } else {
     const __m512i code_bits = _mm512_set1_epi8(m % 2 == 0 ? 0x07 : 0x38);
     const __m512i v =
@@ -521,11 +535,10 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
           SubBlockPer16<K, G, T>(blk, j, ab, act_stride, a, a_stride, b, tab, isum);
           continue;
         }
-        constexpr bool kS = K == Kind::kIQ3S;
         __m512i c[G][7], P[G][T];
-        __m512i p0[T];  // -kOffset B_j of each token (IQ3_S: 0)
+        __m512i p0[T];  // -kOffset B_j of each token
         for (int t = 0; t < T; ++t) {
-          p0[t] = kS ? zero : _mm512_set1_epi32(aux[t * nb * kAuxInts<K> + b * kAuxInts<K> + j]);
+          p0[t] = _mm512_set1_epi32(aux[t * nb * kAuxInts<K> + b * kAuxInts<K> + j]);
         }
         if constexpr (kPipe) {
           __m512i cur[G][2];
@@ -550,11 +563,7 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
           }
           for (int i = 0; i < G; ++i) {
             const __m512i u = Levels<K>(c[i], m, tab);
-            for (int t = 0; t < T; ++t) {
-              __m512i a = at[t];
-              if constexpr (kS) a = _mm512_mask_sub_epi8(a, blk[i]->sgn[j][m], zero, a);
-              P[i][t] = _mm512_dpbusd_epi32(P[i][t], u, a);
-            }
+            for (int t = 0; t < T; ++t) P[i][t] = _mm512_dpbusd_epi32(P[i][t], u, at[t]);
           }
         }
         for (int i = 0; i < G; ++i) {

@@ -358,12 +358,30 @@ static_assert(sizeof(BlockIQ3_XXS_R16) + kR16Rows * 2 == kR16Rows * 102);
 
 struct BlockIQ3_S_R16 {
   uint8_t q[8][2][4 * kR16Rows];  // [sub-block j][half h][4 r + g] index bits 0-7 (4 values)
-  uint64_t sgn[8][8];             // [j][4 h + value k of a group] bit 4 r + g: value negative
+  uint8_t sgn[8][4 * kR16Rows];   // [j][4 r + g] bit kIq3SR16SignBit[4 h + k]: value k of half
+                                  // h's group g negative
   uint64_t qh[8][2];              // [j][h] bit 4 r + g: index bit 8
   uint8_t sc[4][kR16Rows];        // [pair p][row r] s_2p | s_2p+1 << 4
 
   const uint8_t* Q(int j) const { return q[j][0]; }  // sub-block j's index bytes, [2][64]
+  const uint8_t* Sgn(int j) const { return sgn[j]; }
 };
+// Where value m = 4 h + k of a sub-block's groups keeps its sign in a kIQ3_S_R16 sign byte, and
+// the right shift that takes it to its place in the value's vpermb index: bit 3 for even k (the
+// code at bits 0-2), bit 0 for odd k (the code at bits 3-5). One position per parity, so that
+// two level tables serve all eight values (kIQ3_XXS_R16's signs sit where its kinds' shifts
+// leave them, and it keeps eight tables); the price is five shifted copies of the sign bytes
+// (0-4) in place of three.
+inline constexpr int kIq3SR16SignBit[8] = {4, 0, 5, 1, 6, 2, 7, 3};
+inline constexpr int kIq3SR16SignShift[8] = {1, 0, 2, 1, 3, 2, 4, 3};
+static_assert([] {
+  int used = 0;
+  for (int m = 0; m < 8; ++m) {
+    if (kIq3SR16SignBit[m] - kIq3SR16SignShift[m] != (m % 2 == 0 ? 3 : 0)) return false;
+    used |= 1 << kIq3SR16SignBit[m];
+  }
+  return used == 255;
+}());
 static_assert(sizeof(BlockIQ3_S_R16) == 27 * 64, "27 cache lines");
 static_assert(sizeof(BlockIQ3_S_R16) + kR16Rows * 2 == kR16Rows * 110, "IQ3_S's bytes");
 

@@ -15,10 +15,14 @@ namespace {
 
 using internal::Iq2SignByte;
 
-// kIQ3_S_R16's sign masks: value v = 16 h + 4 g + k < 32 of sub-block j, row r is bit 4 r + g
-// of the mask sgn[j][4 h + k].
-int Iq3SMaskBit(int j, int r, int v) {
-  return 64 * (8 * j + 4 * (v / 16) + v % 4) + 4 * r + (v % 16) / 4;
+// kIQ3_S_R16's sign bytes: value v = 16 h + 4 g + k < 32 of sub-block j, row r is bit
+// kIq3SR16SignBit[4 h + k] of the byte sgn[j][4 r + g]; as a bit of the block's sign bytes.
+int Iq3SSignBit(int j, int r, int v) {
+  return 8 * (64 * j + 4 * r + (v % 16) / 4) + kIq3SR16SignBit[4 * (v / 16) + v % 4];
+}
+bool GetByteBit(const uint8_t* a, int bit) { return (a[bit / 8] >> (bit % 8)) & 1; }
+void SetByteBit(uint8_t* a, int bit, bool on) {
+  if (on) a[bit / 8] |= static_cast<uint8_t>(1 << (bit % 8));
 }
 
 // What differs between the two types, per sub-block j (32 values) of a file block:
@@ -160,7 +164,7 @@ void RepackIQ3SRows16(const void* src, size_t src_stride, int64_t n, void* dst) 
             SetBit(o.qh[j], 64 * (i / 4) + 4 * r + i % 4, (in.qh[j] >> i) & 1);
           }
           for (int v = 0; v < 32; ++v) {
-            SetBit(o.sgn[0], Iq3SMaskBit(j, r, v), (in.signs[4 * j + v / 8] >> (v % 8)) & 1);
+            SetByteBit(o.sgn[0], Iq3SSignBit(j, r, v), (in.signs[4 * j + v / 8] >> (v % 8)) & 1);
           }
           o.sc[j / 2][r] |= static_cast<uint8_t>(in.scales[j / 2] & (15 << (4 * (j % 2))));
         }
@@ -176,7 +180,7 @@ void UnpackIQ3SRows16(const void* src, int64_t n, void* dst, size_t dst_stride) 
           }
           for (int v = 0; v < 32; ++v) {
             out.signs[4 * j + v / 8] |=
-                static_cast<uint8_t>(GetBit(g.sgn[0], Iq3SMaskBit(j, r, v)) << (v % 8));
+                static_cast<uint8_t>(GetByteBit(g.sgn[0], Iq3SSignBit(j, r, v)) << (v % 8));
           }
           out.scales[j / 2] |= static_cast<uint8_t>(g.sc[j / 2][r] & (15 << (4 * (j % 2))));
         }
