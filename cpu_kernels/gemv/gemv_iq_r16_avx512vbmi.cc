@@ -477,9 +477,9 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
           size_t a_stride, const int32_t* aux, int64_t nb, uintptr_t pf_end, const Tables& tab,
           float* y, int64_t ldy) {
   constexpr int kPerSub = (kLines<K> - 1) / 8;  // prefetched lines per sub-block (+1 per block)
-  // The first sub-block line: IQ2_XXS / IQ3_XXS keep their scale line first (repack.h), the
-  // others last.
-  constexpr int kSub0 = K == Kind::kIQ2XXS || K == Kind::kIQ3XXS ? kLines<K> - 8 * kPerSub : 0;
+  // The first sub-block line: IQ2_XXS / IQ3_XXS / IQ3_S keep their scale (and index-bit)
+  // lines first (repack.h), the others last.
+  constexpr int kSub0 = K == Kind::kIQ2XXS || IsIq3(K) ? kLines<K> - 8 * kPerSub : 0;
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[G][T];
   const uint16_t* dw[G];
@@ -490,7 +490,7 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
     const char* ahead[G];
     const bool pf = BlockPointers<K, G, T>(g, gstride, blocks, dw, b, nb, pf_end, blk, ahead);
     // The lines outside the sub-blocks' share (IQ2_XXS, IQ3_XXS: the first, IQ3_S: the
-    // last 3).
+    // first 3; IQ2_XS, IQ2_S: the last 3 / 4).
     for (int i = 0; pf && i < G; ++i) {
       for (int l = 0; l < kSub0; ++l) _mm_prefetch(ahead[i] + 64 * l, _MM_HINT_T1);
       for (int l = kSub0 + 8 * kPerSub; l < kLines<K>; ++l) {

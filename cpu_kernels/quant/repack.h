@@ -357,14 +357,22 @@ static_assert(sizeof(BlockIQ3_XXS_R16) == 25 * 64, "25 cache lines");
 static_assert(sizeof(BlockIQ3_XXS_R16) + kR16Rows * 2 == kR16Rows * 102);
 
 struct BlockIQ3_S_R16 {
-  uint8_t q[8][2][4 * kR16Rows];  // [sub-block j][half h][4 r + g] index bits 0-7 (4 values)
-  uint8_t sgn[8][4 * kR16Rows];   // [j][4 r + g] bit kIq3SR16SignBit[4 h + k]: value k of half
-                                  // h's group g negative
-  uint64_t qh[8][2];              // [j][h] bit 4 r + g: index bit 8
-  uint8_t sc[4][kR16Rows];        // [pair p][row r] s_2p | s_2p+1 << 4
+  // Lines in read order, as kIQ3_XXS_R16's: the index bits 8 and the scales, then per sub-block
+  // its two index lines and its sign line.
+  struct SubBlock {
+    uint8_t q[2][4 * kR16Rows];  // [half h][4 r + g] index bits 0-7 (4 values)
+    uint8_t sgn[4 * kR16Rows];   // [4 r + g] bit kIq3SR16SignBit[4 h + k]: value k of half h's
+                                 // group g negative
+  };
+  uint64_t qh[8][2];        // [sub-block j][h] bit 4 r + g: index bit 8
+  uint8_t sc[4][kR16Rows];  // [pair p][row r] s_2p | s_2p+1 << 4
+  SubBlock sub[8];          // [sub-block j]
 
-  const uint8_t* Q(int j) const { return q[j][0]; }  // sub-block j's index bytes, [2][64]
-  const uint8_t* Sgn(int j) const { return sgn[j]; }
+  // Sub-block j's index bytes ([2][64]) and sign bytes ([64]).
+  const uint8_t* Q(int j) const { return sub[j].q[0]; }
+  uint8_t* Q(int j) { return sub[j].q[0]; }
+  const uint8_t* Sgn(int j) const { return sub[j].sgn; }
+  uint8_t* Sgn(int j) { return sub[j].sgn; }
 };
 // Where value m = 4 h + k of a sub-block's groups keeps its sign in a kIQ3_S_R16 sign byte, and
 // the right shift that takes it to its place in the value's vpermb index: bit 3 for even k (the

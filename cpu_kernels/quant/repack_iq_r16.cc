@@ -15,10 +15,10 @@ namespace {
 
 using internal::Iq2SignByte;
 
-// kIQ3_S_R16's sign bytes: value v = 16 h + 4 g + k < 32 of sub-block j, row r is bit
-// kIq3SR16SignBit[4 h + k] of the byte sgn[j][4 r + g]; as a bit of the block's sign bytes.
-int Iq3SSignBit(int j, int r, int v) {
-  return 8 * (64 * j + 4 * r + (v % 16) / 4) + kIq3SR16SignBit[4 * (v / 16) + v % 4];
+// kIQ3_S_R16's sign bytes: value v = 16 h + 4 g + k < 32 of a sub-block, row r is bit
+// kIq3SR16SignBit[4 h + k] of its sign byte 4 r + g; as a bit of the sub-block's sign bytes.
+int Iq3SSignBit(int r, int v) {
+  return 8 * (4 * r + (v % 16) / 4) + kIq3SR16SignBit[4 * (v / 16) + v % 4];
 }
 bool GetByteBit(const uint8_t* a, int bit) { return (a[bit / 8] >> (bit % 8)) & 1; }
 void SetByteBit(uint8_t* a, int bit, bool on) {
@@ -160,11 +160,11 @@ void RepackIQ3SRows16(const void* src, size_t src_stride, int64_t n, void* dst) 
       src, src_stride, n, dst, [](const BlockIQ3_S& in, int r, BlockIQ3_S_R16& o) {
         for (int j = 0; j < 8; ++j) {
           for (int i = 0; i < 8; ++i) {
-            o.q[j][i / 4][4 * r + i % 4] = in.qs[8 * j + i];
+            o.Q(j)[64 * (i / 4) + 4 * r + i % 4] = in.qs[8 * j + i];
             SetBit(o.qh[j], 64 * (i / 4) + 4 * r + i % 4, (in.qh[j] >> i) & 1);
           }
           for (int v = 0; v < 32; ++v) {
-            SetByteBit(o.sgn[0], Iq3SSignBit(j, r, v), (in.signs[4 * j + v / 8] >> (v % 8)) & 1);
+            SetByteBit(o.Sgn(j), Iq3SSignBit(r, v), (in.signs[4 * j + v / 8] >> (v % 8)) & 1);
           }
           o.sc[j / 2][r] |= static_cast<uint8_t>(in.scales[j / 2] & (15 << (4 * (j % 2))));
         }
@@ -175,12 +175,12 @@ void UnpackIQ3SRows16(const void* src, int64_t n, void* dst, size_t dst_stride) 
       src, n, dst, dst_stride, [](const BlockIQ3_S_R16& g, int r, BlockIQ3_S& out) {
         for (int j = 0; j < 8; ++j) {
           for (int i = 0; i < 8; ++i) {
-            out.qs[8 * j + i] = g.q[j][i / 4][4 * r + i % 4];
+            out.qs[8 * j + i] = g.Q(j)[64 * (i / 4) + 4 * r + i % 4];
             out.qh[j] |= static_cast<uint8_t>(GetBit(g.qh[j], 64 * (i / 4) + 4 * r + i % 4) << i);
           }
           for (int v = 0; v < 32; ++v) {
             out.signs[4 * j + v / 8] |=
-                static_cast<uint8_t>(GetByteBit(g.sgn[0], Iq3SSignBit(j, r, v)) << (v % 8));
+                static_cast<uint8_t>(GetByteBit(g.Sgn(j), Iq3SSignBit(r, v)) << (v % 8));
           }
           out.scales[j / 2] |= static_cast<uint8_t>(g.sc[j / 2][r] & (15 << (4 * (j % 2))));
         }
