@@ -476,10 +476,10 @@ template <Kind K, int G, int T>
 void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_stride, const uint8_t* a,
           size_t a_stride, const int32_t* aux, int64_t nb, uintptr_t pf_end, const Tables& tab,
           float* y, int64_t ldy) {
-  constexpr int kPerSub = (kLines<K> - 1) / 8;  // prefetched lines per sub-block (+1 per block)
-  // The first sub-block line: IQ2_XXS / IQ3_XXS / IQ3_S keep their scale (and index-bit)
-  // lines first (repack.h), the others last.
-  constexpr int kSub0 = K == Kind::kIQ2XXS || IsIq3(K) ? kLines<K> - 8 * kPerSub : 0;
+  constexpr int kPerSub = (kLines<K> - 1) / 8;  // prefetched lines per sub-block (+1-4 per block)
+  // The first sub-block line: every layout here keeps its scale (and index-bit) lines first
+  // (repack.h).
+  constexpr int kSub0 = kLines<K> - 8 * kPerSub;
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc[G][T];
   const uint16_t* dw[G];
@@ -489,13 +489,9 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
     const GroupBlock<K>* blk[G];
     const char* ahead[G];
     const bool pf = BlockPointers<K, G, T>(g, gstride, blocks, dw, b, nb, pf_end, blk, ahead);
-    // The lines outside the sub-blocks' share (IQ2_XXS, IQ3_XXS: the first, IQ3_S: the
-    // first 3; IQ2_XS, IQ2_S: the last 3 / 4).
+    // The lines before the sub-blocks' (IQ2_XXS, IQ3_XXS: 1, IQ3_S, IQ2_XS: 3, IQ2_S: 4).
     for (int i = 0; pf && i < G; ++i) {
       for (int l = 0; l < kSub0; ++l) _mm_prefetch(ahead[i] + 64 * l, _MM_HINT_T1);
-      for (int l = kSub0 + 8 * kPerSub; l < kLines<K>; ++l) {
-        _mm_prefetch(ahead[i] + 64 * l, _MM_HINT_T1);
-      }
     }
     const uint8_t* ab = act + b * kQkK;
     __m512i isum[G][T];

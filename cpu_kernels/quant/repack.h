@@ -393,26 +393,39 @@ static_assert([] {
 static_assert(sizeof(BlockIQ3_S_R16) == 27 * 64, "27 cache lines");
 static_assert(sizeof(BlockIQ3_S_R16) + kR16Rows * 2 == kR16Rows * 110, "IQ3_S's bytes");
 
-struct BlockIQ2_XS_R16 {
-  uint8_t q[8][4 * kR16Rows];    // [sub-block j][4 r + g] grid index bits 0-7 of row r's group g
-  uint8_t sgn[8][4 * kR16Rows];  // [j][4 r + g] bit kIq2R16SignBit[k]: value k negative
-  uint64_t qh[8];                // [j] bit 4 r + g: grid index bit 8
-  uint8_t sc[8][kR16Rows];       // [j][row r] s of values 0-15 | s of values 16-31 << 4
+// kIQ2_XS_R16 / kIQ2_S_R16's sub-block: its index line, then its sign line.
+struct Iq2R16SubBlock {
+  uint8_t q[4 * kR16Rows];    // [4 r + g] grid index bits 0-7 of row r's group g
+  uint8_t sgn[4 * kR16Rows];  // [4 r + g] bit kIq2R16SignBit[k]: value k negative
+};
 
-  const uint8_t* Q(int j) const { return q[j]; }  // sub-block j's index bytes, [64]
-  const uint8_t* Sgn(int j) const { return sgn[j]; }
+struct BlockIQ2_XS_R16 {
+  // Lines in read order, as kIQ2_XXS_R16's: the index bits 8 and the scales, then per sub-block
+  // its index line and its sign line.
+  uint64_t qh[8];           // [sub-block j] bit 4 r + g: grid index bit 8
+  uint8_t sc[8][kR16Rows];  // [j][row r] s of values 0-15 | s of values 16-31 << 4
+  Iq2R16SubBlock sub[8];    // [j]
+
+  // Sub-block j's index bytes and sign bytes, [64] each.
+  const uint8_t* Q(int j) const { return sub[j].q; }
+  uint8_t* Q(int j) { return sub[j].q; }
+  const uint8_t* Sgn(int j) const { return sub[j].sgn; }
+  uint8_t* Sgn(int j) { return sub[j].sgn; }
 };
 static_assert(sizeof(BlockIQ2_XS_R16) == 19 * 64, "19 cache lines");
 static_assert(sizeof(BlockIQ2_XS_R16) + kR16Rows * 2 == kR16Rows * 78, "IQ2_XS's 74 + 4");
 
 struct BlockIQ2_S_R16 {
-  uint8_t q[8][4 * kR16Rows];    // [sub-block j][4 r + g] grid index bits 0-7 of row r's group g
-  uint8_t sgn[8][4 * kR16Rows];  // [j][4 r + g] bit kIq2R16SignBit[k]: value k negative
-  uint64_t qh[8][2];             // [j][b] bit 4 r + g: grid index bit 8 + b
-  uint8_t sc[8][kR16Rows];       // [j][row r] s of values 0-15 | s of values 16-31 << 4
+  // Lines in read order, as kIQ2_XS_R16's.
+  uint64_t qh[8][2];        // [sub-block j][b] bit 4 r + g: grid index bit 8 + b
+  uint8_t sc[8][kR16Rows];  // [j][row r] s of values 0-15 | s of values 16-31 << 4
+  Iq2R16SubBlock sub[8];    // [j]
 
-  const uint8_t* Q(int j) const { return q[j]; }  // sub-block j's index bytes, [64]
-  const uint8_t* Sgn(int j) const { return sgn[j]; }
+  // Sub-block j's index bytes and sign bytes, [64] each.
+  const uint8_t* Q(int j) const { return sub[j].q; }
+  uint8_t* Q(int j) { return sub[j].q; }
+  const uint8_t* Sgn(int j) const { return sub[j].sgn; }
+  uint8_t* Sgn(int j) { return sub[j].sgn; }
 };
 static_assert(sizeof(BlockIQ2_S_R16) == 20 * 64, "20 cache lines");
 static_assert(sizeof(BlockIQ2_S_R16) + kR16Rows * 2 == kR16Rows * 82, "IQ2_S's bytes");

@@ -194,9 +194,9 @@ void RepackIQ2XSRows16(const void* src, size_t src_stride, int64_t n, void* dst)
         for (int j = 0; j < 8; ++j) {
           for (int g = 0; g < 4; ++g) {
             const unsigned q = in.qs[4 * j + g];
-            o.q[j][4 * r + g] = static_cast<uint8_t>(q);
+            o.Q(j)[4 * r + g] = static_cast<uint8_t>(q);
             SetBit(&o.qh[j], 4 * r + g, (q >> 8) & 1);
-            o.sgn[j][4 * r + g] = ToR16Signs(Iq2SignByte(static_cast<int>(q >> 9)));
+            o.Sgn(j)[4 * r + g] = ToR16Signs(Iq2SignByte(static_cast<int>(q >> 9)));
           }
           o.sc[j][r] = in.scales[j];
         }
@@ -208,8 +208,8 @@ void UnpackIQ2XSRows16(const void* src, int64_t n, void* dst, size_t dst_stride)
         for (int j = 0; j < 8; ++j) {
           for (int k = 0; k < 4; ++k) {
             // Values 0-6 (value 7's sign is their parity).
-            const unsigned sign_index = FromR16Signs(g.sgn[j][4 * r + k]) & 127u;
-            const unsigned q = g.q[j][4 * r + k] | (GetBit(&g.qh[j], 4 * r + k) ? 256u : 0u);
+            const unsigned sign_index = FromR16Signs(g.Sgn(j)[4 * r + k]) & 127u;
+            const unsigned q = g.Q(j)[4 * r + k] | (GetBit(&g.qh[j], 4 * r + k) ? 256u : 0u);
             out.qs[4 * j + k] = static_cast<uint16_t>(q | sign_index << 9);
           }
           out.scales[j] = g.sc[j][r];
@@ -224,8 +224,8 @@ void RepackIQ2SRows16(const void* src, size_t src_stride, int64_t n, void* dst) 
       src, src_stride, n, dst, [](const BlockIQ2_S& in, int r, BlockIQ2_S_R16& o) {
         for (int j = 0; j < 8; ++j) {
           for (int g = 0; g < 4; ++g) {
-            o.q[j][4 * r + g] = in.qs[4 * j + g];
-            o.sgn[j][4 * r + g] = ToR16Signs(in.qs[32 + 4 * j + g]);
+            o.Q(j)[4 * r + g] = in.qs[4 * j + g];
+            o.Sgn(j)[4 * r + g] = ToR16Signs(in.qs[32 + 4 * j + g]);
             for (int bit = 0; bit < 2; ++bit) {
               SetBit(&o.qh[j][bit], 4 * r + g, (in.qh[j] >> (2 * g + bit)) & 1);
             }
@@ -239,8 +239,8 @@ void UnpackIQ2SRows16(const void* src, int64_t n, void* dst, size_t dst_stride) 
       src, n, dst, dst_stride, [](const BlockIQ2_S_R16& g, int r, BlockIQ2_S& out) {
         for (int j = 0; j < 8; ++j) {
           for (int k = 0; k < 4; ++k) {
-            out.qs[4 * j + k] = g.q[j][4 * r + k];
-            out.qs[32 + 4 * j + k] = FromR16Signs(g.sgn[j][4 * r + k]);
+            out.qs[4 * j + k] = g.Q(j)[4 * r + k];
+            out.qs[32 + 4 * j + k] = FromR16Signs(g.Sgn(j)[4 * r + k]);
             for (int bit = 0; bit < 2; ++bit) {
               out.qh[j] |=
                   static_cast<uint8_t>(GetBit(&g.qh[j][bit], 4 * r + k) << (2 * k + bit));
