@@ -301,20 +301,40 @@ static_assert(sizeof(BlockQ3_K_R16) == 28 * 64, "28 cache lines");
 // With its [16] f16 d's at the group head: 16 x 114 bytes per block.
 static_assert(sizeof(BlockQ3_K_R16) + kR16Rows * 2 == kR16Rows * 114);
 
-struct BlockIQ2_XXS_R16 {
+// Q(j) / Sgn(j): sub-block j's index bytes ([64]; IQ3: [2][64]) and sign bytes ([64]) in the
+// lattice layouts whose sub[8] keeps them in read order (kIQ2_XXS_R16, kIQ2_XS_R16, kIQ2_S_R16,
+// kIQ3_XXS_R16, kIQ3_S_R16). An empty base: the layouts keep their size and standard layout.
+template <class Block>
+struct SubBlockLines {
+  const uint8_t* Q(int j) const { return Bytes(self().sub[j].q); }
+  uint8_t* Q(int j) { return Bytes(self().sub[j].q); }
+  const uint8_t* Sgn(int j) const { return self().sub[j].sgn; }
+  uint8_t* Sgn(int j) { return self().sub[j].sgn; }
+
+ private:
+  const Block& self() const { return static_cast<const Block&>(*this); }
+  Block& self() { return static_cast<Block&>(*this); }
+  template <class A>
+  static const uint8_t* Bytes(const A& a) {
+    return reinterpret_cast<const uint8_t*>(&a);
+  }
+  template <class A>
+  static uint8_t* Bytes(A& a) {
+    return reinterpret_cast<uint8_t*>(&a);
+  }
+};
+
+// kIQ2_XXS_R16 / kIQ2_XS_R16 / kIQ2_S_R16's sub-block: its index line, then its sign line.
+struct Iq2R16SubBlock {
+  uint8_t q[4 * kR16Rows];    // [4 r + g] grid index (bits 0-7) of row r's group g
+  uint8_t sgn[4 * kR16Rows];  // [4 r + g] bit kIq2R16SignBit[k]: value k negative
+};
+
+struct BlockIQ2_XXS_R16 : SubBlockLines<BlockIQ2_XXS_R16> {
   // Lines in the order a decode reads them (the scales, then per sub-block its codes and signs),
   // so that a block streams through in address order (as kQ2_K_R16's).
-  struct SubBlock {
-    uint8_t q[4 * kR16Rows];    // [4 r + g] grid index of row r's group g
-    uint8_t sgn[4 * kR16Rows];  // [4 r + g] bit kIq2R16SignBit[k]: value k negative
-  };
   uint8_t sc[4][kR16Rows];  // [pair p][row r] s_2p | s_2p+1 << 4
-  SubBlock sub[8];          // [sub-block j]
-
-  const uint8_t* Q(int j) const { return sub[j].q; }
-  uint8_t* Q(int j) { return sub[j].q; }
-  const uint8_t* Sgn(int j) const { return sub[j].sgn; }
-  uint8_t* Sgn(int j) { return sub[j].sgn; }
+  Iq2R16SubBlock sub[8];    // [sub-block j]
 };
 // Where value k of a group keeps its sign in a kIQ2_XXS_R16 sign byte.
 inline constexpr int kIq2R16SignBit[8] = {4, 5, 0, 1, 6, 7, 2, 3};
@@ -322,57 +342,47 @@ static_assert(sizeof(BlockIQ2_XXS_R16) == 17 * 64, "17 cache lines");
 // With its [16] f16 d's at the group head: 16 x 70 bytes per block.
 static_assert(sizeof(BlockIQ2_XXS_R16) + kR16Rows * 2 == kR16Rows * 70);
 
-struct BlockIQ3_XXS_R16 {
+// kIQ3_XXS_R16 / kIQ3_S_R16's sub-block: its two index lines, then its sign line.
+struct Iq3R16SubBlock {
+  uint8_t q[2][4 * kR16Rows];  // [half h][4 r + g] grid index (bits 0-7; 4 values)
+  uint8_t sgn[4 * kR16Rows];   // [4 r + g] value k of half h's group g negative: bit
+                               // kIq3R16SignBit[4 h + k] (IQ3_XXS) / kIq3SR16SignBit (IQ3_S)
+};
+
+struct BlockIQ3_XXS_R16 : SubBlockLines<BlockIQ3_XXS_R16> {
   // Lines in read order, as kIQ2_XXS_R16's: the scales, then per sub-block its two index lines
   // and its sign line.
-  struct SubBlock {
-    uint8_t q[2][4 * kR16Rows];  // [half h][4 r + g] grid index (4 values)
-    uint8_t sgn[4 * kR16Rows];   // [4 r + g] bit kIq3R16SignBit[4 h + k]: value k of half h's
-                                 // group g negative
-  };
   uint8_t sc[4][kR16Rows];  // [pair p][row r] s_2p | s_2p+1 << 4
-  SubBlock sub[8];          // [sub-block j]
-
-  // Sub-block j's index bytes ([2][64]) and sign bytes ([64]).
-  const uint8_t* Q(int j) const { return sub[j].q[0]; }
-  uint8_t* Q(int j) { return sub[j].q[0]; }
-  const uint8_t* Sgn(int j) const { return sub[j].sgn; }
-  uint8_t* Sgn(int j) { return sub[j].sgn; }
+  Iq3R16SubBlock sub[8];    // [sub-block j]
 };
 // Where value m = 4 h + k of a sub-block's groups g keeps its sign in a kIQ3_XXS_R16 sign byte, and
 // the right shift that takes it to its place in the value's vpermb index: bits 3-5 for even k (code
 // at bits 0-2), 0-2 for odd k (code at bits 3-5).
 inline constexpr int kIq3R16SignBit[8] = {3, 0, 7, 4, 5, 1, 6, 2};
 inline constexpr int kIq3R16SignShift[8] = {0, 0, 4, 4, 0, 0, 2, 2};
-static_assert([] {
+// Whether sign positions bit[8] take each bit of a byte once and, shifted right by shift[m], land
+// where in_place(m, position) allows.
+template <class InPlace>
+constexpr bool SignLayoutFits(const int (&bit)[8], const int (&shift)[8], InPlace in_place) {
   int used = 0;
   for (int m = 0; m < 8; ++m) {
-    const int at = kIq3R16SignBit[m] - kIq3R16SignShift[m];
-    if (at < 0 || (m % 2 == 0 ? at < 3 || at > 5 : at > 2)) return false;
-    used |= 1 << kIq3R16SignBit[m];
+    if (!in_place(m, bit[m] - shift[m])) return false;
+    used |= 1 << bit[m];
   }
   return used == 255;
-}());
+}
+static_assert(SignLayoutFits(kIq3R16SignBit, kIq3R16SignShift, [](int m, int at) {
+  return m % 2 == 0 ? at >= 3 && at <= 5 : at >= 0 && at <= 2;
+}));
 static_assert(sizeof(BlockIQ3_XXS_R16) == 25 * 64, "25 cache lines");
 static_assert(sizeof(BlockIQ3_XXS_R16) + kR16Rows * 2 == kR16Rows * 102);
 
-struct BlockIQ3_S_R16 {
+struct BlockIQ3_S_R16 : SubBlockLines<BlockIQ3_S_R16> {
   // Lines in read order, as kIQ3_XXS_R16's: the index bits 8 and the scales, then per sub-block
   // its two index lines and its sign line.
-  struct SubBlock {
-    uint8_t q[2][4 * kR16Rows];  // [half h][4 r + g] index bits 0-7 (4 values)
-    uint8_t sgn[4 * kR16Rows];   // [4 r + g] bit kIq3SR16SignBit[4 h + k]: value k of half h's
-                                 // group g negative
-  };
   uint64_t qh[8][2];        // [sub-block j][h] bit 4 r + g: index bit 8
   uint8_t sc[4][kR16Rows];  // [pair p][row r] s_2p | s_2p+1 << 4
-  SubBlock sub[8];          // [sub-block j]
-
-  // Sub-block j's index bytes ([2][64]) and sign bytes ([64]).
-  const uint8_t* Q(int j) const { return sub[j].q[0]; }
-  uint8_t* Q(int j) { return sub[j].q[0]; }
-  const uint8_t* Sgn(int j) const { return sub[j].sgn; }
-  uint8_t* Sgn(int j) { return sub[j].sgn; }
+  Iq3R16SubBlock sub[8];    // [sub-block j]
 };
 // Where value m = 4 h + k of a sub-block's groups keeps its sign in a kIQ3_S_R16 sign byte, and
 // the right shift that takes it to its place in the value's vpermb index: bit 3 for even k (the
@@ -382,50 +392,26 @@ struct BlockIQ3_S_R16 {
 // (0-4) in place of three.
 inline constexpr int kIq3SR16SignBit[8] = {4, 0, 5, 1, 6, 2, 7, 3};
 inline constexpr int kIq3SR16SignShift[8] = {1, 0, 2, 1, 3, 2, 4, 3};
-static_assert([] {
-  int used = 0;
-  for (int m = 0; m < 8; ++m) {
-    if (kIq3SR16SignBit[m] - kIq3SR16SignShift[m] != (m % 2 == 0 ? 3 : 0)) return false;
-    used |= 1 << kIq3SR16SignBit[m];
-  }
-  return used == 255;
-}());
+static_assert(SignLayoutFits(kIq3SR16SignBit, kIq3SR16SignShift,
+                             [](int m, int at) { return at == (m % 2 == 0 ? 3 : 0); }));
 static_assert(sizeof(BlockIQ3_S_R16) == 27 * 64, "27 cache lines");
 static_assert(sizeof(BlockIQ3_S_R16) + kR16Rows * 2 == kR16Rows * 110, "IQ3_S's bytes");
 
-// kIQ2_XS_R16 / kIQ2_S_R16's sub-block: its index line, then its sign line.
-struct Iq2R16SubBlock {
-  uint8_t q[4 * kR16Rows];    // [4 r + g] grid index bits 0-7 of row r's group g
-  uint8_t sgn[4 * kR16Rows];  // [4 r + g] bit kIq2R16SignBit[k]: value k negative
-};
-
-struct BlockIQ2_XS_R16 {
+struct BlockIQ2_XS_R16 : SubBlockLines<BlockIQ2_XS_R16> {
   // Lines in read order, as kIQ2_XXS_R16's: the index bits 8 and the scales, then per sub-block
   // its index line and its sign line.
   uint64_t qh[8];           // [sub-block j] bit 4 r + g: grid index bit 8
   uint8_t sc[8][kR16Rows];  // [j][row r] s of values 0-15 | s of values 16-31 << 4
   Iq2R16SubBlock sub[8];    // [j]
-
-  // Sub-block j's index bytes and sign bytes, [64] each.
-  const uint8_t* Q(int j) const { return sub[j].q; }
-  uint8_t* Q(int j) { return sub[j].q; }
-  const uint8_t* Sgn(int j) const { return sub[j].sgn; }
-  uint8_t* Sgn(int j) { return sub[j].sgn; }
 };
 static_assert(sizeof(BlockIQ2_XS_R16) == 19 * 64, "19 cache lines");
 static_assert(sizeof(BlockIQ2_XS_R16) + kR16Rows * 2 == kR16Rows * 78, "IQ2_XS's 74 + 4");
 
-struct BlockIQ2_S_R16 {
+struct BlockIQ2_S_R16 : SubBlockLines<BlockIQ2_S_R16> {
   // Lines in read order, as kIQ2_XS_R16's.
   uint64_t qh[8][2];        // [sub-block j][b] bit 4 r + g: grid index bit 8 + b
   uint8_t sc[8][kR16Rows];  // [j][row r] s of values 0-15 | s of values 16-31 << 4
   Iq2R16SubBlock sub[8];    // [j]
-
-  // Sub-block j's index bytes and sign bytes, [64] each.
-  const uint8_t* Q(int j) const { return sub[j].q; }
-  uint8_t* Q(int j) { return sub[j].q; }
-  const uint8_t* Sgn(int j) const { return sub[j].sgn; }
-  uint8_t* Sgn(int j) { return sub[j].sgn; }
 };
 static_assert(sizeof(BlockIQ2_S_R16) == 20 * 64, "20 cache lines");
 static_assert(sizeof(BlockIQ2_S_R16) + kR16Rows * 2 == kR16Rows * 82, "IQ2_S's bytes");
