@@ -347,26 +347,24 @@ IQ_INLINE void Codes(const GroupBlock<K>& blk, int j, const Tables& tab, __m512i
   }
 }
 
-// The level bytes of value m of the groups, kOffset + the signed level (IQ3_XXS: m = 4 h + k,
+// The level bytes of value m of the groups, kOffset + the signed level (IQ3: m = 4 h + k,
 // the code beside its sign by one bit select: the code's bits 0-2 or 3-5 of A / B, the rest
-// of the sign bytes shifted by kIq3R16SignShift[m]; IQ3_S the same with kIq3SR16SignShift[m]
-// and two tables).
+// of the sign bytes shifted by kIq3R16SignShift[m] (IQ3_XXS: table m) or kIq3SR16SignShift[m]
+// (IQ3_S: table m % 2)).
 template <Kind K>
 IQ_INLINE __m512i Levels(const __m512i* c, int m, const Tables& tab) {
   if constexpr (IsIq2(K)) {
     return _mm512_permutexvar_epi8(c[m / 2], tab.iq2_level[m % 4]);
-  } else if constexpr (K == Kind::kIQ3S) {
-    // The shifted sign bytes are common subexpressions of the unrolled values (shifts 0-4);
-    // the bits a 16-bit shift brings in from the next byte land where the tables do not look.
-    const __m512i code_bits = _mm512_set1_epi8(m % 2 == 0 ? 0x07 : 0x38);
-    const __m512i v = _mm512_ternarylogic_epi64(
-        c[m / 2], _mm512_srli_epi16(c[4], quant::kIq3SR16SignShift[m]), code_bits, 0xE4);
-    return _mm512_permutexvar_epi8(v, tab.level[m % 2]);
   } else {
+    // IQ3_S: the shifted sign bytes are common subexpressions of the unrolled values (shifts
+    // 0-4); the bits a 16-bit shift brings in from the next byte land where the tables do not
+    // look.
+    constexpr bool kS = K == Kind::kIQ3S;
+    const __m512i signs = kS ? _mm512_srli_epi16(c[4], quant::kIq3SR16SignShift[m])
+                             : c[4 + quant::kIq3R16SignShift[m] / 2];
     const __m512i code_bits = _mm512_set1_epi8(m % 2 == 0 ? 0x07 : 0x38);
-    const __m512i v =
-        _mm512_ternarylogic_epi64(c[m / 2], c[4 + quant::kIq3R16SignShift[m] / 2], code_bits, 0xE4);
-    return _mm512_permutexvar_epi8(v, tab.level[m]);
+    const __m512i v = _mm512_ternarylogic_epi64(c[m / 2], signs, code_bits, 0xE4);
+    return _mm512_permutexvar_epi8(v, tab.level[kS ? m % 2 : m]);
   }
 }
 

@@ -306,22 +306,14 @@ static_assert(sizeof(BlockQ3_K_R16) + kR16Rows * 2 == kR16Rows * 114);
 // kIQ3_XXS_R16, kIQ3_S_R16). An empty base: the layouts keep their size and standard layout.
 template <class Block>
 struct SubBlockLines {
-  const uint8_t* Q(int j) const { return Bytes(self().sub[j].q); }
-  uint8_t* Q(int j) { return Bytes(self().sub[j].q); }
+  const uint8_t* Q(int j) const { return reinterpret_cast<const uint8_t*>(self().sub[j].q); }
+  uint8_t* Q(int j) { return reinterpret_cast<uint8_t*>(self().sub[j].q); }
   const uint8_t* Sgn(int j) const { return self().sub[j].sgn; }
   uint8_t* Sgn(int j) { return self().sub[j].sgn; }
 
  private:
   const Block& self() const { return static_cast<const Block&>(*this); }
   Block& self() { return static_cast<Block&>(*this); }
-  template <class A>
-  static const uint8_t* Bytes(const A& a) {
-    return reinterpret_cast<const uint8_t*>(&a);
-  }
-  template <class A>
-  static uint8_t* Bytes(A& a) {
-    return reinterpret_cast<uint8_t*>(&a);
-  }
 };
 
 // kIQ2_XXS_R16 / kIQ2_XS_R16 / kIQ2_S_R16's sub-block: its index line, then its sign line.

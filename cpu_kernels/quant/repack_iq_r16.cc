@@ -15,14 +15,13 @@ namespace {
 
 using internal::Iq2SignByte;
 
-// kIQ3_S_R16's sign bytes: value v = 16 h + 4 g + k < 32 of a sub-block, row r is bit
-// kIq3SR16SignBit[4 h + k] of its sign byte 4 r + g; as a bit of the sub-block's sign bytes.
-int Iq3SSignBit(int r, int v) {
-  return 8 * (4 * r + (v % 16) / 4) + kIq3SR16SignBit[4 * (v / 16) + v % 4];
-}
-bool GetByteBit(const uint8_t* a, int bit) { return (a[bit / 8] >> (bit % 8)) & 1; }
-void SetByteBit(uint8_t* a, int bit, bool on) {
-  if (on) a[bit / 8] |= static_cast<uint8_t>(1 << (bit % 8));
+// Where index i of a sub-block's row r goes among its index bytes (and, IQ3_S, its index-bit
+// masks): vector i / 4, lane group i % 4.
+int IndexLane(int r, int i) { return 64 * (i / 4) + 4 * r + i % 4; }
+// The IQ3 layouts' sign place of value v = 16 h + 4 g + k < 32 of row r: byte 4 r + g of the
+// sub-block's sign bytes, bit order[4 h + k] (kIq3R16SignBit, kIq3SR16SignBit).
+std::pair<int, int> Iq3SignBit(const int (&order)[8], int r, int v) {
+  return {4 * r + (v % 16) / 4, order[4 * (v / 16) + v % 4]};
 }
 
 // What differs between the two types, per sub-block j (32 values) of a file block:
@@ -48,10 +47,7 @@ struct Iq3Traits {
   static constexpr int kIdx = 8;
   static uint8_t* IdxBytes(Block& b, int j) { return b.qs + 8 * j; }
   static uint8_t* AuxBytes(Block& b, int j) { return b.qs + kQkK / 4 + 4 * j; }
-  // v = 16 h + 4 g + k: byte 4 r + g of Sgn(j), bit kIq3R16SignBit[4 h + k].
-  static std::pair<int, int> SignBit(int r, int v) {
-    return {4 * r + (v % 16) / 4, kIq3R16SignBit[4 * (v / 16) + v % 4]};
-  }
+  static std::pair<int, int> SignBit(int r, int v) { return Iq3SignBit(kIq3R16SignBit, r, v); }
 };
 
 // The walk every layout here shares: 16 rows of nb = n / 256 file blocks (Block, opening with
@@ -101,7 +97,7 @@ void Repack(const void* src, size_t src_stride, int64_t n, void* dst) {
   RepackGroup<Block, Group>(src, src_stride, n, dst, [](Block& in, int r, Group& o) {
     for (int j = 0; j < 8; ++j) {
       const uint8_t* idx = Tr::IdxBytes(in, j);
-      for (int i = 0; i < Tr::kIdx; ++i) o.Q(j)[64 * (i / 4) + 4 * r + i % 4] = idx[i];
+      for (int i = 0; i < Tr::kIdx; ++i) o.Q(j)[IndexLane(r, i)] = idx[i];
       uint32_t aux;
       std::memcpy(&aux, Tr::AuxBytes(in, j), 4);
       for (int v = 0; v < 32; ++v) {
@@ -122,7 +118,7 @@ void Unpack(const void* src, int64_t n, void* dst, size_t dst_stride) {
   UnpackGroup<Block, Group>(src, n, dst, dst_stride, [](const Group& g, int r, Block& out) {
     for (int j = 0; j < 8; ++j) {
       uint8_t* idx = Tr::IdxBytes(out, j);
-      for (int i = 0; i < Tr::kIdx; ++i) idx[i] = g.Q(j)[64 * (i / 4) + 4 * r + i % 4];
+      for (int i = 0; i < Tr::kIdx; ++i) idx[i] = g.Q(j)[IndexLane(r, i)];
       auto aux = static_cast<uint32_t>((g.sc[j / 2][r] >> (4 * (j % 2))) & 15) << 28;
       for (int v = 0; v < 32; ++v) {
         if (v % 8 == 7) continue;  // the parity bit: not stored in the file
@@ -160,11 +156,13 @@ void RepackIQ3SRows16(const void* src, size_t src_stride, int64_t n, void* dst) 
       src, src_stride, n, dst, [](const BlockIQ3_S& in, int r, BlockIQ3_S_R16& o) {
         for (int j = 0; j < 8; ++j) {
           for (int i = 0; i < 8; ++i) {
-            o.Q(j)[64 * (i / 4) + 4 * r + i % 4] = in.qs[8 * j + i];
-            SetBit(o.qh[j], 64 * (i / 4) + 4 * r + i % 4, (in.qh[j] >> i) & 1);
+            o.Q(j)[IndexLane(r, i)] = in.qs[8 * j + i];
+            SetBit(o.qh[j], IndexLane(r, i), (in.qh[j] >> i) & 1);
           }
           for (int v = 0; v < 32; ++v) {
-            SetByteBit(o.Sgn(j), Iq3SSignBit(r, v), (in.signs[4 * j + v / 8] >> (v % 8)) & 1);
+            const int neg = (in.signs[4 * j + v / 8] >> (v % 8)) & 1;
+            const auto [byte, bit] = Iq3SignBit(kIq3SR16SignBit, r, v);
+            o.Sgn(j)[byte] |= static_cast<uint8_t>(neg << bit);
           }
           o.sc[j / 2][r] |= static_cast<uint8_t>(in.scales[j / 2] & (15 << (4 * (j % 2))));
         }
@@ -175,12 +173,13 @@ void UnpackIQ3SRows16(const void* src, int64_t n, void* dst, size_t dst_stride) 
       src, n, dst, dst_stride, [](const BlockIQ3_S_R16& g, int r, BlockIQ3_S& out) {
         for (int j = 0; j < 8; ++j) {
           for (int i = 0; i < 8; ++i) {
-            out.qs[8 * j + i] = g.Q(j)[64 * (i / 4) + 4 * r + i % 4];
-            out.qh[j] |= static_cast<uint8_t>(GetBit(g.qh[j], 64 * (i / 4) + 4 * r + i % 4) << i);
+            out.qs[8 * j + i] = g.Q(j)[IndexLane(r, i)];
+            out.qh[j] |= static_cast<uint8_t>(GetBit(g.qh[j], IndexLane(r, i)) << i);
           }
           for (int v = 0; v < 32; ++v) {
+            const auto [byte, bit] = Iq3SignBit(kIq3SR16SignBit, r, v);
             out.signs[4 * j + v / 8] |=
-                static_cast<uint8_t>(GetByteBit(g.Sgn(j), Iq3SSignBit(r, v)) << (v % 8));
+                static_cast<uint8_t>(((g.Sgn(j)[byte] >> bit) & 1) << (v % 8));
           }
           out.scales[j / 2] |= static_cast<uint8_t>(g.sc[j / 2][r] & (15 << (4 * (j % 2))));
         }
