@@ -32,8 +32,9 @@ set_source_files_properties(gemv/gemv_q23k_avx512gfni.cc PROPERTIES
 # without VBMI) and VNNI + VBMI + GFNI (vpermi2b / vpmultishiftqb decode, gf2p8affineqb levels;
 # picked where the CPU has VBMI and GFNI).
 target_sources(moesplit_cpu_gemv PRIVATE gemv/gemv_iq_avx2.cc gemv/gemv_iq_avx512vbmi.cc
-  gemv/gemv_iq_r16_avx2.cc)
-set_source_files_properties(gemv/gemv_iq_avx2.cc gemv/gemv_iq_r16_avx2.cc PROPERTIES
+  gemv/gemv_iq_r16_avx2.cc gemv/gemv_iq1_r16_avx2.cc)
+set_source_files_properties(gemv/gemv_iq_avx2.cc gemv/gemv_iq_r16_avx2.cc
+  gemv/gemv_iq1_r16_avx2.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX2}")
 set_source_files_properties(gemv/gemv_iq_avx512vbmi.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512VNNI};-mavx512vbmi;-mbmi2;-mgfni")

@@ -170,8 +170,12 @@
 // kIQ1_S_R16: IQ1_S with 16 rows interleaved and its grid entries as base-3 digits, so that no
 // kernel looks up an 11-bit index (2048 entries: no register table holds them; the file
 // layout's kernel spends ~40 cycles per block on its 32 lookups). Grid value t_k in {-1, 0, 1}
-// is stored as the digit t_k + 1: a group's values 0-4 as one byte sum_k<5 (t_k + 1) 3^k
-// (< 243), values 5-7 as a 5-bit field sum_k<3 (t_{5+k} + 1) 3^k (< 27). A group of nb = n /
+// is stored as the digit t_k + 1: a group's values 0-4 as the number A = sum_k<5 (t_k + 1) 3^k
+// (< 243) in one byte, values 5-7 as F = sum_k<3 (t_{5+k} + 1) 3^k (< 27) in a 5-bit field,
+// each scaled up to fill its bits (Iq1DigitByte / Iq1DigitField: the byte ceil(256 A / 243),
+// the field ceil(32 F / 27)), so that the digits come out of it most significant first by
+// multiplications by 3 (x <- 3 x mod 256, digit = the carry floor(3 x / 256); a field as the
+// byte 8 q), with no table (the AVX2 kernel, gemv_iq1_r16_avx2.cc). A group of nb = n /
 // 256 blocks is the group's [nb][16] f16 d's, then nb BlockIQ1_S_R16 payloads of 896 bytes (14
 // cache lines). Per sub-block j (values 32 j .. 32 j + 31 of a row):
 //   a[j]  byte 4 r + g = row r's group g (values 32 j + 8 g ..), values 0-4
@@ -428,6 +432,15 @@ static_assert(sizeof(BlockIQ1_S_R16) + kR16Rows * 2 == kR16Rows * 58);
 // Bits of a kIQ1_S_R16 word: group g's field at 5 g, the scale at 20, the delta sign at 23.
 inline constexpr int kIq1R16ScaleShift = 20;
 inline constexpr int kIq1R16SignBit = 23;
+// kIQ1_S_R16's / kIQ1_M_R16's stored forms of a group's digit numbers A (values 0-4, < 243)
+// and F (values 5-7, < 27), and back: the byte ceil(256 A / 243), the 5-bit field
+// ceil(32 F / 27) (the smallest codes whose multiplications by 3 carry out the digits; checked
+// for every A and F in tests/cpu_kernels/gemv_iq_r16_test.cc); 243 q / 256 and 27 q / 32
+// (floors) invert them.
+constexpr int Iq1DigitByte(int a) { return (256 * a + 242) / 243; }
+constexpr int Iq1DigitByteNumber(int q) { return 243 * q / 256; }
+constexpr int Iq1DigitField(int f) { return (32 * f + 26) / 27; }
+constexpr int Iq1DigitFieldNumber(int q) { return 27 * q / 32; }
 
 struct BlockIQ1_M_R16 {
   // Lines in read order: per sub-block its digit line, then its word line. (Until 2026-12-02

@@ -46,9 +46,9 @@ const GridPatterns& Patterns() {
   return patterns;
 }
 
-// Grid index of the digits of a group: byte a (values 0-4) and field f (values 5-7).
+// Grid index of the digits of a group: its stored byte a (values 0-4) and field f (values 5-7).
 int GridIndex(const std::array<int16_t, kPatterns>& inverse, int a, int f, const char* type) {
-  const int p = a + 243 * f;
+  const int p = Iq1DigitByteNumber(a) + 243 * Iq1DigitFieldNumber(f);
   const int e = p < kPatterns ? inverse[p] : -1;
   MOESPLIT_CHECK(e >= 0, type, " digits ", p, " are no grid entry");
   return e;
@@ -77,8 +77,8 @@ void RepackIQ1SRows16(const void* src, size_t src_stride, int64_t n, void* dst) 
         uint32_t word = ((qh >> 12) & 7) << kIq1R16ScaleShift | (qh >> 15) << kIq1R16SignBit;
         for (int g = 0; g < 4; ++g) {
           const int p = pattern[in.qs[4 * j + g] | ((qh >> (3 * g)) & 7) << 8];
-          o.A(j)[4 * r + g] = static_cast<uint8_t>(p % 243);  // values 0-4
-          word |= static_cast<uint32_t>(p / 243) << (5 * g);  // values 5-7
+          o.A(j)[4 * r + g] = static_cast<uint8_t>(Iq1DigitByte(p % 243));   // values 0-4
+          word |= static_cast<uint32_t>(Iq1DigitField(p / 243)) << (5 * g);  // values 5-7
         }
         for (int i = 0; i < 3; ++i) o.F(j)[3 * r + i] = static_cast<uint8_t>(word >> (8 * i));
       }
@@ -136,8 +136,8 @@ void RepackIQ1MRows16(const void* src, size_t src_stride, int64_t n, void* dst) 
           const int G = 4 * j + g;  // the block's group
           const int nibble = (in.qh[G / 2] >> (4 * (G % 2))) & 15;
           const int p = pattern[in.qs[G] | (nibble & 7) << 8];
-          o.A(j)[4 * r + g] = static_cast<uint8_t>(p % 243);
-          word |= static_cast<uint32_t>(p / 243) << (5 * g);
+          o.A(j)[4 * r + g] = static_cast<uint8_t>(Iq1DigitByte(p % 243));
+          word |= static_cast<uint32_t>(Iq1DigitField(p / 243)) << (5 * g);
           word |= static_cast<uint32_t>(nibble >> 3) << (kIq1mR16HalfShift[g / 2] + 3 + g % 2);
         }
         for (int h = 0; h < 2; ++h) {

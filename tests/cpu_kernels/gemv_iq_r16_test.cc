@@ -62,9 +62,9 @@ std::vector<uint8_t> Repack(const Matrix& w, int64_t rows) {
 }
 
 // The tiers with a native kernel for type wt's 16-row layout: the VNNI tier with VBMI and GFNI
-// for every type, and IQ2_XXS's AVX2 one-token kernel at every tier from avx2 up.
+// for every type, and IQ2_XXS's and IQ1_S's AVX2 kernels at every tier from avx2 up.
 bool NativeR16(IsaTier tier, GgmlType wt) {
-  if (wt == GgmlType::kIQ2_XXS && tier >= IsaTier::kAvx2) return true;
+  if ((wt == GgmlType::kIQ2_XXS || wt == GgmlType::kIQ1_S) && tier >= IsaTier::kAvx2) return true;
   return tier >= IsaTier::kAvx512Vnni && cpu::DetectCpuFeatures().avx512vbmi &&
          cpu::DetectCpuFeatures().gfni;
 }
@@ -100,6 +100,34 @@ TEST(IqR16Test, LosslessRoundTrip) {
                           back.data() + g * 16 * w.stride, w.stride);
     }
     EXPECT_EQ(std::memcmp(back.data(), w.Row(0), back.size()), 0) << TypeName(wt);
+  }
+}
+
+// IQ1's stored digit numbers (repack.h): every A < 243 as its byte and every F < 27 as its
+// 5-bit field (the byte 8 q) give their digits, most significant first, as the carries of
+// x <- 3 x mod 256 (what the AVX2 kernel computes), and come back from their codes.
+TEST(IqR16Test, Iq1DigitCodesCarryOutTheirDigits) {
+  auto carries = [](int x, int count) {
+    std::vector<int> digits;
+    for (int i = 0; i < count; ++i, x = 3 * x % 256) digits.push_back(3 * x / 256);
+    return digits;
+  };
+  auto digits = [](int v, int count) {
+    std::vector<int> d(count);
+    for (int i = count - 1; i >= 0; --i, v /= 3) d[i] = v % 3;
+    return d;
+  };
+  for (int a = 0; a < 243; ++a) {
+    const int q = quant::Iq1DigitByte(a);
+    ASSERT_LT(q, 256);
+    EXPECT_EQ(carries(q, 5), digits(a, 5)) << "A " << a;
+    EXPECT_EQ(quant::Iq1DigitByteNumber(q), a);
+  }
+  for (int f = 0; f < 27; ++f) {
+    const int q = quant::Iq1DigitField(f);
+    ASSERT_LT(q, 32);
+    EXPECT_EQ(carries(8 * q, 3), digits(f, 3)) << "F " << f;
+    EXPECT_EQ(quant::Iq1DigitFieldNumber(q), f);
   }
 }
 
