@@ -341,9 +341,11 @@ float DotIQ1M_Q8K_Avx2(const void* w_row, const void* a_row, int64_t n);
 // the wide path from 8.
 void GemmIQ2XXSR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                             size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
-// kIQ1_S_R16 on the AVX2 tier (gemv_iq1_r16_avx2.cc): its digits carried out by
+// kIQ1_S_R16 / kIQ1_M_R16 on the AVX2 tier (gemv_iq1_r16_avx2.cc): its digits carried out by
 // multiplications by 3, 1-2 tokens per pass over the groups, the wide path from 8.
 void GemmIQ1SR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                          size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+void GemmIQ1MR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                           size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 // IQ2_XXS / IQ1_S / IQ1_M on the AVX2 token tiles (gemv_avx2_tile.inc): 4 tokens per decoded
 // block.

@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "cpu_kernels/gemv/gemv_internal.h"
@@ -50,6 +51,7 @@ namespace {
 #include "cpu_kernels/gemv/gemv_avx2_tile.inc"
 #include "cpu_kernels/gemv/gemv_avx2_wide.inc"
 
+using quant::BlockIQ1_M_R16;
 using quant::BlockIQ1_S_R16;
 using quant::BlockQ8_K;
 using quant::kQkK;
@@ -57,30 +59,55 @@ using quant::kR16Rows;
 
 #define IQ_INLINE [[gnu::always_inline]] inline
 
-// Bytes per token and block of the permuted activations: 256 quants, then [8] i32 B_j << 16.
-constexpr int64_t kActBytes = kQkK + 32;
+// kM: IQ1_M (kIQ1_M_R16), else IQ1_S (kIQ1_S_R16).
+template <bool kM>
+using Block = std::conditional_t<kM, BlockIQ1_M_R16, BlockIQ1_S_R16>;
 
-// n_tok tokens' blocks (Q8_K rows a_stride apart) -> out + (t nb + b) kActBytes.
+// Bytes per token and block of the permuted activations: 256 quants, then per sub-block j
+// IQ1_S one i32 B_j << 16; IQ1_M three: the i16 pairs (B_2j, B_2j+1) (16-value sums), (S_0,
+// S_1) and (S_2, S_3) (the 4 groups' 8-value sums).
+template <bool kM>
+constexpr int64_t kActBytes = kQkK + (kM ? 96 : 32);
+
+// n_tok tokens' blocks (Q8_K rows a_stride apart) -> out + (t nb + b) kActBytes<kM>.
+template <bool kM>
 void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb, uint8_t* out) {
   // Within each 128-bit lane (groups 2 l, 2 l + 1 of a sub-block): byte 2 k + g <- 8 g + k.
   const __m256i pair = _mm256_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15, 0, 8,
                                         1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+  // The low i16 of each lane's two qword sums side by side in its dword 0.
+  const __m256i sums_pair =
+      _mm256_setr_epi8(0, 1, 8, 9, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 8, 9, -1,
+                       -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
   for (int64_t t = 0; t < n_tok; ++t) {
     const auto* at = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride);
     for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* o = out + (t * nb + b) * kActBytes;
+      uint8_t* o = out + (t * nb + b) * kActBytes<kM>;
       for (int j = 0; j < 8; ++j) {
-        const __m256i q = _mm256_shuffle_epi8(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at[b].qs + 32 * j)), pair);
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at[b].qs + 32 * j));
+        const __m256i q = _mm256_shuffle_epi8(raw, pair);
         // lane 0: qwords 0 of both lanes (values 0-3), lane 1: qwords 1 (values 4-7); then the
         // word pairs (groups 0-1, groups 2-3) of each value side by side.
         const __m256i y = _mm256_permute4x64_epi64(q, 0xD8);
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 32 * j),
                             _mm256_unpacklo_epi16(y, _mm256_bsrli_epi128(y, 8)));
+        if constexpr (kM) {
+          // The groups' sums: vpsadbw of q + 128 against 0, less 8 x 128 (|S_g| <= 1024).
+          const __m256i s = _mm256_shuffle_epi8(
+              _mm256_sub_epi64(_mm256_sad_epu8(_mm256_xor_si256(raw, _mm256_set1_epi8(-128)),
+                                               _mm256_setzero_si256()),
+                               _mm256_set1_epi64x(8 * 128)),
+              sums_pair);
+          const int32_t aux[3] = {static_cast<int32_t>(LoadU32(at[b].bsums + 2 * j)),
+                                  _mm256_extract_epi32(s, 0), _mm256_extract_epi32(s, 4)};
+          std::memcpy(o + kQkK + 12 * j, aux, sizeof(aux));
+        }
       }
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at[b].bsums));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + kQkK),
-                          _mm256_slli_epi32(_mm256_madd_epi16(bs, _mm256_set1_epi16(1)), 16));
+      if constexpr (!kM) {
+        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at[b].bsums));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + kQkK),
+                            _mm256_slli_epi32(_mm256_madd_epi16(bs, _mm256_set1_epi16(1)), 16));
+      }
     }
   }
 }
@@ -88,23 +115,25 @@ void PermuteTokens(const uint8_t* a, size_t a_stride, int64_t n_tok, int64_t nb,
 struct Consts {
   __m256i bias;                // [32] 0x80
   __m256i ge86, ge171;         // [32] -43, 42: x - 128 > these <=> x >= 86, x >= 171
-  __m256i spread;              // vpshufb control: lane half's row words -> dwords (see Fields)
+  __m256i spread;              // vpshufb control: the rows' words -> dwords (Codes)
   __m256i mul_a, mul_b;        // [16] i16 (8, 2), (64, 16): the fields' shifts
   __m256i mask_a, mask_b;      // [16] i16 0x00F8, 0xF800
-  __m256i pair_pos, pair_neg;  // [8] i32 by s: the i16 pair K for e = +1 / -1
+  __m256i pair_pos, pair_neg;  // IQ1_S: [8] i32 by s: the i16 pair K for e = +1 / -1
   __m256i ones16;              // [16] i16 1
 };
+template <bool kM>
 IQ_INLINE Consts MakeConsts() {
   Consts c;
   c.bias = _mm256_set1_epi8(static_cast<char>(0x80));
   c.ge86 = _mm256_set1_epi8(86 - 128 - 1);
   c.ge171 = _mm256_set1_epi8(171 - 128 - 1);
-  // Lane 0 reads the half's words from its byte 0 (rows 0-3 at 3 r), lane 1 from byte 8 (rows
-  // 4-7 at 4 + 3 r): dword r = bytes (3 r, 3 r + 1, 3 r + 1, 3 r + 2) of its row's word.
+  // dword r = bytes (0, 1, 1, 2) of its row's word. IQ1_S (3-byte words): lane 0 reads the
+  // half's words from its byte 0 (rows 0-3 at 3 r), lane 1 from byte 8 (rows 4-7 at 4 + 3 r);
+  // IQ1_M: the rows' dwords in place.
   alignas(32) uint8_t sp[32];
   for (int i = 0; i < 32; ++i) {
-    const int r = (i % 16) / 4, k = i % 4;
-    sp[i] = static_cast<uint8_t>((i < 16 ? 0 : 4) + 3 * r + (k < 2 ? k : k - 1));
+    const int r = (i % 16) / 4, k = i % 4, byte = k < 2 ? k : k - 1;
+    sp[i] = static_cast<uint8_t>(kM ? 4 * r + byte : (i < 16 ? 0 : 4) + 3 * r + byte);
   }
   c.spread = _mm256_load_si256(reinterpret_cast<const __m256i*>(sp));
   c.mul_a = _mm256_set1_epi32(8 | 2 << 16);
@@ -134,39 +163,72 @@ IQ_INLINE __m256i Digit(__m256i* x, bool advance, const Consts& c) {
 }
 
 // Half h of sub-block j of block w: x / xf = the biased codes of values 0-4 / 5-7 (byte
-// 4 r + g: row 8 h + r's group g), k = each row's i16 pair (8 (2 s_j + 1), (2 s_j + 1)(e_j - 8)).
+// 4 r + g: row 8 h + r's group g), and the rows' factors ([8] i32 lanes, i16 pairs):
+//   IQ1_S k = (8 (2 s_j + 1), (2 s_j + 1)(e_j - 8));
+//   IQ1_M k = (8 k_0, 8 k_1) (k_h = 2 s_h + 1 of the 16-value half h: groups 2 h, 2 h + 1),
+//     e01 = (k_0 e_0, k_0 e_1), e23 = (k_1 e_2, k_1 e_3) (e_g = +1 / -1 group g's delta sign),
+//     kk = (k_0, k_1).
 struct HalfCodes {
-  __m256i x, xf, k;
+  __m256i x, xf, k, e01, e23, kk;
 };
-IQ_INLINE HalfCodes Codes(const BlockIQ1_S_R16& w, int j, int h, const Consts& c) {
+template <bool kM>
+IQ_INLINE HalfCodes Codes(const Block<kM>& w, int j, int h, const Consts& c) {
   HalfCodes r;
   r.x = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.A(j) + 32 * h)),
                          c.bias);
-  const uint8_t* f = w.F(j) + 24 * h;  // 24 bytes: the half's 8 words
-  const __m256i s = _mm256_shuffle_epi8(_mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(f + 8),
-                                                            reinterpret_cast<const __m128i*>(f)),
-                                        c.spread);
+  __m256i s;  // dword r: word 0 = the row's word bits 0-15, word 1 = bits 8-23
+  if constexpr (kM) {
+    s = _mm256_shuffle_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.W(j) + 8 * h)),
+                            c.spread);
+  } else {
+    const uint8_t* f = w.F(j) + 24 * h;  // 24 bytes: the half's 8 words
+    s = _mm256_shuffle_epi8(_mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(f + 8),
+                                                reinterpret_cast<const __m128i*>(f)),
+                            c.spread);
+  }
   r.xf =
       _mm256_xor_si256(_mm256_or_si256(_mm256_and_si256(_mm256_mullo_epi16(s, c.mul_a), c.mask_a),
                                        _mm256_and_si256(_mm256_mullo_epi16(s, c.mul_b), c.mask_b)),
                        c.bias);
-  // s's top 4 bits are the word's bits 20-23: s_j (vpermd reads bits 0-2), then the sign.
-  const __m256i code = _mm256_srli_epi32(s, 28);
-  r.k = _mm256_castps_si256(_mm256_blendv_ps(
-      _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(c.pair_pos, code)),
-      _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(c.pair_neg, code)), _mm256_castsi256_ps(s)));
+  if constexpr (kM) {
+    // hw = the word's bits 16-31: s_0 at 4-6, e_0 / e_1's signs at 7 / 8, s_1 at 9-11, e_2 /
+    // e_3's at 12 / 13 (repack.h). v: hw, and hw >> 5 in the high word (s_1 where s_0 is).
+    const __m256i word = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.W(j) + 8 * h));
+    const __m256i hw = _mm256_srli_epi32(word, 16);
+    const __m256i v = _mm256_or_si256(hw, _mm256_slli_epi32(hw, 11));
+    r.k = _mm256_add_epi16(_mm256_and_si256(v, _mm256_set1_epi16(0x70)), _mm256_set1_epi16(8));
+    r.kk = _mm256_srli_epi16(r.k, 3);
+    // Sign bits 7, 8 (12, 13) of hw at bit 15 of the pair's words, | 1: vpsignw's operand.
+    const __m256i v1 = _mm256_or_si256(hw, _mm256_slli_epi32(hw, 15));  // high word: hw >> 1
+    const __m256i both0 = _mm256_shuffle_epi8(
+        r.kk, _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5,
+                               4, 5, 8, 9, 8, 9, 12, 13, 12, 13));
+    const __m256i both1 = _mm256_shuffle_epi8(
+        r.kk, _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3,
+                               6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15));
+    r.e01 = _mm256_sign_epi16(both0, _mm256_or_si256(_mm256_slli_epi16(v1, 8), c.ones16));
+    r.e23 = _mm256_sign_epi16(both1, _mm256_or_si256(_mm256_slli_epi16(v1, 3), c.ones16));
+  } else {
+    // s's top 4 bits are the word's bits 20-23: s_j (vpermd reads bits 0-2), then the sign.
+    const __m256i code = _mm256_srli_epi32(s, 28);
+    r.k = _mm256_castps_si256(
+        _mm256_blendv_ps(_mm256_castsi256_ps(_mm256_permutevar8x32_epi32(c.pair_pos, code)),
+                         _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(c.pair_neg, code)),
+                         _mm256_castsi256_ps(s)));
+  }
   return r;
 }
 
 // Half h of sub-block j of block w, T tokens (act[t]: token t's permuted block): isum[t] lane r
-// += row 8 h + r's sub-block integer.
-template <int T>
-IQ_INLINE void SubBlock(const BlockIQ1_S_R16& w, int j, int h, const uint8_t* const* act,
+// += row 8 h + r's sub-block integer:
+//   IQ1_S madd(blend16(madd(P, 1), B_j << 16), k)
+//   IQ1_M madd(P - (B_2j, B_2j+1), k) + madd(e01, (S_0, S_1)) + madd(e23, (S_2, S_3)), i.e.
+//     sum_h k_h (8 P_h - 8 B_h) + sum_g k_h e_g S_g = sum_h k_h sum_g (8 P_g + (e_g - 8) S_g)
+//     (P's words are the halves' sums P_h: |P_h - B_h| <= 4096 + 2048)
+template <bool kM, int T>
+IQ_INLINE void SubBlock(const Block<kM>& w, int j, int h, const uint8_t* const* act,
                         const Consts& c, __m256i (&isum)[T]) {
-  HalfCodes hc = Codes(w, j, h, c);
-  __m256i& x = hc.x;
-  __m256i& xf = hc.xf;
-  const __m256i k = hc.k;
+  HalfCodes hc = Codes<kM>(w, j, h, c);
   __m256i p[T];
   auto dot = [&](__m256i d, int m, bool first) {
     for (int t = 0; t < T; ++t) {
@@ -176,36 +238,48 @@ IQ_INLINE void SubBlock(const BlockIQ1_S_R16& w, int j, int h, const uint8_t* co
     }
   };
 #pragma GCC unroll 5
-  for (int i = 0; i < 5; ++i) dot(Digit(&x, i < 4, c), 4 - i, i == 0);  // values 4 .. 0
+  for (int i = 0; i < 5; ++i) dot(Digit(&hc.x, i < 4, c), 4 - i, i == 0);  // values 4 .. 0
 #pragma GCC unroll 3
-  for (int i = 0; i < 3; ++i) dot(Digit(&xf, i < 2, c), 7 - i, false);  // values 7 .. 5
+  for (int i = 0; i < 3; ++i) dot(Digit(&hc.xf, i < 2, c), 7 - i, false);  // values 7 .. 5
   for (int t = 0; t < T; ++t) {
-    const __m256i pr = _mm256_madd_epi16(p[t], c.ones16);  // |.| <= 8192: an i16
-    const __m256i bj = _mm256_set1_epi32(static_cast<int32_t>(LoadU32(act[t] + kQkK + 4 * j)));
-    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_blend_epi16(pr, bj, 0xAA), k));
+    if constexpr (kM) {
+      const uint8_t* aux = act[t] + kQkK + 12 * j;
+      const __m256i bp = _mm256_set1_epi32(static_cast<int32_t>(LoadU32(aux)));
+      const __m256i s01 = _mm256_set1_epi32(static_cast<int32_t>(LoadU32(aux + 4)));
+      const __m256i s23 = _mm256_set1_epi32(static_cast<int32_t>(LoadU32(aux + 8)));
+      const __m256i x = _mm256_madd_epi16(_mm256_sub_epi16(p[t], bp), hc.k);
+      isum[t] = _mm256_add_epi32(
+          isum[t], _mm256_add_epi32(x, _mm256_add_epi32(_mm256_madd_epi16(hc.e01, s01),
+                                                        _mm256_madd_epi16(hc.e23, s23))));
+    } else {
+      const __m256i pr = _mm256_madd_epi16(p[t], c.ones16);  // |.| <= 8192: an i16
+      const __m256i bj = _mm256_set1_epi32(static_cast<int32_t>(LoadU32(act[t] + kQkK + 4 * j)));
+      isum[t] =
+          _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_blend_epi16(pr, bj, 0xAA), hc.k));
+    }
   }
 }
 
 // y[t * ldy + 0 .. 16) = the group's rows . token t, T tokens (perm: token 0's permuted blocks,
 // tokens act_stride apart; a[t]: token t's Q8_K blocks, for d_a).
-template <int T>
+template <bool kM, int T>
 void Group(const uint8_t* g, int64_t nb, const uint8_t* perm, size_t act_stride,
            const BlockQ8_K* const* a, uintptr_t pf_end, const Consts& c, float* y, int64_t ldy) {
   const auto* dw = reinterpret_cast<const uint16_t*>(g);  // [nb][16] f16
-  const auto* pay = reinterpret_cast<const BlockIQ1_S_R16*>(g + nb * kR16Rows * 2);
+  const auto* pay = reinterpret_cast<const Block<kM>*>(g + nb * kR16Rows * 2);
   __m256 acc[T][2];  // [token][half] x [8] f32
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const auto* next = reinterpret_cast<const uint8_t*>(pay + b) + avx2_wide::kR16PrefetchBytes;
-    avx2_wide::PrefetchLinesL2(next, sizeof(BlockIQ1_S_R16), pf_end);
+    avx2_wide::PrefetchLinesL2(next, sizeof(Block<kM>), pf_end);
     const uint8_t* act[T];
-    for (int t = 0; t < T; ++t) act[t] = perm + t * act_stride + b * kActBytes;
+    for (int t = 0; t < T; ++t) act[t] = perm + t * act_stride + b * kActBytes<kM>;
 #pragma GCC unroll 1
     for (int h = 0; h < 2; ++h) {
       __m256i isum[T];  // |.| <= 8 x (120 x 8192 + 135 x 4096)
       for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) SubBlock<T>(pay[b], j, h, act, c, isum);
+      for (int j = 0; j < 8; ++j) SubBlock<kM, T>(pay[b], j, h, act, c, isum);
       const __m256 d = avx2_wide::Halves8(dw + b * kR16Rows + 8 * h);
       for (int t = 0; t < T; ++t) {
         const __m256 da = _mm256_set1_ps(0.125f * a[t][b].d);
@@ -220,7 +294,7 @@ void Group(const uint8_t* g, int64_t nb, const uint8_t* perm, size_t act_stride,
 }
 
 // T tokens through every group.
-template <int T>
+template <bool kM, int T>
 void Tokens(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* perm,
             size_t act_stride, const uint8_t* a, size_t a_stride, int64_t nb, const Consts& c,
             float* y, int64_t ldy) {
@@ -228,8 +302,8 @@ void Tokens(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* pe
   for (int t = 0; t < T; ++t) at[t] = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride);
   const uintptr_t pf_end = PrefetchEnd(w, n_rows, w_stride);
   for (int64_t r0 = 0; r0 < n_rows; r0 += kR16Rows) {
-    Group<T>(w + static_cast<size_t>(r0) * w_stride, nb, perm, act_stride, at, pf_end, c, y + r0,
-             ldy);
+    Group<kM, T>(w + static_cast<size_t>(r0) * w_stride, nb, perm, act_stride, at, pf_end, c,
+                 y + r0, ldy);
   }
 }
 
@@ -250,13 +324,17 @@ IQ_INLINE void Quads(const __m256i* d, __m256i* out) {
   out[3] = _mm256_unpackhi_epi64(v1, v3);
 }
 
-// The wide path's view of the layout (wide::TokenBlock takes a format with kR16): digits
-// 0..2 with an offset per 16 values, blocks of 16 rows.
-struct Iq1SR16Fmt : FmtTraits {
-  using Block = BlockIQ1_S_R16;
+// The wide path's view of the layouts (wide::TokenBlock takes a format with kR16), blocks of 16
+// rows. IQ1_S: u = the digits, scale 8 (2 s_j + 1) and offset (2 s_j + 1)(e_j - 8) per 16
+// values. IQ1_M: its delta signs are per 8 values, finer than the offsets' 16 (the Q8_K bsums),
+// so u = 8 d + 1 + e_g in [0, 18] (the signed value 8 (d - 1) + e_g = u - 9), scale k_h and
+// offset -9 k_h per 16 values (the file layout's tile does the same with its levels).
+template <bool kM>
+struct Iq1R16Fmt : FmtTraits {
+  using Block = internal::Block<kM>;
   static constexpr bool kR16 = true;
-  static constexpr bool kBsumInit = true;  // the offsets (2 s_j + 1) (e_j - 8)
-  static constexpr int kMaxQuant = 2;      // the largest digit
+  static constexpr bool kBsumInit = true;        // the offsets
+  static constexpr int kMaxQuant = kM ? 18 : 2;  // the largest u
   // Blocks [b0, b0 + nbk) of the group at g: their d's, then their payloads.
   static void PrefetchChunk(const uint8_t* g, int64_t nb, int64_t b0, int64_t nbk) {
     avx2_wide::PrefetchSpan(g + b0 * kR16Rows * 2, nbk * kR16Rows * 2);
@@ -264,20 +342,34 @@ struct Iq1SR16Fmt : FmtTraits {
   }
   // Set s (rows 8 s .. 8 s + 7) of block b of the group at g -> out: per sub-block j the
   // digits as in the decode (Codes, Digit), transposed into quads (8 j + 2 g + q: values
-  // 32 j + 8 g + 4 q ..), and the pair k spread to the scale pairs (8 (2 s_j + 1) twice, for
-  // 16-value groups 2 j and 2 j + 1) and the offset pair ((2 s_j + 1)(e_j - 8) twice).
+  // 32 j + 8 g + 4 q ..), and the factors spread to the scale and offset pairs.
   static void DecodeSet(const uint8_t* g, int64_t nb, int s, int64_t b, wide::SetBlock* out) {
     const auto* dw = reinterpret_cast<const uint16_t*>(g) + b * kR16Rows;  // [16] f16
     const Block& w = reinterpret_cast<const Block*>(g + nb * kR16Rows * 2)[b];
-    const Consts c = MakeConsts();
+    const Consts c = MakeConsts<kM>();
     const __m256i lo_twice = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0,
                                               1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
     const __m256i hi_twice = _mm256_add_epi8(lo_twice, _mm256_set1_epi8(2));
+    // IQ1_M: byte g of a row's dword <- the word's byte holding group g's sign (bits 23, 24,
+    // 28, 29: byte 2 bit 7, byte 3 bits 0, 4, 5), tested against that bit.
+    const __m256i sign_bytes =
+        _mm256_setr_epi8(2, 3, 3, 3, 6, 7, 7, 7, 10, 11, 11, 11, 14, 15, 15, 15, 2, 3, 3, 3, 6, 7,
+                         7, 7, 10, 11, 11, 11, 14, 15, 15, 15);
+    const __m256i sign_bits = _mm256_set1_epi32(static_cast<int32_t>(0x20100180u));
     for (int j = 0; j < 8; ++j) {
-      HalfCodes hc = Codes(w, j, s, c);
-      __m256i d[8];  // [value m] x [32] digits, byte 4 r + g
+      HalfCodes hc = Codes<kM>(w, j, s, c);
+      __m256i d[8];  // [value m] x [32] u, byte 4 r + g
       for (int i = 0; i < 5; ++i) d[4 - i] = Digit(&hc.x, i < 4, c);
       for (int i = 0; i < 3; ++i) d[7 - i] = Digit(&hc.xf, i < 2, c);
+      if constexpr (kM) {
+        // 1 + e_g: 2 where group g's sign bit is clear, else 0
+        const __m256i word = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.W(j) + 8 * s));
+        const __m256i set = _mm256_cmpeq_epi8(
+            _mm256_and_si256(_mm256_shuffle_epi8(word, sign_bytes), sign_bits), sign_bits);
+        const __m256i e1 = _mm256_andnot_si256(set, _mm256_set1_epi8(2));
+        // 8 d (d <= 2: the 16-bit shift moves no bit across a byte) + 1 + e_g
+        for (int m = 0; m < 8; ++m) d[m] = _mm256_add_epi8(_mm256_slli_epi16(d[m], 3), e1);
+      }
       for (int q = 0; q < 2; ++q) {
         __m256i quads[4];  // [group]
         Quads(d + 4 * q, quads);
@@ -285,55 +377,74 @@ struct Iq1SR16Fmt : FmtTraits {
           _mm256_store_si256(reinterpret_cast<__m256i*>(out->u[8 * j + 2 * gi + q]), quads[gi]);
         }
       }
-      const __m256i sc = _mm256_shuffle_epi8(hc.k, lo_twice);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(out->s[2 * j]), sc);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(out->s[2 * j + 1]), sc);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(out->o[j]),
-                         _mm256_shuffle_epi8(hc.k, hi_twice));
+      if constexpr (kM) {  // (k_h, k_h) for 16-value group 2 j + h, offsets (-9 k_0, -9 k_1)
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out->s[2 * j]),
+                           _mm256_shuffle_epi8(hc.kk, lo_twice));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out->s[2 * j + 1]),
+                           _mm256_shuffle_epi8(hc.kk, hi_twice));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out->o[j]),
+                           _mm256_mullo_epi16(hc.kk, _mm256_set1_epi16(-9)));
+      } else {  // (8 k, 8 k) for both 16-value groups, offsets (k (e - 8), k (e - 8))
+        const __m256i sc = _mm256_shuffle_epi8(hc.k, lo_twice);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out->s[2 * j]), sc);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out->s[2 * j + 1]), sc);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out->o[j]),
+                           _mm256_shuffle_epi8(hc.k, hi_twice));
+      }
     }
     _mm256_store_ps(out->d, _mm256_mul_ps(avx2_wide::Halves8(dw + avx2_wide::kSetRows * s),
                                           _mm256_set1_ps(0.125f)));
   }
 };
 
-}  // namespace
-
 // The wide path from wide::kMinTokens tokens (but for a last token block under it), then 2
 // tokens per pass and the odd one alone.
-void GemmIQ1SR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                          size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+template <bool kM>
+void Gemm(const void* w, size_t w_stride, int64_t n_rows, const void* a, size_t a_stride,
+          int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
   const int64_t nb = n / kQkK;
   int64_t t = avx2_wide::WideTokens(n_tok, wide::kMinTokens, wide::kTokBlock);
-  if (t > 0) wide::WideGemm<Iq1SR16Fmt>(wb, w_stride, n_rows, ab, a_stride, t, n, y, ldy);
+  if (t > 0) wide::WideGemm<Iq1R16Fmt<kM>>(wb, w_stride, n_rows, ab, a_stride, t, n, y, ldy);
   const int64_t rest = n_tok - t;
   if (rest == 0) return;
-  // The rest's permuted blocks: on the stack for a decode call of up to 16384 values (64 x 288
-  // bytes), else on the heap.
-  constexpr int64_t kStackBytes = 64 * kActBytes;
+  // The rest's permuted blocks: on the stack for a decode call of up to 16384 values (64
+  // blocks), else on the heap.
+  constexpr int64_t kStackBytes = 64 * kActBytes<kM>;
   alignas(32) uint8_t stack[kStackBytes];
   std::vector<uint8_t> heap;
-  const int64_t bytes = rest * nb * kActBytes;
+  const int64_t bytes = rest * nb * kActBytes<kM>;
   if (bytes > kStackBytes) heap.resize(static_cast<size_t>(bytes));
   uint8_t* perm = bytes > kStackBytes ? heap.data() : stack;
   const uint8_t* at = ab + t * a_stride;
-  PermuteTokens(at, a_stride, rest, nb, perm);
-  const auto act_stride = static_cast<size_t>(nb * kActBytes);
-  const Consts c = MakeConsts();
+  PermuteTokens<kM>(at, a_stride, rest, nb, perm);
+  const auto act_stride = static_cast<size_t>(nb * kActBytes<kM>);
+  const Consts c = MakeConsts<kM>();
   // Two tokens per pass, the odd one alone. Passes of 4 measured no faster than two of 2
-  // (bench_gemv 256 x 7168, 4 tokens: 90-93 GFLOP/s either way) and, spilling 16 ymm of state, ran
-  // a quarter of that at some stack offsets (the spills' stores 4 KB apart from the activation
-  // loads: the same binary 23 GFLOP/s from one path, 91 from another).
+  // (IQ1_S, bench_gemv 256 x 7168, 4 tokens: 90-93 GFLOP/s either way) and, spilling 16 ymm of
+  // state, ran a quarter of that at some stack offsets (the spills' stores 4 KB apart from the
+  // activation loads: the same binary 23 GFLOP/s from one path, 91 from another).
   int64_t i = 0;
   for (; i + 2 <= rest; i += 2) {
-    Tokens<2>(wb, w_stride, n_rows, perm + i * act_stride, act_stride, at + i * a_stride, a_stride,
-              nb, c, y + (t + i) * ldy, ldy);
+    Tokens<kM, 2>(wb, w_stride, n_rows, perm + i * act_stride, act_stride, at + i * a_stride,
+                  a_stride, nb, c, y + (t + i) * ldy, ldy);
   }
   if (i < rest) {
-    Tokens<1>(wb, w_stride, n_rows, perm + i * act_stride, act_stride, at + i * a_stride, a_stride,
-              nb, c, y + (t + i) * ldy, ldy);
+    Tokens<kM, 1>(wb, w_stride, n_rows, perm + i * act_stride, act_stride, at + i * a_stride,
+                  a_stride, nb, c, y + (t + i) * ldy, ldy);
   }
+}
+
+}  // namespace
+
+void GemmIQ1SR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                          size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  Gemm<false>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
+}
+void GemmIQ1MR16_Q8K_Avx2(const void* w, size_t w_stride, int64_t n_rows, const void* a,
+                          size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
+  Gemm<true>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
 }
 
 #undef IQ_INLINE

@@ -51,15 +51,12 @@ void AddKQuantKernels(cpu::IsaTier tier, GemvKernels* k) {
          GemmR16ByUnpack<kIq2R16, GemmByDots<DotIQ2XXS_Q8K_##Tier>>,       \
          GemmR16ByUnpack<kIq1R16, GemmByDots<DotIQ1S_Q8K_##Tier>>,         \
          GemmR16ByUnpack<kIq1mR16, GemmByDots<DotIQ1M_Q8K_##Tier>>, false)
-  // ... and the AVX2 kernels: the token tiles; IQ2_XXS's and IQ1_S's 16-row layouts repacked
-  // at load for their own kernels (gemv_iq_r16_avx2.cc, gemv_iq1_r16_avx2.cc), IQ1_M's
-  // unpacked.
+  // ... and the AVX2 kernels: the token tiles; the 16-row layouts repacked at load for their own
+  // kernels (gemv_iq_r16_avx2.cc, gemv_iq1_r16_avx2.cc).
 #define MOESPLIT_IQ_AVX2                                                                     \
   set_iq(DotIQ2XXS_Q8K_Avx2, DotIQ1S_Q8K_Avx2, DotIQ1M_Q8K_Avx2, GemmIQ2XXS_Q8K_Avx2,        \
          GemmIQ1S_Q8K_Avx2, GemmIQ1M_Q8K_Avx2, GemmIQ2XXSR16_Q8K_Avx2, GemmIQ1SR16_Q8K_Avx2, \
-         GemmR16ByUnpack<kIq1mR16, GemmIQ1M_Q8K_Avx2>, false);                               \
-  set_r16(GemmIQ2XXSR16_Q8K_Avx2, true, kIq2R16);                                            \
-  set_r16(GemmIQ1SR16_Q8K_Avx2, true, kIq1R16)
+         GemmIQ1MR16_Q8K_Avx2, true)
   // IQ3_XXS / IQ3_S / IQ2_XS / IQ2_S: one dot per (row, token) (the scalar or AVX2 dots),
   // except on the VNNI tier with VBMI: 1-4 tokens per decoded block; IQ3_XXS's, IQ3_S's,
   // IQ2_XS's and IQ2_S's 16-row layouts run their own kernel with VBMI and GFNI, elsewhere unpack

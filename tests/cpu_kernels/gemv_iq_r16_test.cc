@@ -62,9 +62,12 @@ std::vector<uint8_t> Repack(const Matrix& w, int64_t rows) {
 }
 
 // The tiers with a native kernel for type wt's 16-row layout: the VNNI tier with VBMI and GFNI
-// for every type, and IQ2_XXS's and IQ1_S's AVX2 kernels at every tier from avx2 up.
+// for every type, and IQ2_XXS's, IQ1_S's and IQ1_M's AVX2 kernels at every tier from avx2 up.
 bool NativeR16(IsaTier tier, GgmlType wt) {
-  if ((wt == GgmlType::kIQ2_XXS || wt == GgmlType::kIQ1_S) && tier >= IsaTier::kAvx2) return true;
+  if ((wt == GgmlType::kIQ2_XXS || wt == GgmlType::kIQ1_S || wt == GgmlType::kIQ1_M) &&
+      tier >= IsaTier::kAvx2) {
+    return true;
+  }
   return tier >= IsaTier::kAvx512Vnni && cpu::DetectCpuFeatures().avx512vbmi &&
          cpu::DetectCpuFeatures().gfni;
 }
