@@ -12,10 +12,11 @@ values). A smoke-test model for the lattice-type kernels until make-model can qu
 Only tensors whose rows are a multiple of 256 values can take these types (ds-tiny's down
 projections, 128 wide, keep their type).
 
-With a third argument, one of IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, every routed expert tensor (gate,
-up, down, where its rows are a multiple of 256) takes that type instead, with random codes: a
-timing model for llama.cpp's IQ2_XS / IQ2_M / IQ3_XXS / IQ3_M mixes at full size (e.g. from a
-ds-v2-lite file), whose real quantization takes llama-quantize over an hour on 2 cores:
+With a third argument, one of IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, every routed expert
+tensor (gate, up, down, where its rows are a multiple of 256) takes that type instead, with
+random codes: a timing model for llama.cpp's IQ2_XS / IQ2_M / IQ3_XXS / IQ3_M mixes and the
+UD-IQ1 shapes at full size (e.g. from a ds-v2-lite file), whose real quantization takes
+llama-quantize (or make-model's IQ1 quantizers) over an hour on 2 cores:
 
   PYTHONPATH=... python3 scripts/iq_experts_gguf.py ds-v2-lite-iq4xs.gguf v2l-iq3s.gguf IQ3_S
 """
@@ -24,8 +25,9 @@ import sys
 import numpy as np
 from gguf import GGMLQuantizationType as Q, GGUFReader, GGUFValueType, GGUFWriter
 
-# bytes per 256 values of the types a third argument may name (each opens its block with d)
-ROUTED_BYTES = {'IQ2_XS': 74, 'IQ2_S': 82, 'IQ3_XXS': 98, 'IQ3_S': 110}
+# bytes per 256 values of the types a third argument may name (each opens its block with d but
+# IQ1_M, whose d random_blocks spreads over its scale words)
+ROUTED_BYTES = {'IQ2_XS': 74, 'IQ2_S': 82, 'IQ3_XXS': 98, 'IQ3_S': 110, 'IQ1_S': 50, 'IQ1_M': 56}
 
 # tensor name part -> (type, bytes per 256 values)
 TYPES = {'ffn_gate_exps': (Q.IQ2_XXS, 66), 'ffn_up_exps': (Q.IQ1_S, 50),
@@ -85,5 +87,6 @@ def main(src, dst, routed=None):
 
 if __name__ == '__main__':
     if len(sys.argv) not in (3, 4):
-        sys.exit("usage: iq_experts_gguf.py SRC.gguf DST.gguf [IQ2_XS|IQ2_S|IQ3_XXS|IQ3_S]")
+        sys.exit("usage: iq_experts_gguf.py SRC.gguf DST.gguf "
+                 "[IQ2_XS|IQ2_S|IQ3_XXS|IQ3_S|IQ1_S|IQ1_M]")
     main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) == 4 else None)
