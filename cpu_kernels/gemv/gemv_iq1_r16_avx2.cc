@@ -280,17 +280,10 @@ void Group(const uint8_t* g, int64_t nb, const uint8_t* perm, size_t act_stride,
       for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) SubBlock<kM, T>(pay[b], j, h, act, c, isum);
-      const __m256 d = avx2_wide::Halves8(dw + b * kR16Rows + 8 * h);
-      for (int t = 0; t < T; ++t) {
-        const __m256 da = _mm256_set1_ps(0.125f * a[t][b].d);
-        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, da), acc[t][h]);
-      }
+      avx2_wide::AccumulateHalf<T>(isum, dw + b * kR16Rows + 8 * h, 0.125f, a, b, h, acc);
     }
   }
-  for (int t = 0; t < T; ++t) {
-    _mm256_storeu_ps(y + t * ldy, acc[t][0]);
-    _mm256_storeu_ps(y + t * ldy + 8, acc[t][1]);
-  }
+  avx2_wide::StoreGroup<T>(acc, y, ldy);
 }
 
 // T tokens through every group.

@@ -188,17 +188,10 @@ void Iq2XxsR16Group(const uint8_t* g, int64_t nb, const BlockQ8_K* const* a, uin
     for (int h = 0; h < 2; ++h) {
       __m256i isum[T];
       BlockPass<T>(pay[b], aq, h, c, isum);
-      const __m256 d = avx2_wide::Halves8(dw + b * kR16Rows + 8 * h);
-      for (int t = 0; t < T; ++t) {
-        const __m256 da = _mm256_set1_ps(0.125f * a[t][b].d);
-        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, da), acc[t][h]);
-      }
+      avx2_wide::AccumulateHalf<T>(isum, dw + b * kR16Rows + 8 * h, 0.125f, a, b, h, acc);
     }
   }
-  for (int t = 0; t < T; ++t) {
-    _mm256_storeu_ps(y + t * ldy, acc[t][0]);
-    _mm256_storeu_ps(y + t * ldy + 8, acc[t][1]);
-  }
+  avx2_wide::StoreGroup<T>(acc, y, ldy);
 }
 
 // T tokens (rows a_stride apart) through every group.
