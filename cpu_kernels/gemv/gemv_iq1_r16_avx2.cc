@@ -330,8 +330,7 @@ struct Iq1R16Fmt : FmtTraits {
   static constexpr int kMaxQuant = kM ? 18 : 2;  // the largest u
   // Blocks [b0, b0 + nbk) of the group at g: their d's, then their payloads.
   static void PrefetchChunk(const uint8_t* g, int64_t nb, int64_t b0, int64_t nbk) {
-    avx2_wide::PrefetchSpan(g + b0 * kR16Rows * 2, nbk * kR16Rows * 2);
-    avx2_wide::PrefetchSpan(g + nb * kR16Rows * 2 + b0 * sizeof(Block), nbk * sizeof(Block));
+    avx2_wide::PrefetchGroupChunk(g, nb, b0, nbk, kR16Rows * 2, sizeof(Block));
   }
   // Set s (rows 8 s .. 8 s + 7) of block b of the group at g -> out: per sub-block j the
   // digits as in the decode (Codes, Digit), transposed into quads (8 j + 2 g + q: values

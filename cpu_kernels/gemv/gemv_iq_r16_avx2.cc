@@ -215,8 +215,7 @@ struct Iq2XxsR16Fmt : FmtTraits {
   static constexpr int kMaxQuant = 43;  // the grid's largest level
   // Blocks [b0, b0 + nbk) of the group at g: their d's, then their payloads.
   static void PrefetchChunk(const uint8_t* g, int64_t nb, int64_t b0, int64_t nbk) {
-    avx2_wide::PrefetchSpan(g + b0 * kR16Rows * 2, nbk * kR16Rows * 2);
-    avx2_wide::PrefetchSpan(g + nb * kR16Rows * 2 + b0 * sizeof(Block), nbk * sizeof(Block));
+    avx2_wide::PrefetchGroupChunk(g, nb, b0, nbk, kR16Rows * 2, sizeof(Block));
   }
   // Set s (rows 8 s .. 8 s + 7) of block b of the group at g -> out: u = 43 + the signed level,
   // the 16-value groups 2 j, 2 j + 1 both with scale 2 s_j + 1 and offset -43 (2 s_j + 1).
