@@ -1,8 +1,8 @@
-// IQ1_S weights in their 16-row layout kIQ1_S_R16 (cpu_kernels/quant/repack.h) x Q8_K
-// activations, AVX2 + FMA tier (also the AVX-512 tier's, and the VNNI tier's on CPUs without
-// VBMI / GFNI). Compiled with MOESPLIT_FLAGS_AVX2 (gemv/kquants.cmake). The integer per (row,
-// block, token) is the scalar dot's (gemv_iq_scalar.cc), with the grid values t_i = d_i - 1
-// written as their digits d_i in {0, 1, 2}:
+// IQ1_S / IQ1_M weights in their 16-row layouts kIQ1_S_R16 / kIQ1_M_R16
+// (cpu_kernels/quant/repack.h) x Q8_K activations, AVX2 + FMA tier (also the AVX-512 tier's, and
+// the VNNI tier's on CPUs without VBMI / GFNI). Compiled with MOESPLIT_FLAGS_AVX2
+// (gemv/kquants.cmake). The integer per (row, block, token) is the scalar dot's
+// (gemv_iq_scalar.cc), with the grid values t_i = d_i - 1 written as their digits d_i in {0, 1, 2}:
 //   I = sum_j (2 s_j + 1) (8 sum_i d_i q8_i + (e_j - 8) B_j),   y = sum_blocks I d d_a / 8,
 // e_j = +1 / -1 the sign of sub-block j's delta, B_j its 32 activations' sum (the Q8_K bsums).
 //
@@ -29,9 +29,9 @@
 // ~80 vector ops per 8 rows x 32 values and token, none of them a lookup in memory. The
 // activations are permuted once per call (out[32 j + 4 m + g] = qs[32 j + 8 g + m], as the VNNI
 // kernel's), with B_j << 16 after each block's quants.
-// From wide::kMinTokens tokens on, the wide path (gemv_avx2_wide.inc) decodes each block once
-// per 64 tokens (Iq1SR16Fmt::DecodeSet: u = the digits, scale 8 (2 s_j + 1), offset
-// (2 s_j + 1) (e_j - 8) per 16 values).
+// IQ1_M: the same digits from its dword words; its scales are per 16 values and its delta
+// signs per 8 (SubBlock). From wide::kMinTokens tokens on, the wide path (gemv_avx2_wide.inc)
+// decodes each block once per 64 tokens (Iq1R16Fmt::DecodeSet).
 #include <immintrin.h>
 
 #include <cstddef>
@@ -120,6 +120,7 @@ struct Consts {
   __m256i mask_a, mask_b;      // [16] i16 0x00F8, 0xF800
   __m256i pair_pos, pair_neg;  // IQ1_S: [8] i32 by s: the i16 pair K for e = +1 / -1
   __m256i ones16;              // [16] i16 1
+  __m256i lo_twice, hi_twice;  // vpshufb controls: each dword's word 0 / word 1, twice
 };
 template <bool kM>
 IQ_INLINE Consts MakeConsts() {
@@ -140,17 +141,22 @@ IQ_INLINE Consts MakeConsts() {
   c.mul_b = _mm256_set1_epi32(64 | 16 << 16);
   c.mask_a = _mm256_set1_epi16(0x00F8);
   c.mask_b = _mm256_set1_epi16(static_cast<int16_t>(0xF800));
-  alignas(32) int32_t pos[8], neg[8];
-  for (int s = 0; s < 8; ++s) {
-    const int k = 2 * s + 1;
-    pos[s] = static_cast<int32_t>(static_cast<uint16_t>(8 * k) |
-                                  static_cast<uint32_t>(static_cast<uint16_t>(-7 * k)) << 16);
-    neg[s] = static_cast<int32_t>(static_cast<uint16_t>(8 * k) |
-                                  static_cast<uint32_t>(static_cast<uint16_t>(-9 * k)) << 16);
+  if constexpr (!kM) {
+    alignas(32) int32_t pos[8], neg[8];
+    for (int s = 0; s < 8; ++s) {
+      const int k = 2 * s + 1;
+      pos[s] = static_cast<int32_t>(static_cast<uint16_t>(8 * k) |
+                                    static_cast<uint32_t>(static_cast<uint16_t>(-7 * k)) << 16);
+      neg[s] = static_cast<int32_t>(static_cast<uint16_t>(8 * k) |
+                                    static_cast<uint32_t>(static_cast<uint16_t>(-9 * k)) << 16);
+    }
+    c.pair_pos = _mm256_load_si256(reinterpret_cast<const __m256i*>(pos));
+    c.pair_neg = _mm256_load_si256(reinterpret_cast<const __m256i*>(neg));
   }
-  c.pair_pos = _mm256_load_si256(reinterpret_cast<const __m256i*>(pos));
-  c.pair_neg = _mm256_load_si256(reinterpret_cast<const __m256i*>(neg));
   c.ones16 = _mm256_set1_epi16(1);
+  c.lo_twice = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4,
+                                5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+  c.hi_twice = _mm256_add_epi8(c.lo_twice, _mm256_set1_epi8(2));
   return c;
 }
 
@@ -167,9 +173,9 @@ IQ_INLINE __m256i Digit(__m256i* x, bool advance, const Consts& c) {
 //   IQ1_S k = (8 (2 s_j + 1), (2 s_j + 1)(e_j - 8));
 //   IQ1_M k = (8 k_0, 8 k_1) (k_h = 2 s_h + 1 of the 16-value half h: groups 2 h, 2 h + 1),
 //     e01 = (k_0 e_0, k_0 e_1), e23 = (k_1 e_2, k_1 e_3) (e_g = +1 / -1 group g's delta sign),
-//     kk = (k_0, k_1).
+//     kk = (k_0, k_1), word = the 8 rows' dword words.
 struct HalfCodes {
-  __m256i x, xf, k, e01, e23, kk;
+  __m256i x, xf, k, e01, e23, kk, word;
 };
 template <bool kM>
 IQ_INLINE HalfCodes Codes(const Block<kM>& w, int j, int h, const Consts& c) {
@@ -178,8 +184,8 @@ IQ_INLINE HalfCodes Codes(const Block<kM>& w, int j, int h, const Consts& c) {
                          c.bias);
   __m256i s;  // dword r: word 0 = the row's word bits 0-15, word 1 = bits 8-23
   if constexpr (kM) {
-    s = _mm256_shuffle_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.W(j) + 8 * h)),
-                            c.spread);
+    r.word = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.W(j) + 8 * h));
+    s = _mm256_shuffle_epi8(r.word, c.spread);
   } else {
     const uint8_t* f = w.F(j) + 24 * h;  // 24 bytes: the half's 8 words
     s = _mm256_shuffle_epi8(_mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(f + 8),
@@ -193,19 +199,14 @@ IQ_INLINE HalfCodes Codes(const Block<kM>& w, int j, int h, const Consts& c) {
   if constexpr (kM) {
     // hw = the word's bits 16-31: s_0 at 4-6, e_0 / e_1's signs at 7 / 8, s_1 at 9-11, e_2 /
     // e_3's at 12 / 13 (repack.h). v: hw, and hw >> 5 in the high word (s_1 where s_0 is).
-    const __m256i word = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.W(j) + 8 * h));
-    const __m256i hw = _mm256_srli_epi32(word, 16);
+    const __m256i hw = _mm256_srli_epi32(r.word, 16);
     const __m256i v = _mm256_or_si256(hw, _mm256_slli_epi32(hw, 11));
     r.k = _mm256_add_epi16(_mm256_and_si256(v, _mm256_set1_epi16(0x70)), _mm256_set1_epi16(8));
     r.kk = _mm256_srli_epi16(r.k, 3);
     // Sign bits 7, 8 (12, 13) of hw at bit 15 of the pair's words, | 1: vpsignw's operand.
     const __m256i v1 = _mm256_or_si256(hw, _mm256_slli_epi32(hw, 15));  // high word: hw >> 1
-    const __m256i both0 = _mm256_shuffle_epi8(
-        r.kk, _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5,
-                               4, 5, 8, 9, 8, 9, 12, 13, 12, 13));
-    const __m256i both1 = _mm256_shuffle_epi8(
-        r.kk, _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3,
-                               6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15));
+    const __m256i both0 = _mm256_shuffle_epi8(r.kk, c.lo_twice);
+    const __m256i both1 = _mm256_shuffle_epi8(r.kk, c.hi_twice);
     r.e01 = _mm256_sign_epi16(both0, _mm256_or_si256(_mm256_slli_epi16(v1, 8), c.ones16));
     r.e23 = _mm256_sign_epi16(both1, _mm256_or_si256(_mm256_slli_epi16(v1, 3), c.ones16));
   } else {
@@ -339,9 +340,6 @@ struct Iq1R16Fmt : FmtTraits {
     const auto* dw = reinterpret_cast<const uint16_t*>(g) + b * kR16Rows;  // [16] f16
     const Block& w = reinterpret_cast<const Block*>(g + nb * kR16Rows * 2)[b];
     const Consts c = MakeConsts<kM>();
-    const __m256i lo_twice = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0,
-                                              1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
-    const __m256i hi_twice = _mm256_add_epi8(lo_twice, _mm256_set1_epi8(2));
     // IQ1_M: byte g of a row's dword <- the word's byte holding group g's sign (bits 23, 24,
     // 28, 29: byte 2 bit 7, byte 3 bits 0, 4, 5), tested against that bit.
     const __m256i sign_bytes =
@@ -355,9 +353,8 @@ struct Iq1R16Fmt : FmtTraits {
       for (int i = 0; i < 3; ++i) d[7 - i] = Digit(&hc.xf, i < 2, c);
       if constexpr (kM) {
         // 1 + e_g: 2 where group g's sign bit is clear, else 0
-        const __m256i word = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.W(j) + 8 * s));
         const __m256i set = _mm256_cmpeq_epi8(
-            _mm256_and_si256(_mm256_shuffle_epi8(word, sign_bytes), sign_bits), sign_bits);
+            _mm256_and_si256(_mm256_shuffle_epi8(hc.word, sign_bytes), sign_bits), sign_bits);
         const __m256i e1 = _mm256_andnot_si256(set, _mm256_set1_epi8(2));
         // 8 d (d <= 2: the 16-bit shift moves no bit across a byte) + 1 + e_g
         for (int m = 0; m < 8; ++m) d[m] = _mm256_add_epi8(_mm256_slli_epi16(d[m], 3), e1);
@@ -371,17 +368,17 @@ struct Iq1R16Fmt : FmtTraits {
       }
       if constexpr (kM) {  // (k_h, k_h) for 16-value group 2 j + h, offsets (-9 k_0, -9 k_1)
         _mm256_store_si256(reinterpret_cast<__m256i*>(out->s[2 * j]),
-                           _mm256_shuffle_epi8(hc.kk, lo_twice));
+                           _mm256_shuffle_epi8(hc.kk, c.lo_twice));
         _mm256_store_si256(reinterpret_cast<__m256i*>(out->s[2 * j + 1]),
-                           _mm256_shuffle_epi8(hc.kk, hi_twice));
+                           _mm256_shuffle_epi8(hc.kk, c.hi_twice));
         _mm256_store_si256(reinterpret_cast<__m256i*>(out->o[j]),
                            _mm256_mullo_epi16(hc.kk, _mm256_set1_epi16(-9)));
       } else {  // (8 k, 8 k) for both 16-value groups, offsets (k (e - 8), k (e - 8))
-        const __m256i sc = _mm256_shuffle_epi8(hc.k, lo_twice);
+        const __m256i sc = _mm256_shuffle_epi8(hc.k, c.lo_twice);
         _mm256_store_si256(reinterpret_cast<__m256i*>(out->s[2 * j]), sc);
         _mm256_store_si256(reinterpret_cast<__m256i*>(out->s[2 * j + 1]), sc);
         _mm256_store_si256(reinterpret_cast<__m256i*>(out->o[j]),
-                           _mm256_shuffle_epi8(hc.k, hi_twice));
+                           _mm256_shuffle_epi8(hc.k, c.hi_twice));
       }
     }
     _mm256_store_ps(out->d, _mm256_mul_ps(avx2_wide::Halves8(dw + avx2_wide::kSetRows * s),
