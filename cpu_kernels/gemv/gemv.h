@@ -121,8 +121,10 @@ const GemvKernels& KernelsFor(cpu::IsaTier tier, DecodeRead read = DecodeRead::k
 // "prefetched", "hardware" (the MOESPLIT_DECODE_READ spellings).
 std::string_view DecodeReadName(DecodeRead read);
 // The mode measured faster on this CPU: kHardware on AMD family 0x19 (Zen 4; Zen 3 has no
-// AVX-512, so its tiers never run the kernels that differ), kPrefetched elsewhere (measured on
-// an Intel Xeon; Zen 5 not measured yet).
+// AVX-512, so its tiers never run the kernels that differ), kPrefetched elsewhere: measured on
+// an Intel Xeon, and on Zen 5 (family 0x1A; docs/PERFORMANCE.md 2026-12-02, twenty-fifth
+// session: the V3 q4_K-q6_K / q4_K-q4_K layer decode, GB/s_med prefetched over hardware in 3
+// alternated rounds: 1 thread 1.32-1.49x / 1.35-1.60x, 2 threads medians 1.33x / 1.77x).
 DecodeRead PreferredDecodeRead(const cpu::CpuFeatures& features);
 // PreferredDecodeRead(features) unless `env`, the raw value of the MOESPLIT_DECODE_READ
 // environment variable (nullptr or "" = unset), names a mode; other values are an
