@@ -192,6 +192,20 @@ void GemmQ4_1_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, co
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 void GemmQ4_1R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                                  size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
+// ... the seven *R16_Q8_0_Avx512Vnni gemms above in their DecodeRead::kHardware forms (decode one
+// group at a time; gemv_legacy_r16_avx512vnni.inc).
+#define MOESPLIT_LEGACY_R16_HW_DECLARE(Name)                                                       \
+  void Gemm##Name##R16_Q8_0_Avx512VnniHw(const void* w, size_t w_stride, int64_t n_rows,           \
+                                         const void* a, size_t a_stride, int64_t n_tok, int64_t n, \
+                                         float* y, int64_t ldy);
+MOESPLIT_LEGACY_R16_HW_DECLARE(Q8_0)
+MOESPLIT_LEGACY_R16_HW_DECLARE(Q5_0)
+MOESPLIT_LEGACY_R16_HW_DECLARE(Q4_0)
+MOESPLIT_LEGACY_R16_HW_DECLARE(Q5_1)
+MOESPLIT_LEGACY_R16_HW_DECLARE(Q4_1)
+MOESPLIT_LEGACY_R16_HW_DECLARE(IQ4NL)
+MOESPLIT_LEGACY_R16_HW_DECLARE(MXFP4)
+#undef MOESPLIT_LEGACY_R16_HW_DECLARE
 #endif
 // ---- end of legacy family ------------------------------------------------------------------
 // ---- K-quant family (Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS weights x Q8_K activations) --------------------------

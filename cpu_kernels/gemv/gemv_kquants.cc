@@ -1,6 +1,8 @@
 // Registration of the K-quant kernels (weights Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_XS, and the lattice
 // types IQ2_XXS/IQ1_S/IQ1_M/IQ3_XXS/IQ3_S/IQ2_XS/IQ2_S; activations Q8_K) per tier.
 // The scalar tier keeps GemmByDots (it is the reference); the SIMD tiers have tiled gemms.
+#include <utility>
+
 #include "cpu_kernels/gemv/gemv_internal.h"
 
 namespace moesplit::gemv::internal {
@@ -213,6 +215,16 @@ void UseHardwareDecodeReads(GemvKernels* k) {
                  "VNNI tier's, not ", cpu::IsaTierName(k->tier), "'s");
   k->by_type[static_cast<size_t>(GgmlType::kQ4_K_R16)].gemm = GemmQ4KR16_Q8K_Avx512VnniHw;
   k->by_type[static_cast<size_t>(GgmlType::kQ6_K_R16)].gemm = GemmQ6KR16_Q8K_Avx512VnniHw;
+  // The legacy 16-row layouts: one group at a time in decode (their prefetch kept).
+  const std::pair<GgmlType, GemmFn> legacy[] = {
+      {GgmlType::kQ8_0_R16, GemmQ8_0R16_Q8_0_Avx512VnniHw},
+      {GgmlType::kQ5_0_R16, GemmQ5_0R16_Q8_0_Avx512VnniHw},
+      {GgmlType::kQ4_0_R16, GemmQ4_0R16_Q8_0_Avx512VnniHw},
+      {GgmlType::kQ5_1_R16, GemmQ5_1R16_Q8_0_Avx512VnniHw},
+      {GgmlType::kQ4_1_R16, GemmQ4_1R16_Q8_0_Avx512VnniHw},
+      {GgmlType::kIQ4_NL_R16, GemmIQ4NLR16_Q8_0_Avx512VnniHw},
+      {GgmlType::kMXFP4_R16, GemmMXFP4R16_Q8_0_Avx512VnniHw}};
+  for (const auto& [type, gemm] : legacy) k->by_type[static_cast<size_t>(type)].gemm = gemm;
 }
 #endif
 

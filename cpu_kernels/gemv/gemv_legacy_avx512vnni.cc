@@ -71,21 +71,6 @@ void GemmQ5_0_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, co
                                                       ldy);
 }
 
-void GemmQ8_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  LegacyR16Gemm<GgmlType::kQ8_0_R16, BlockQ8_0>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
-}
-
-void GemmQ5_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  LegacyR16Gemm<GgmlType::kQ5_0_R16, BlockQ5_0>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
-}
-
-void GemmQ4_0R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  LegacyR16Gemm<GgmlType::kQ4_0_R16, BlockQ4_0>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, ldy);
-}
-
 // Blocks with no block-major tile here (IQ4_NL, MXFP4, Q4_1, Q5_1) in the file layout (tensors
 // that are not repacked; experts are, to their *_R16 layouts): 16-row groups in the row-lane tile
 // for several tokens, kRest for one token and the remaining rows (IQ4_NL / MXFP4: the pair tiles
@@ -112,22 +97,10 @@ void GemmQ5_1_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, co
                                                         y, ldy);
 }
 
-void GemmQ5_1R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  LegacyR16Gemm<GgmlType::kQ5_1_R16, quant::BlockQ5_1>(w, w_stride, n_rows, a, a_stride, n_tok, n,
-                                                       y, ldy);
-}
-
 void GemmQ4_1_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                               size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
   RowLaneFileGemm<quant::BlockQ4_1, GemmQ4_1_Q8_0_Avx2>(w, w_stride, n_rows, a, a_stride, n_tok, n,
                                                         y, ldy);
-}
-
-void GemmQ4_1R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                                 size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy) {
-  LegacyR16Gemm<GgmlType::kQ4_1_R16, quant::BlockQ4_1>(w, w_stride, n_rows, a, a_stride, n_tok, n,
-                                                       y, ldy);
 }
 
 float DotIQ4NL_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) {
@@ -140,13 +113,6 @@ void GemmIQ4NL_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, c
                                                                  n_tok, n, y, ldy);
 }
 
-void GemmIQ4NLR16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                                  size_t a_stride, int64_t n_tok, int64_t n, float* y,
-                                  int64_t ldy) {
-  LegacyR16Gemm<GgmlType::kIQ4_NL_R16, quant::BlockIQ4_NL>(w, w_stride, n_rows, a, a_stride, n_tok,
-                                                           n, y, ldy);
-}
-
 float DotMXFP4_Q8_0_Avx512Vnni(const void* w_row, const void* a_row, int64_t n) {
   return DotImpl<KindMXFP4<true>>(w_row, a_row, n);
 }
@@ -157,11 +123,28 @@ void GemmMXFP4_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, c
                                                                 n_tok, n, y, ldy);
 }
 
-void GemmMXFP4R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows, const void* a,
-                                  size_t a_stride, int64_t n_tok, int64_t n, float* y,
-                                  int64_t ldy) {
-  LegacyR16Gemm<GgmlType::kMXFP4_R16, quant::BlockMXFP4>(w, w_stride, n_rows, a, a_stride, n_tok, n,
-                                                         y, ldy);
-}
+// The 16-row legacy layouts' gemms, each in both decode read modes (gemv.h; the VNNI tier's
+// table takes the Hw forms in DecodeRead::kHardware, UseHardwareDecodeReads).
+#define MOESPLIT_LEGACY_R16_GEMMS(Name, kT, Block)                                                 \
+  void Gemm##Name##R16_Q8_0_Avx512Vnni(const void* w, size_t w_stride, int64_t n_rows,             \
+                                       const void* a, size_t a_stride, int64_t n_tok, int64_t n,   \
+                                       float* y, int64_t ldy) {                                    \
+    LegacyR16Gemm<kT, Block, DecodeRead::kPrefetched>(w, w_stride, n_rows, a, a_stride, n_tok, n,  \
+                                                      y, ldy);                                     \
+  }                                                                                                \
+  void Gemm##Name##R16_Q8_0_Avx512VnniHw(const void* w, size_t w_stride, int64_t n_rows,           \
+                                         const void* a, size_t a_stride, int64_t n_tok, int64_t n, \
+                                         float* y, int64_t ldy) {                                  \
+    LegacyR16Gemm<kT, Block, DecodeRead::kHardware>(w, w_stride, n_rows, a, a_stride, n_tok, n, y, \
+                                                    ldy);                                          \
+  }
+MOESPLIT_LEGACY_R16_GEMMS(Q8_0, GgmlType::kQ8_0_R16, BlockQ8_0)
+MOESPLIT_LEGACY_R16_GEMMS(Q5_0, GgmlType::kQ5_0_R16, BlockQ5_0)
+MOESPLIT_LEGACY_R16_GEMMS(Q4_0, GgmlType::kQ4_0_R16, BlockQ4_0)
+MOESPLIT_LEGACY_R16_GEMMS(Q5_1, GgmlType::kQ5_1_R16, quant::BlockQ5_1)
+MOESPLIT_LEGACY_R16_GEMMS(Q4_1, GgmlType::kQ4_1_R16, quant::BlockQ4_1)
+MOESPLIT_LEGACY_R16_GEMMS(IQ4NL, GgmlType::kIQ4_NL_R16, quant::BlockIQ4_NL)
+MOESPLIT_LEGACY_R16_GEMMS(MXFP4, GgmlType::kMXFP4_R16, quant::BlockMXFP4)
+#undef MOESPLIT_LEGACY_R16_GEMMS
 
 }  // namespace moesplit::gemv::internal

@@ -17,6 +17,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/base/dtype.h"
@@ -114,17 +115,19 @@ std::vector<uint8_t> Repack(const Rows& w) {
   return out;
 }
 
-// Runs tier's gemm of the repacked type; y poisoned (NaN in the tile, a sentinel in the ldy
-// padding). Returns y [n_tok x ldy].
+// Runs tier's gemm of the repacked type, decode reading as `read` says; y poisoned (NaN in the
+// tile, a sentinel in the ldy padding). Returns y [n_tok x ldy].
 std::vector<float> RunR16(IsaTier tier, GgmlType r16, const std::vector<uint8_t>& packed,
-                          int64_t rows, int64_t n, const Rows& a, int64_t n_tok, int64_t ldy) {
+                          int64_t rows, int64_t n, const Rows& a, int64_t n_tok, int64_t ldy,
+                          DecodeRead read = DecodeRead::kPrefetched) {
   std::vector<float> y(n_tok * ldy, kSentinel);
   for (int64_t t = 0; t < n_tok; ++t) {
     for (int64_t r = 0; r < rows; ++r) y[t * ldy + r] = kNaN;
   }
-  KernelsFor(tier).For(r16)->gemm(packed.data(), static_cast<size_t>(RowBytes(r16, n)), rows,
-                                  a.bytes.data(), static_cast<size_t>(a.row_bytes), n_tok, n,
-                                  y.data(), ldy);
+  KernelsFor(tier, read)
+      .For(r16)
+      ->gemm(packed.data(), static_cast<size_t>(RowBytes(r16, n)), rows, a.bytes.data(),
+             static_cast<size_t>(a.row_bytes), n_tok, n, y.data(), ldy);
   return y;
 }
 
@@ -193,17 +196,29 @@ TEST_P(LegacyR16GemmTest, MatchesScalarDot) {
         const Rows w = random_bytes ? RandomBytes(type, 48, n, 5) : Quantized(type, 48, n, 6);
         const std::vector<uint8_t> packed = Repack(w);
         const Rows a = Acts(33, n, 99);
+        // One token in both read modes: decode reads two groups side by side or one at a time
+        // (rows 16: one group; 48: 2 + 1 or 1 + 1 + 1).
         for (int64_t rows : {16, 48}) {
-          for (int64_t n_tok : {1, 2, 3, 4, 5, 8, 9, 17, 33}) {
+          for (auto [n_tok, read] :
+               std::vector<std::pair<int64_t, DecodeRead>>{{1, DecodeRead::kPrefetched},
+                                                           {1, DecodeRead::kHardware},
+                                                           {2, {}},
+                                                           {3, {}},
+                                                           {4, {}},
+                                                           {5, {}},
+                                                           {8, {}},
+                                                           {9, {}},
+                                                           {17, {}},
+                                                           {33, {}}}) {
             const int64_t ldy = rows + 3;
-            const std::vector<float> y = RunR16(tier, r16, packed, rows, n, a, n_tok, ldy);
+            const std::vector<float> y = RunR16(tier, r16, packed, rows, n, a, n_tok, ldy, read);
             for (int64_t t = 0; t < n_tok; ++t) {
               for (int64_t r = 0; r < rows; ++r) {
                 const Exact e = ExactDot(type, w.Row(r), a.Row(t), n, GgmlType::kQ8_0);
                 ASSERT_NEAR(y[t * ldy + r], ref(w.Row(r), a.Row(t), n), 1e-5 * e.norm + 1e-30)
-                    << cpu::IsaTierName(tier) << " " << TypeName(r16) << " n=" << n
-                    << " rows=" << rows << " n_tok=" << n_tok << " r=" << r << " t=" << t
-                    << (random_bytes ? " random bytes" : " quantized");
+                    << cpu::IsaTierName(tier) << " " << TypeName(r16) << " " << DecodeReadName(read)
+                    << " n=" << n << " rows=" << rows << " n_tok=" << n_tok << " r=" << r
+                    << " t=" << t << (random_bytes ? " random bytes" : " quantized");
               }
               for (int64_t r = rows; r < ldy; ++r) {
                 ASSERT_EQ(y[t * ldy + r], kSentinel) << "gemm wrote past n_rows, t=" << t;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -286,9 +287,13 @@ TEST(R16GemmVnniTest, SeveralTokensGiveTheQ4KRowLaneBits) {
   for (int64_t i = 0; i < n_tok * rows; ++i) ASSERT_EQ(got[i], want[i]) << "i=" << i;
 }
 
-// The read modes' tables differ in the VNNI tier's Q4_K_R16 / Q6_K_R16 decode kernels alone,
-// and the tables say which mode they are.
-TEST(DecodeReadTest, OnlyTheVnniTiersQ4KAndQ6KLayoutsDiffer) {
+// The read modes' tables differ in the VNNI tier's Q4_K_R16 / Q6_K_R16 and legacy 16-row
+// gemms alone, and the tables say which mode they are.
+TEST(DecodeReadTest, OnlyTheVnniTiersQ4KQ6KAndLegacyLayoutsDiffer) {
+  const std::set<GgmlType> differ = {
+      GgmlType::kQ4_K_R16, GgmlType::kQ6_K_R16,   GgmlType::kQ8_0_R16,
+      GgmlType::kQ5_0_R16, GgmlType::kQ4_0_R16,   GgmlType::kQ5_1_R16,
+      GgmlType::kQ4_1_R16, GgmlType::kIQ4_NL_R16, GgmlType::kMXFP4_R16};
   for (int t = 0; t < cpu::kNumIsaTiers; ++t) {
     const auto tier = static_cast<IsaTier>(t);
     const GemvKernels& pre = KernelsFor(tier, DecodeRead::kPrefetched);
@@ -298,8 +303,7 @@ TEST(DecodeReadTest, OnlyTheVnniTiersQ4KAndQ6KLayoutsDiffer) {
     EXPECT_EQ(&KernelsFor(tier), &pre) << "the default is kPrefetched";
     for (uint32_t id = 0; id < kTypeIdLimit; ++id) {
       const auto type = static_cast<GgmlType>(id);
-      const bool differs = tier == IsaTier::kAvx512Vnni &&
-                           (type == GgmlType::kQ4_K_R16 || type == GgmlType::kQ6_K_R16);
+      const bool differs = tier == IsaTier::kAvx512Vnni && differ.contains(type);
       EXPECT_EQ(pre.by_type[id].gemm != hw.by_type[id].gemm, differs)
           << cpu::IsaTierName(tier) << " type id " << id;
       EXPECT_EQ(pre.by_type[id].dot, hw.by_type[id].dot);
