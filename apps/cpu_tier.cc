@@ -46,7 +46,8 @@ void LogKernels(std::ostream& err, cpu::IsaTier tier, const std::string& threads
       << (threads == "1" ? " thread" : " threads") << "\n";
   if (read == gemv::DecodeRead::kHardware && tier == cpu::IsaTier::kAvx512Vnni) {
     err << "cpu kernels: decode reads Q4_K / Q6_K experts as one stream per core with no "
-           "software prefetch (MOESPLIT_DECODE_READ=hardware"
+           "software prefetch, Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 / IQ4_NL / MXFP4 as one "
+           "prefetched stream (MOESPLIT_DECODE_READ=hardware"
         << (gemv::PreferredDecodeRead(cpu) == read ? ", this CPU's default" : "") << ")\n";
   }
   for (GgmlType t : fallback_types) {

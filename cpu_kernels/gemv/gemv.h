@@ -78,9 +78,12 @@ struct TypeKernels {
 //     sequential stream. The Zen 4 VM (docs/PERFORMANCE.md 2026-12-01, eighteenth session):
 //     a plain read of one stream 33-35 GB/s per core, of two 18-31; the V3 q4_K-q6_K MoE
 //     layer's decode 1.40x kPrefetched on one thread (q4_K-q4_K 1.43x).
-// Every other kernel reads the same way in both modes (on Zen 4 their prefetch still paid:
-// Q2_K / Q3_K / IQ4_XS / IQ2_XXS / IQ1_S layers 0.59-1.02x without it). The AMX tier, Intel's,
-// keeps kPrefetched's kernels in both.
+// The legacy 16-row layouts (kQ4_0_R16 .. kMXFP4_R16) decode two groups side by side in
+// kPrefetched, one at a time in kHardware, with software prefetch in both (on Zen 5 the two
+// streams read 1.02-1.45x one, cold: gemv_legacy_r16_avx512vnni.inc). Every other kernel reads
+// the same way in both modes (on Zen 4 their prefetch still paid: Q2_K / Q3_K / IQ4_XS /
+// IQ2_XXS / IQ1_S layers 0.59-1.02x without it; on Zen 5 IQ2_XXS / IQ1_S 0.32-0.56x, one
+// group or two). The AMX tier, Intel's, keeps kPrefetched's kernels in both.
 enum class DecodeRead : uint8_t { kPrefetched = 0, kHardware = 1 };
 inline constexpr int kNumDecodeReads = 2;
 

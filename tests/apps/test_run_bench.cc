@@ -291,7 +291,8 @@ TEST(KernelTier, Descriptions) {
   EXPECT_EQ(hw.str(),
             "cpu kernels: avx512vnni (AVX-512 VNNI), 2 threads\n"
             "cpu kernels: decode reads Q4_K / Q6_K experts as one stream per core with no "
-            "software prefetch (MOESPLIT_DECODE_READ=hardware, this CPU's default)\n");
+            "software prefetch, Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 / IQ4_NL / MXFP4 as one "
+            "prefetched stream (MOESPLIT_DECODE_READ=hardware, this CPU's default)\n");
   std::ostringstream forced;
   LogKernels(forced, cpu::IsaTier::kAvx512Vnni, "2", {}, cpu::CpuFeatures{.avx512vnni = true},
              gemv::DecodeRead::kHardware);
