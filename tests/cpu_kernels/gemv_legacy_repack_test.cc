@@ -200,16 +200,7 @@ TEST_P(LegacyR16GemmTest, MatchesScalarDot) {
         // (rows 16: one group; 48: 2 + 1 or 1 + 1 + 1).
         for (int64_t rows : {16, 48}) {
           for (auto [n_tok, read] :
-               std::vector<std::pair<int64_t, DecodeRead>>{{1, DecodeRead::kPrefetched},
-                                                           {1, DecodeRead::kHardware},
-                                                           {2, {}},
-                                                           {3, {}},
-                                                           {4, {}},
-                                                           {5, {}},
-                                                           {8, {}},
-                                                           {9, {}},
-                                                           {17, {}},
-                                                           {33, {}}}) {
+               kquant_testing::DecodeBothModesThen({2, 3, 4, 5, 8, 9, 17, 33})) {
             const int64_t ldy = rows + 3;
             const std::vector<float> y = RunR16(tier, r16, packed, rows, n, a, n_tok, ldy, read);
             for (int64_t t = 0; t < n_tok; ++t) {

@@ -149,18 +149,7 @@ void CheckAgainstScalarDot(IsaTier tier, GgmlType type) {
       // software prefetch (rows 16: one group; 48: 2 + 1 or 1 + 1 + 1).
       for (int64_t rows : {16, 48}) {
         for (auto [n_tok, read] :
-             std::vector<std::pair<int64_t, DecodeRead>>{{1, DecodeRead::kPrefetched},
-                                                         {1, DecodeRead::kHardware},
-                                                         {2, {}},
-                                                         {3, {}},
-                                                         {4, {}},
-                                                         {7, {}},
-                                                         {8, {}},
-                                                         {9, {}},
-                                                         {16, {}},
-                                                         {17, {}},
-                                                         {33, {}},
-                                                         {48, {}}}) {
+             kquant_testing::DecodeBothModesThen({2, 3, 4, 7, 8, 9, 16, 17, 33, 48})) {
           const int64_t ldy = rows + 3;
           const std::vector<float> y = RunR16(tier, r16, packed, rows, n, a, n_tok, ldy, read);
           for (int64_t t = 0; t < n_tok; ++t) {

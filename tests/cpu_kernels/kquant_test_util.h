@@ -5,11 +5,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "core/base/dtype.h"
 #include "core/base/float16.h"
+#include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/quant/blocks.h"
 #include "cpu_kernels/quant/quant.h"
 
@@ -136,6 +139,16 @@ inline Exact ExactDot(GgmlType type, const uint8_t* w, const uint8_t* a, int64_t
     e.norm += std::fabs(p);
   }
   return e;
+}
+
+// The (n_tok, read mode) cases of a 16-row gemm test: one token (decode) in both DecodeRead
+// modes, then each of `many` tokens (the mode plays no part there).
+inline std::vector<std::pair<int64_t, DecodeRead>> DecodeBothModesThen(
+    std::initializer_list<int64_t> many) {
+  std::vector<std::pair<int64_t, DecodeRead>> cases = {{1, DecodeRead::kPrefetched},
+                                                       {1, DecodeRead::kHardware}};
+  for (int64_t n_tok : many) cases.emplace_back(n_tok, DecodeRead::kPrefetched);
+  return cases;
 }
 
 }  // namespace moesplit::gemv::kquant_testing
