@@ -132,6 +132,36 @@ Status CheckObjectIndex(const Tag& tag, const Fail& fail) {
   return Status::Ok();
 }
 
+// An attribute hwloc reads with hwloc_bitmap_sscanf: cpuset, complete_cpuset, allowed_cpuset,
+// nodeset, complete_nodeset, allowed_nodeset on objects, and the cpusets of <cpukind> and
+// <memattr> initiators; all of their names end in "cpuset" or "nodeset".
+bool IsBitmapAttr(std::string_view a) { return a.ends_with("cpuset") || a.ends_with("nodeset"); }
+
+// The bitmap syntax lstopo writes: "0xf...f" (all set), or an optional "0xf...f," prefix and
+// comma-separated 32-bit words, most significant first, each "0x" and 1-8 hex digits or empty
+// (an all-zero word between others), the first word not empty. hwloc 2.9's parser counts the
+// words by the commas after the first character, so a value starting with ',' (",0x1") has one
+// word more than it counted and trips its assert(count > 0) (found by tests/fuzz/topology_fuzz).
+bool BitmapText(std::string_view v) {
+  constexpr std::string_view kFull = "0xf...f";
+  if (v == kFull) return true;
+  // After the prefix hwloc counts right, and its writer may follow it with an empty word.
+  const bool prefixed = v.starts_with(kFull) && v.size() > kFull.size() && v[kFull.size()] == ',';
+  if (prefixed) v.remove_prefix(kFull.size() + 1);
+  for (bool first = true;; first = false) {
+    const size_t comma = v.find(',');
+    const std::string_view w = v.substr(0, comma);
+    if (w.empty() && first && !prefixed) return false;
+    if (!w.empty() &&
+        (w.size() < 3 || w.size() > 10 || (w[0] != '0') || (w[1] != 'x' && w[1] != 'X') ||
+         w.find_first_not_of("0123456789abcdefABCDEF", 2) != kNpos)) {
+      return false;
+    }
+    if (comma == kNpos) return true;
+    v.remove_prefix(comma + 1);
+  }
+}
+
 }  // namespace
 
 Status CheckHwlocXml(std::string_view xml, const std::string& name) {
@@ -169,6 +199,13 @@ Status CheckHwlocXml(std::string_view xml, const std::string& name) {
       MOESPLIT_RETURN_IF_ERROR(CheckObjectIndex(tag, [&](std::string_view what) {
         return fail(lt, what);
       }));
+    }
+    for (size_t a = 0; a < tag.attrs.size(); ++a) {
+      if (IsBitmapAttr(tag.attrs[a]) && !BitmapText(tag.values[a])) {
+        return fail(lt,
+                    std::string(tag.attrs[a]) + "=\"" + std::string(tag.values[a].substr(0, 40)) +
+                        "\" is not an hwloc bitmap (0x-prefixed hex words separated by commas)");
+      }
     }
     if (tag.name == "object" && has("cpuset") && !has("complete_cpuset")) {
       return fail(lt, "an object with a cpuset but no complete_cpuset");

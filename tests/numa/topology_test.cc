@@ -292,6 +292,36 @@ TEST(Topology, XmlObjectWithoutCompleteNodesetIsDataLoss) {
   EXPECT_NE(t.status().message().find("no complete_nodeset"), std::string::npos);
 }
 
+// hwloc 2.9 counts a bitmap's words by the commas after its first character and asserts on a
+// value that starts with one (found by tests/fuzz/topology_fuzz): every cpuset / nodeset value
+// is checked against lstopo's syntax first, and the file refused with its line and attribute.
+TEST(Topology, XmlMalformedBitmapIsDataLoss) {
+  std::ifstream in(kTopologies + "/epyc-9554-1s-nps4.xml");
+  const std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const std::string attr : {" cpuset=\"", " complete_nodeset=\"", " allowed_cpuset=\""}) {
+    for (const std::string bad : {",0x00000001", "", "0x1,zz", "ff", "0x123456789", "0xf...f0"}) {
+      std::string edited = xml;
+      const size_t at = edited.find(attr);
+      ASSERT_NE(at, std::string::npos) << attr;
+      const size_t value = at + attr.size();
+      edited.replace(value, edited.find('"', value) - value, bad);
+      StatusOr<Topology> t = LoadTopologyXml(edited, "edited.xml");
+      ASSERT_FALSE(t.ok()) << attr << bad;
+      EXPECT_EQ(t.status().code(), StatusCode::kDataLoss) << t.status().ToString();
+      EXPECT_NE(t.status().message().find("is not an hwloc bitmap"), std::string::npos)
+          << t.status().ToString();
+    }
+  }
+  // What lstopo writes stays accepted: empty words between others, the infinite prefix.
+  for (const std::string good : {"0x00000001,,0x0", "0xf...f", "0xf...f,,0x00000001"}) {
+    std::string edited = xml;
+    const size_t value = edited.find(" allowed_cpuset=\"") + 17;
+    edited.replace(value, edited.find('"', value) - value, good);
+    StatusOr<Topology> t = LoadTopologyXml(edited, "edited.xml");
+    EXPECT_TRUE(t.ok()) << good << ": " << t.status().ToString();
+  }
+}
+
 // hwloc takes a PU or NUMA node without os_index as index 2^32 - 1 and grows a bitmap to
 // 512 MiB for it (seconds; found by topology_fuzz): refused before hwloc reads the file.
 TEST(Topology, XmlPuOrNodeWithoutOsIndexIsDataLoss) {
