@@ -264,12 +264,16 @@ Status LoadHwloc(hwloc_topology_t topo, const std::string& spec, std::string* so
 // nodes (Intel SNC reports one L3 per package) is split in proportion to the cores each node
 // holds — with SNC each cluster's addresses are homed in its own L3 slices — e.g. 105 MiB over
 // 56 cores, 14 in the node: 105 * 14 / 56 = 26.25 MiB.
-std::vector<L3Group> GroupCores(hwloc_topology_t topo, hwloc_const_cpuset_t avail) {
+// `pus`: every PU of the machine in logical order, tested here by one bit each: hwloc's walk
+// inside a cpuset compares whole bitmaps per PU, which made a 1,752-node synthetic machine take
+// seconds (nodes x PUs bitmap compares; found by topology_fuzz).
+std::vector<L3Group> GroupCores(hwloc_topology_t topo, const std::vector<hwloc_obj_t>& pus,
+                                hwloc_const_cpuset_t avail) {
   std::vector<L3Group> groups;
   std::map<hwloc_obj_t, size_t> group_of;  // L3 object (nullptr: none) -> index in groups
   std::map<hwloc_obj_t, std::pair<size_t, size_t>> core_of;  // core -> (group, index)
-  hwloc_obj_t pu = nullptr;
-  while ((pu = hwloc_get_next_obj_inside_cpuset_by_type(topo, avail, HWLOC_OBJ_PU, pu))) {
+  for (hwloc_obj_t pu : pus) {
+    if (!hwloc_bitmap_isset(avail, pu->os_index)) continue;
     hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu);
     if (core == nullptr) core = pu;  // no core level: every PU is its own core
     // A core joins the group of its first PU's L3 and stays there: in odd (synthetic) machines
@@ -365,6 +369,10 @@ StatusOr<Topology> Extract(hwloc_topology_t topo, const std::string& spec, std::
             [](hwloc_obj_t a, hwloc_obj_t b) { return OsIndex(a) < OsIndex(b); });
   // Each PU goes to the first node (ascending id) whose cpuset holds it: a second node with the
   // same CPUs (HBM next to DDR, CXL) is memory-only here.
+  std::vector<hwloc_obj_t> pus;  // [PUs] in logical order
+  for (hwloc_obj_t pu = nullptr; (pu = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, pu));) {
+    pus.push_back(pu);
+  }
   Bitmap assigned(hwloc_bitmap_alloc());
   Bitmap avail(hwloc_bitmap_alloc());
   for (hwloc_obj_t n : numa) {
@@ -379,7 +387,7 @@ StatusOr<Topology> Extract(hwloc_topology_t topo, const std::string& spec, std::
     node.package = it == pkgs.end() ? 0 : static_cast<int>(it - pkgs.begin());
     if (n->cpuset != nullptr) {
       hwloc_bitmap_andnot(avail.get(), n->cpuset, assigned.get());
-      node.l3_groups = GroupCores(topo, avail.get());
+      node.l3_groups = GroupCores(topo, pus, avail.get());
       hwloc_bitmap_or(assigned.get(), assigned.get(), avail.get());
     }
     out.nodes.push_back(std::move(node));
@@ -486,11 +494,30 @@ std::string Pad(const std::string& s, size_t width) {
   return std::string(width > s.size() ? width - s.size() : 0, ' ') + s;
 }
 
+// The most nodes whose distance matrix is printed (64 columns of 4: 262 characters a line).
+// Past it the matrix is summarized: 1,752 synthetic nodes printed 12 MB (found by
+// topology_fuzz), and no one reads a 100-column matrix.
+constexpr int kMaxPrintedDistanceNodes = 64;
+
 void FormatDistances(const Topology& topo, std::ostringstream& os) {
   const int n = static_cast<int>(topo.nodes.size());
   os << (topo.distances.empty() ? "distances (none in the source; assumed 10 local, 20 same "
-                                  "package, 32 other package):\n"
-                                : "distances (ACPI SLIT, 10 = local):\n");
+                                  "package, 32 other package)"
+                                : "distances (ACPI SLIT, 10 = local)");
+  if (n > kMaxPrintedDistanceNodes) {
+    int lo = std::numeric_limits<int>::max(), hi = 0;
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        if (i == j) continue;
+        lo = std::min(lo, topo.Distance(i, j));
+        hi = std::max(hi, topo.Distance(i, j));
+      }
+    }
+    os << ": " << n << " x " << n << " matrix not printed (more than " << kMaxPrintedDistanceNodes
+       << " nodes); between nodes " << lo << "-" << hi << "\n";
+    return;
+  }
+  os << ":\n";
   os << "  node";
   for (int j = 0; j < n; ++j) os << Pad(std::to_string(topo.nodes[j].id), 4);
   os << "\n";
