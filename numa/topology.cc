@@ -399,7 +399,7 @@ StatusOr<Topology> Extract(hwloc_topology_t topo, const std::string& spec, std::
     return DataLossError("topology ", spec.empty() ? "live" : spec, ": no NUMA node has any CPU (",
                          out.nodes.size(), " nodes)");
   }
-  const int all_pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+  const int all_pus = static_cast<int>(pus.size());
   if (out.NumPus() != all_pus) {
     return DataLossError("topology ", spec.empty() ? "live" : spec, ": ", all_pus - out.NumPus(),
                          " of ", all_pus, " PUs are in no NUMA node");
@@ -509,8 +509,9 @@ void FormatDistances(const Topology& topo, std::ostringstream& os) {
     for (int i = 0; i < n; ++i) {
       for (int j = 0; j < n; ++j) {
         if (i == j) continue;
-        lo = std::min(lo, topo.Distance(i, j));
-        hi = std::max(hi, topo.Distance(i, j));
+        const int d = topo.Distance(i, j);
+        lo = std::min(lo, d);
+        hi = std::max(hi, d);
       }
     }
     os << ": " << n << " x " << n << " matrix not printed (more than " << kMaxPrintedDistanceNodes

@@ -152,9 +152,10 @@ bool BitmapText(std::string_view v) {
     const size_t comma = v.find(',');
     const std::string_view w = v.substr(0, comma);
     if (w.empty() && first && !prefixed) return false;
-    if (!w.empty() &&
-        (w.size() < 3 || w.size() > 10 || (w[0] != '0') || (w[1] != 'x' && w[1] != 'X') ||
-         w.find_first_not_of("0123456789abcdefABCDEF", 2) != kNpos)) {
+    const bool hex_word = w.size() >= 3 && w.size() <= 10 &&
+                          (w.starts_with("0x") || w.starts_with("0X")) &&
+                          w.find_first_not_of("0123456789abcdefABCDEF", 2) == kNpos;
+    if (!w.empty() && !hex_word) {
       return false;
     }
     if (comma == kNpos) return true;
