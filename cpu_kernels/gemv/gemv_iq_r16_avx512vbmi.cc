@@ -374,9 +374,18 @@ IQ_INLINE const GroupBlock<K>* GroupBlocks(const uint8_t* g, int64_t nb) {
   return reinterpret_cast<const GroupBlock<K>*>(g + nb * kR16Rows * 2);
 }
 
-// Blocks ahead of the one being read that decode prefetches (per stream): 2, as the Q2_K /
-// Q3_K tiles (one block is read in less than a DRAM miss).
-constexpr int64_t kAhead = 2;
+// Blocks ahead of the one being read that decode prefetches (per stream), and the hint. Until
+// 2026-12-02 2 blocks with prefetcht1, as the Q2_K / Q3_K tiles. Zen 4 and later put a T1 line in
+// L2 only, so each demand load still waits on L2; prefetchnta brings it to L1 (AMD: not kept in
+// L2 on eviction: these lines are read once). 4 blocks ahead x 2 streams x 1,088 B (IQ2_XXS) =
+// 8.7 KiB per core in flight, 19 KiB for IQ3_S's 1,728 B blocks: inside L1's 48 KiB. V3 layer
+// decode on Zen 5, 2 threads, 3 alternated rounds against the old binary (GB/s medians): IQ2_XXS
+// 1.11-1.14x (bw_frac 0.70-0.75 against 0.62-0.68 at 72-82 GB/s probes), IQ1_M 1.02-1.08x,
+// IQ3_XXS 1.01-1.08x, IQ1_S 0.97-1.04x. A sweep on IQ2_XXS (bw_frac): 4 ahead with T1 0.71-0.87
+// and 2 ahead with NTA 0.63-0.72 (each alone is not the gain), 1 ahead 0.58-0.62, 6 / 8 ahead
+// no better than 4. docs/PERFORMANCE.md has the commands.
+constexpr int64_t kAhead = 4;
+constexpr auto kPrefetchHint = _MM_HINT_NTA;
 
 // The G streams' d rows and payloads (group i at g + i * gstride), and zero accumulators.
 template <Kind K, int G, int T>
@@ -410,7 +419,7 @@ IQ_INLINE bool BlockPointers(const uint8_t* g, size_t gstride, const GroupBlock<
   }
   const bool pf = T == 1 && reinterpret_cast<uintptr_t>(ahead[G - 1]) < pf_end;
   for (int i = 0; pf && i < G; ++i) {
-    _mm_prefetch(reinterpret_cast<const char*>(dw[i] + kR16Rows * (b + kAhead)), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(dw[i] + kR16Rows * (b + kAhead)), kPrefetchHint);
   }
   return pf;
 }
@@ -489,7 +498,7 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
     const bool pf = BlockPointers<K, G, T>(g, gstride, blocks, dw, b, nb, pf_end, blk, ahead);
     // The lines before the sub-blocks' (IQ2_XXS, IQ3_XXS: 1, IQ3_S, IQ2_XS: 3, IQ2_S: 4).
     for (int i = 0; pf && i < G; ++i) {
-      for (int l = 0; l < kSub0; ++l) _mm_prefetch(ahead[i] + 64 * l, _MM_HINT_T1);
+      for (int l = 0; l < kSub0; ++l) _mm_prefetch(ahead[i] + 64 * l, kPrefetchHint);
     }
     const uint8_t* ab = act + b * kQkK;
     __m512i isum[G][T];
@@ -522,7 +531,7 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
         const int j = 2 * p + h;
         for (int i = 0; pf && i < G; ++i) {
           for (int l = 0; l < kPerSub; ++l) {
-            _mm_prefetch(ahead[i] + 64 * (kSub0 + kPerSub * j + l), _MM_HINT_T1);
+            _mm_prefetch(ahead[i] + 64 * (kSub0 + kPerSub * j + l), kPrefetchHint);
           }
         }
         if constexpr (ScalePer16(K)) {
@@ -603,8 +612,8 @@ void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_st
     for (int j = 0; j < 8; ++j) {
       // 14 / 16 lines per block: two lines of the block ahead per sub-block (IQ1_S: 0-6).
       for (int i = 0; pf && (kM || j < 7) && i < G; ++i) {
-        _mm_prefetch(ahead[i] + 128 * j, _MM_HINT_T1);
-        _mm_prefetch(ahead[i] + 128 * j + 64, _MM_HINT_T1);
+        _mm_prefetch(ahead[i] + 128 * j, kPrefetchHint);
+        _mm_prefetch(ahead[i] + 128 * j + 64, kPrefetchHint);
       }
       // ls8: IQ1_M's 8 (2 s_h + 1) per half (unused by IQ1_S); cb: IQ1_M's half's pair of
       // (2 s_h + 1) (e_g - 8), IQ1_S's pair (8 (2 s + 1), (2 s + 1) (e - 8)): [16] i16 pairs.
