@@ -98,7 +98,8 @@ ReadBandwidth MeasureReadBandwidth(int n_threads, const ReadBandwidthOptions& op
     return MeasureFastest(kStream, n_threads, options);
   }
   constexpr numa::ReadKernel kPatterns[] = {
-      numa::ReadKernel::kProbe, numa::ReadKernel::kProbePrefetch, numa::ReadKernel::kStream};
+      numa::ReadKernel::kProbe, numa::ReadKernel::kProbePrefetch,
+      numa::ReadKernel::kProbePrefetchNta, numa::ReadKernel::kStream};
   return MeasureFastest(kPatterns, n_threads, options);
 }
 

@@ -14,8 +14,10 @@
 //   kProbe         SSE2 128-bit loads, four 64-bit integer add chains per 64-byte line (every
 //                  byte read once; the adds are never the bottleneck: ~4 loads/line at 2/cycle),
 //                  each thread's slice as two sequential streams (numa/bandwidth_probe.h),
-//                  measured three times: plainly, with a software prefetch 4 KiB ahead on each
-//                  stream, and as the sum reduction below; the fastest median is the result
+//                  measured four times: plainly, with a software prefetch 4 KiB ahead on each
+//                  stream (prefetcht0, and prefetchnta as the decode kernels since 2026-12-03:
+//                  on the Zen 5 VM 1.27-1.45x / 1.09-1.11x the T0 pattern at 1 / 2 threads),
+//                  and as the sum reduction below; the fastest median is the result
 //                  (`pattern` says which). Why: a fraction of bandwidth is taken against the
 //                  fastest read pattern, never a slower one, and the expert kernels prefetch; on
 //                  the Zen 4 VM (2026-11-29, third session, quiet, GB/s at 1 / 2 threads) the

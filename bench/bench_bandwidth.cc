@@ -1,7 +1,8 @@
 // Checks the read-bandwidth probe (bandwidth.h) against a STREAM-style sum reduction, for 1 to
 // N threads, and prints both with their ratio and the pattern that gave the probe's figure (the
-// probe is the fastest of the plain two-stream read, the prefetched one and the sum reduction,
-// so the ratio is >= ~1 up to noise; "probe" or "probe+prefetch" there says the yardstick
+// probe is the fastest of the plain two-stream read, the prefetched ones (prefetcht0 and
+// prefetchnta) and the sum reduction, so the ratio is >= ~1 up to noise; "probe",
+// "probe+prefetch" or "probe+prefetchnta" there says the yardstick
 // reads faster than a compiled sum reduction does).
 //
 // On a shared machine another process can steal a whole measurement, so the two kernels are

@@ -23,9 +23,9 @@ constexpr int64_t kStride = 256;  // kStrided reads one line per 256 bytes; slic
 // streams' line i in turn: 4 x 16-byte loads per 64-byte line into four independent 64-bit add
 // chains (one vector add per load: the adds keep pace with the loads at any DRAM speed).
 // `step` = bytes from one line to the next (64: every line; 256: the strided kernel).
-// kAhead > 0: each line also prefetches (prefetcht0) the line kAhead bytes further on its stream
-// (past the end it touches nothing: a prefetch never faults).
-template <int S, int64_t kAhead = 0>
+// kAhead > 0: each line also prefetches the line kAhead bytes further on its stream (past the end
+// it touches nothing: a prefetch never faults), with prefetcht0, or prefetchnta when kNta.
+template <int S, int64_t kAhead = 0, bool kNta = false>
 uint64_t ProbeRead(const uint8_t* p, int64_t span, int64_t step, int64_t gap = 0) {
 #if defined(__SSE2__)
   __m128i acc[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(),
@@ -33,7 +33,12 @@ uint64_t ProbeRead(const uint8_t* p, int64_t span, int64_t step, int64_t gap = 0
   for (int64_t i = 0; i < span; i += step) {
     for (int k = 0; k < S; ++k) {
       if constexpr (kAhead > 0) {
-        _mm_prefetch(reinterpret_cast<const char*>(p + k * gap + i + kAhead), _MM_HINT_T0);
+        const auto* ahead = reinterpret_cast<const char*>(p + k * gap + i + kAhead);
+        if constexpr (kNta) {
+          _mm_prefetch(ahead, _MM_HINT_NTA);
+        } else {
+          _mm_prefetch(ahead, _MM_HINT_T0);
+        }
       }
       const auto* v = reinterpret_cast<const __m128i*>(p + k * gap + i);
       for (int j = 0; j < 4; ++j) acc[j] = _mm_add_epi64(acc[j], _mm_load_si128(v + j));
@@ -63,15 +68,19 @@ uint64_t ProbeRead(const uint8_t* p, int64_t span, int64_t step, int64_t gap = 0
 // 1 stream 17.5-18.4 per thread, 33.3-35.7 with both vCPUs; 2 streams 18.3-19.5 and
 // 37.4-37.6; 4 streams 16.1-16.8 and 32.5-32.9. A fraction of bandwidth is taken against the
 // faster pattern, never the slower.
-template <int64_t kAhead>
+template <int64_t kAhead, bool kNta = false>
 uint64_t ProbeTwoStreams(const uint8_t* p, int64_t bytes) {
   const int64_t half = bytes / 128 * 64;  // bytes per stream, whole lines
-  return ProbeRead<2, kAhead>(p, half, kLine, half) +
+  return ProbeRead<2, kAhead, kNta>(p, half, kLine, half) +
          ProbeRead<1>(p + 2 * half, bytes - 2 * half, kLine);
 }
 // kProbePrefetch's distance: 4 KiB, 64 lines ahead per stream (the pf.cc sweep of 2026-11-29 on
 // the Zen 4 VM: 1 KiB and 4 KiB both ~1.5-2x the plain read, 4 KiB steadier).
 constexpr int64_t kProbeAhead = 4096;
+// kProbePrefetchNta's distance: 4 KiB too. Zen 5 VM, 2026-12-03, 1 GiB, 2 rounds of median-of-7
+// passes, GB/s at 1 / 2 threads: probe 33.5-34.2 / 43.9-44.0, probe+prefetch (T0) 29.2-30.0 /
+// 44.7-44.8, probe+prefetchnta 42.8-43.5 / 48.7-49.7, stream 26.8-29.5 / 39.1-41.1.
+constexpr int64_t kProbeAheadNta = 4096;
 
 // STREAM-style sum reduction over doubles: 8 partial sums (a single accumulator would be bound
 // by the 3-4 cycle FP add latency, ~8 bytes / 3 cycles ~ 10 GB/s at 4 GHz, below one core's
@@ -115,6 +124,8 @@ double ReadOnce(ReadKernel kernel, const uint8_t* p, int64_t bytes) {
       return static_cast<double>(ProbeRead<1>(p, bytes, kStride));
     case ReadKernel::kProbePrefetch:
       return static_cast<double>(ProbeTwoStreams<kProbeAhead>(p, bytes));
+    case ReadKernel::kProbePrefetchNta:
+      return static_cast<double>(ProbeTwoStreams<kProbeAheadNta, true>(p, bytes));
     case ReadKernel::kProbe:
       break;
   }
@@ -129,6 +140,8 @@ const char* ReadKernelName(ReadKernel kernel) {
       return "strided";
     case ReadKernel::kProbePrefetch:
       return "probe+prefetch";
+    case ReadKernel::kProbePrefetchNta:
+      return "probe+prefetchnta";
     case ReadKernel::kProbe:
       break;
   }

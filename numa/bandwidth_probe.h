@@ -25,6 +25,11 @@
 //             session) the hardware prefetcher alone left the plain probe at ~0.7 of what the
 //             kernels read, and this pattern read 1.5-2x the plain one; bench's yardstick takes
 //             the faster of the two (bench/bandwidth.h);
+//   kProbePrefetchNta  kProbePrefetch with prefetchnta, as the 16-row decode kernels since
+//             2026-12-03: on Zen 4 and later a T0 / T1 line lands in L2 (T1) or is kept there on
+//             eviction, an NTA line goes to L1 only; on the Zen 5 VM the kernels so read more
+//             than kProbePrefetch did (V3 layer decode bw_frac 1.0-1.16 against it), so the
+//             yardstick takes this pattern too (docs/PERFORMANCE.md, 2026-12-03);
 //   kStrided  one whole 64-byte line out of every 256 bytes (a stride that defeats contiguous
 //             streaming): GB/s counts the lines read, 64 B each, i.e. a quarter of the span.
 //
@@ -40,8 +45,8 @@
 
 namespace moesplit::numa {
 
-enum class ReadKernel { kProbe, kStream, kStrided, kProbePrefetch };
-// "probe", "stream", "strided", "probe+prefetch"
+enum class ReadKernel { kProbe, kStream, kStrided, kProbePrefetch, kProbePrefetchNta };
+// "probe", "stream", "strided", "probe+prefetch", "probe+prefetchnta"
 const char* ReadKernelName(ReadKernel kernel);
 
 // One pass of `kernel` over [p, p + bytes) on the calling thread (p 64-byte aligned, bytes a

@@ -31,7 +31,7 @@ bool IsPinWarning(const std::string& w) { return w.find("unpinned") != std::stri
 TEST(BandwidthProbe, EveryKernelGivesAPositiveFigure) {
   const std::vector<int> cpus = {AllowedCpus().front()};
   for (ReadKernel k : {ReadKernel::kProbe, ReadKernel::kStream, ReadKernel::kStrided,
-                       ReadKernel::kProbePrefetch}) {
+                       ReadKernel::kProbePrefetch, ReadKernel::kProbePrefetchNta}) {
     SCOPED_TRACE(ReadKernelName(k));
     StatusOr<ReadResult> r = MeasureRead(Options(k, cpus));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -56,7 +56,7 @@ TEST(BandwidthProbe, EveryKernelGivesAPositiveFigure) {
 // one), with and without the prefetches: words of 1 sum to the word count; a skipped or
 // twice-read line changes the sum.
 TEST(BandwidthProbe, ProbeReadsEveryLineOnce) {
-  for (ReadKernel k : {ReadKernel::kProbe, ReadKernel::kProbePrefetch}) {
+  for (ReadKernel k : {ReadKernel::kProbe, ReadKernel::kProbePrefetch, ReadKernel::kProbePrefetchNta}) {
     for (int64_t lines : {1, 2, 3, 64, 65}) {
       // operator new aligns to 16 bytes, all the probe's 128-bit loads need.
       std::vector<uint64_t> words(static_cast<size_t>(lines * 8), 1);
