@@ -56,7 +56,8 @@ TEST(BandwidthProbe, EveryKernelGivesAPositiveFigure) {
 // one), with and without the prefetches: words of 1 sum to the word count; a skipped or
 // twice-read line changes the sum.
 TEST(BandwidthProbe, ProbeReadsEveryLineOnce) {
-  for (ReadKernel k : {ReadKernel::kProbe, ReadKernel::kProbePrefetch, ReadKernel::kProbePrefetchNta}) {
+  for (ReadKernel k :
+       {ReadKernel::kProbe, ReadKernel::kProbePrefetch, ReadKernel::kProbePrefetchNta}) {
     for (int64_t lines : {1, 2, 3, 64, 65}) {
       // operator new aligns to 16 bytes, all the probe's 128-bit loads need.
       std::vector<uint64_t> words(static_cast<size_t>(lines * 8), 1);
