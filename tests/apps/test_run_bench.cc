@@ -167,6 +167,14 @@ TEST(BenchCommand, VerboseProfilesEveryTest) {
   const std::string md = out.str();
   EXPECT_NE(err.str().find("bench: read bandwidth probe, 2 threads on cpus"), std::string::npos)
       << err.str();
+  // The yardstick is the fastest read pattern, and the line names it.
+  EXPECT_NE(err.str().find(", the fastest of 3 read patterns; median of 5 passes"),
+            std::string::npos)
+      << err.str();
+  EXPECT_TRUE(err.str().find("(probe, the fastest") != std::string::npos ||
+              err.str().find("(probe+prefetch, the fastest") != std::string::npos ||
+              err.str().find("(probe+prefetchnta, the fastest") != std::string::npos)
+      << err.str();
   // Timed runs only: 2 x 8 prompt tokens in 2 evaluations, 2 x 3 decode tokens in 6.
   EXPECT_NE(md.find("pp8, 2 threads: 16 tokens in 2 evaluations"), std::string::npos) << md;
   EXPECT_NE(md.find("tg3, 2 threads: 6 tokens in 6 evaluations"), std::string::npos) << md;
