@@ -94,7 +94,10 @@ test("an aborted stream stops its sequence and the server keeps serving", async 
   } catch (e) {
     assert.ok(e.name === "AbortError" || e instanceof OpenAI.APIUserAbortError, String(e));
   }
-  assert.ok(n >= 3 && n < 100, `${n} chunks read`);
+  // Chunks already in the client's buffer when the abort lands are still handed out: one read
+  // can carry ~100 SSE events from a fast server (a CI run read 103). What must hold is that the
+  // iteration ends before the 1500 tokens asked for, and that the server stops (below).
+  assert.ok(n >= 3 && n < 1500, `${n} chunks read`);
   let m;
   for (let i = 0; i < 100; i++) {
     m = await metrics(srv.base, { Authorization: `Bearer ${KEY}` });
