@@ -76,11 +76,11 @@ uint64_t ProbeTwoStreams(const uint8_t* p, int64_t bytes) {
 }
 // kProbePrefetch's distance: 4 KiB, 64 lines ahead per stream (the pf.cc sweep of 2026-11-29 on
 // the Zen 4 VM: 1 KiB and 4 KiB both ~1.5-2x the plain read, 4 KiB steadier).
+// kProbePrefetchNta reads as far ahead (only that distance was measured with NTA: Zen 5 VM,
+// 2026-12-03, 1 GiB, 2 rounds of median-of-7 passes, GB/s at 1 / 2 threads: probe 33.5-34.2 /
+// 43.9-44.0, probe+prefetch (T0) 29.2-30.0 / 44.7-44.8, probe+prefetchnta 42.8-43.5 /
+// 48.7-49.7, stream 26.8-29.5 / 39.1-41.1).
 constexpr int64_t kProbeAhead = 4096;
-// kProbePrefetchNta's distance: 4 KiB too. Zen 5 VM, 2026-12-03, 1 GiB, 2 rounds of median-of-7
-// passes, GB/s at 1 / 2 threads: probe 33.5-34.2 / 43.9-44.0, probe+prefetch (T0) 29.2-30.0 /
-// 44.7-44.8, probe+prefetchnta 42.8-43.5 / 48.7-49.7, stream 26.8-29.5 / 39.1-41.1.
-constexpr int64_t kProbeAheadNta = 4096;
 
 // STREAM-style sum reduction over doubles: 8 partial sums (a single accumulator would be bound
 // by the 3-4 cycle FP add latency, ~8 bytes / 3 cycles ~ 10 GB/s at 4 GHz, below one core's
@@ -125,7 +125,7 @@ double ReadOnce(ReadKernel kernel, const uint8_t* p, int64_t bytes) {
     case ReadKernel::kProbePrefetch:
       return static_cast<double>(ProbeTwoStreams<kProbeAhead>(p, bytes));
     case ReadKernel::kProbePrefetchNta:
-      return static_cast<double>(ProbeTwoStreams<kProbeAheadNta, true>(p, bytes));
+      return static_cast<double>(ProbeTwoStreams<kProbeAhead, true>(p, bytes));
     case ReadKernel::kProbe:
       break;
   }
