@@ -352,55 +352,41 @@ StatusOr<std::vector<PromptSizeRow>> MeasurePromptSizes(const engine::Model& mod
   return rows;
 }
 
-// The read bandwidth `threads` pinned readers get (bench --verbose): on the placement's CPUs and
-// memory node where it names them, else on the machine's first cores (one per physical core)
-// and node. 512 MiB (16x a 32 MiB L3) x 5 passes per read pattern, ~1 s each; the fastest of
-// the plain two-stream read and the same with prefetcht0 / prefetchnta 4 KiB ahead, as
-// bench/bandwidth.h's yardstick: a fraction of bandwidth is taken against the fastest pattern
-// (on the Zen 5 VM the prefetchnta one reads 1.09-1.11x the others with 2 threads, 1.27-1.45x
-// with 1). nullopt (with a note) when it fails.
+// The readers of bench --verbose's probe: the placement's CPUs (the first `threads`) and its
+// first memory node where it names them, else the machine's first cores and node.
+StatusOr<numa::ReadOptions> ProbeReaders(const engine::CpuPlacement& placement, int threads) {
+  if (placement.groups.empty()) return numa::FirstCoresReadOptions(threads);
+  numa::ReadOptions o{.mem_node = placement.groups.front().mem_nodes.front()};
+  for (const auto& g : placement.groups) o.cpus.insert(o.cpus.end(), g.cpus.begin(), g.cpus.end());
+  if (o.cpus.size() > static_cast<size_t>(threads)) o.cpus.resize(static_cast<size_t>(threads));
+  return o;
+}
+
+// The read bandwidth `threads` pinned readers get (bench --verbose), ProbeReaders' CPUs and node.
+// One 512 MiB buffer (16x a 32 MiB L3), 5 passes per read pattern (~0.1-0.2 s each); the fastest
+// of the plain two-stream read and the same with prefetcht0 / prefetchnta 4 KiB ahead
+// (numa::KernelLikeReads), as bench/bandwidth.h's yardstick: a fraction of bandwidth is taken
+// against the fastest pattern. nullopt (with a note) when it fails.
 std::optional<double> ProbeBandwidth(const engine::CpuPlacement& placement, int threads,
                                      std::ostream& err) {
-  numa::ReadOptions o;
-  o.bytes = int64_t{512} << 20;
-  if (!placement.groups.empty()) {
-    o.mem_node = placement.groups.front().mem_nodes.front();
-    for (const auto& g : placement.groups)
-      o.cpus.insert(o.cpus.end(), g.cpus.begin(), g.cpus.end());
-  } else {
-    StatusOr<numa::Topology> topo = numa::LoadTopology("");
-    if (!topo.ok() || topo->nodes.empty()) {
-      err << "bench: no bandwidth probe (" << topo.status().ToString() << ")\n";
-      return std::nullopt;
-    }
-    o.mem_node = topo->nodes.front().id;
-    for (const numa::NumaNode& n : topo->nodes) {
-      for (int cpu : n.PrimaryCpus()) o.cpus.push_back(cpu);
-    }
-  }
-  if (o.cpus.size() > static_cast<size_t>(threads)) o.cpus.resize(static_cast<size_t>(threads));
-  std::optional<numa::ReadResult> best;
-  numa::ReadKernel best_kernel = numa::ReadKernel::kProbe;
-  for (numa::ReadKernel k : {numa::ReadKernel::kProbe, numa::ReadKernel::kProbePrefetch,
-                             numa::ReadKernel::kProbePrefetchNta}) {
-    o.kernel = k;
-    StatusOr<numa::ReadResult> r = numa::MeasureRead(o);
-    if (!r.ok()) {
-      err << "bench: no bandwidth probe (" << r.status().ToString() << ")\n";
-      return std::nullopt;
-    }
-    if (!best || r->gbps > best->gbps) {
-      best = *std::move(r);
-      best_kernel = k;
-    }
-  }
+  auto no_probe = [&err](const Status& s) {
+    err << "bench: no bandwidth probe (" << s.ToString() << ")\n";
+    return std::nullopt;
+  };
+  StatusOr<numa::ReadOptions> o = ProbeReaders(placement, threads);
+  if (!o.ok()) return no_probe(o.status());
+  o->bytes = int64_t{512} << 20;
+  o->kernels = numa::KernelLikeReads();
+  StatusOr<numa::ReadResult> r = numa::MeasureRead(*o);
+  if (!r.ok()) return no_probe(r.status());
   char line[160];
   std::snprintf(line, sizeof(line),
-                "%.1f GB/s (%s, the fastest of 3 read patterns; median of 5 passes, %.1f-%.1f)",
-                best->gbps, numa::ReadKernelName(best_kernel), best->min_gbps, best->max_gbps);
-  err << "bench: read bandwidth probe, " << best->threads << " threads on cpus "
-      << numa::FormatCpuList(o.cpus) << ": " << line << "\n";
-  return best->gbps;
+                "%.1f GB/s (%s, the fastest of %zu read patterns; median of 5 passes, %.1f-%.1f)",
+                r->gbps, numa::ReadKernelName(r->kernel), o->kernels.size(), r->min_gbps,
+                r->max_gbps);
+  err << "bench: read bandwidth probe, " << r->threads << " threads on cpus "
+      << numa::FormatCpuList(o->cpus) << ": " << line << "\n";
+  return r->gbps;
 }
 
 }  // namespace

@@ -212,7 +212,7 @@ StatusOr<numa::ReadResult> Read(Context& ctx, const numa::NumaNode& cpu_node, in
   numa::ReadOptions o;
   o.cpus.assign(primary.begin(), primary.begin() + threads);
   o.mem_node = mem_node;
-  o.kernel = kernel;
+  o.kernels = {kernel};
   o.bytes = ctx.options.bytes;
   o.passes = ctx.options.passes;
   ctx.progress.Start(StrCat("cpus of node ", cpu_node.id, ", memory on node ", mem_node, ": ",

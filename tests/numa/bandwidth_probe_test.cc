@@ -20,7 +20,7 @@ ReadOptions Options(ReadKernel kernel, std::vector<int> cpus) {
   ReadOptions o;
   o.cpus = std::move(cpus);
   o.mem_node = 0;
-  o.kernel = kernel;
+  o.kernels = {kernel};
   o.bytes = kBytes;
   o.passes = 3;
   return o;
@@ -101,7 +101,49 @@ TEST(BandwidthProbe, UnpinnableCpuIsAWarning) {
   EXPECT_TRUE(found) << r->warnings.front();
 }
 
+// Several kernels over one buffer: the result names one of them and is that kernel's figure
+// (bytes counted as it counts them; the checksum is the last kernel's, the sum reduction's here).
+TEST(BandwidthProbe, SeveralKernelsGiveTheFastestOfThem) {
+  ReadOptions o = Options(ReadKernel::kProbe, {AllowedCpus().front()});
+  o.kernels = KernelLikeReads();
+  o.kernels.push_back(ReadKernel::kStream);
+  StatusOr<ReadResult> r = MeasureRead(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE(std::find(o.kernels.begin(), o.kernels.end(), r->kernel), o.kernels.end());
+  EXPECT_EQ(r->threads, 1);
+  EXPECT_EQ(r->bytes_per_pass, kBytes);
+  EXPECT_GT(r->gbps, 0);
+  EXPECT_LE(r->min_gbps, r->gbps);
+  EXPECT_LE(r->gbps, r->max_gbps);
+  EXPECT_EQ(r->checksum, static_cast<double>(kBytes / 8));
+  // One kernel: the result is that kernel's.
+  StatusOr<ReadResult> one = MeasureRead(Options(ReadKernel::kProbePrefetchNta, o.cpus));
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(one->kernel, ReadKernel::kProbePrefetchNta);
+}
+
+TEST(BandwidthProbe, FirstCoresReadOptions) {
+  StatusOr<ReadOptions> o = FirstCoresReadOptions(1);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  ASSERT_EQ(o->cpus.size(), 1u);
+  const std::vector<int> allowed = AllowedCpus();
+  EXPECT_NE(std::find(allowed.begin(), allowed.end(), o->cpus[0]), allowed.end());
+  EXPECT_EQ(FirstCoresReadOptions(0).status().code(), StatusCode::kInvalidArgument);
+  StatusOr<ReadOptions> many = FirstCoresReadOptions(100000);
+  ASSERT_FALSE(many.ok());
+  EXPECT_EQ(many.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(many.status().message().find("100000"), std::string::npos);
+}
+
 TEST(BandwidthProbe, BadOptionsAreErrors) {
+  ReadOptions none = Options(ReadKernel::kProbe, {0});
+  none.kernels.clear();
+  EXPECT_EQ(MeasureRead(none).status().code(), StatusCode::kInvalidArgument);
+  ReadOptions strided_beside = Options(ReadKernel::kStrided, {0});
+  strided_beside.kernels.push_back(ReadKernel::kProbe);
+  StatusOr<ReadResult> sb = MeasureRead(strided_beside);
+  ASSERT_FALSE(sb.ok());
+  EXPECT_NE(sb.status().message().find("strided"), std::string::npos);
   EXPECT_FALSE(MeasureRead(Options(ReadKernel::kProbe, {})).ok());
   ReadOptions o = Options(ReadKernel::kProbe, {0});
   o.passes = 0;
