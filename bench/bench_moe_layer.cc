@@ -6,6 +6,7 @@
 //   v2lite   2048  1408  64       6      q4_K-q5_0 (llama.cpp's Q4_K_M fallback: 1408 is no
 //                                        multiple of 256), q4_K-q8_0
 //   v3 / v2lite iq4_xs-iq4_xs / iq4_xs-iq4_nl (IQ4_XS files; repacked only)
+//   v3       q5_K-q5_K, q5_K-q6_K (Q5_K_M); repacked only
 //   v3       q2_K-q2_K, q2_K-q3_K (UD-Q2_K_XL-like), q3_K-q3_K, q3_K-q4_K (Q3_K_M); repacked only
 //   v3       iq2_xxs-iq2_xxs, iq1_m-iq1_m, iq1_s-iq1_s, iq1_s-iq2_xxs, iq3_xxs-iq3_xxs,
 //            iq3_s-iq3_s, iq2_xs-iq2_xs, iq2_s-iq2_s (each also repacked)
@@ -20,7 +21,8 @@
 // = 3 x 2048 x 28 x 84 = 14.45 MB (3.70 GB); iq2_xxs-iq2_xxs = 3 x 2048 x 28 x 66 = 11.35 MB;
 // iq1_m-iq1_m (56 B per 256) = 9.63 MB; iq1_s-iq1_s (50 B) = 8.60 MB; iq3_xxs-iq3_xxs (98 B)
 // = 16.86 MB; iq3_s-iq3_s (110 B) = 18.92 MB; iq2_xs-iq2_xs (74 B) = 12.73 MB; iq2_s-iq2_s
-// (82 B) = 14.11 MB; q3_K-q3_K repacked (114 B per 256) = 19.61 MB; v2lite
+// (82 B) = 14.11 MB; q3_K-q3_K repacked (114 B per 256) = 19.61 MB; q5_K-q5_K (176 B) =
+// 3 x 2048 x 28 x 176 = 30.28 MB; v2lite
 // q4_K-q5_0 = 2 x 1408 x 1152 + 2048 x 968 = 5.23 MB; q4_K-q8_0 = 6.31 MB.
 //
 // Workloads: decode = 1 token, k distinct experts drawn uniformly, a new route set every
@@ -78,6 +80,10 @@ constexpr Variant kVariants[] = {
     {"v3/q4_K-q4_K/repacked", 7168, 2048, 256, 8, GgmlType::kQ4_K, GgmlType::kQ4_K, true},
     {"v2lite/q4_K-q5_0/repacked", 2048, 1408, 64, 6, GgmlType::kQ4_K, GgmlType::kQ5_0, true},
     {"v2lite/q4_K-q8_0/repacked", 2048, 1408, 64, 6, GgmlType::kQ4_K, GgmlType::kQ8_0, true},
+    // Q5_K_M files (llama-quantize Q5_K_M: experts Q5_K, half the down projections Q6_K),
+    // repacked to q5_K_r16 / q6_K_r16.
+    {"v3/q5_K-q5_K/repacked", 7168, 2048, 256, 8, GgmlType::kQ5_K, GgmlType::kQ5_K, true},
+    {"v3/q5_K-q6_K/repacked", 7168, 2048, 256, 8, GgmlType::kQ5_K, GgmlType::kQ6_K, true},
     // IQ4_XS files (llama-quantize IQ4_XS: experts IQ4_XS; V2-Lite's 1408-wide down rows fall
     // back to IQ4_NL), repacked at load to iq4_xs_r16 / iq4_nl_r16 on AVX-512 VNNI.
     {"v3/iq4_xs-iq4_xs/repacked", 7168, 2048, 256, 8, GgmlType::kIQ4_XS, GgmlType::kIQ4_XS, true},
