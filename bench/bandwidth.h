@@ -10,15 +10,15 @@
 // with min / max.
 //
 // Two read kernels:
-//   kProbe         the fastest median of four patterns, `pattern` names it: the two-stream read
-//                  plainly, with a software prefetch 4 KiB ahead on each stream (prefetcht0, and
-//                  prefetchnta as the decode kernels since 2026-12-03: on the Zen 5 VM 1.27-1.45x
-//                  / 1.09-1.11x the T0 pattern at 1 / 2 threads), and the sum reduction below.
-//                  Why: a fraction of bandwidth is taken against the fastest read pattern, never
-//                  a slower one, and the expert kernels prefetch; on the Zen 4 VM (2026-11-29,
-//                  third session, quiet, GB/s at 1 / 2 threads) the plain read gave 21 (2
-//                  threads) where the prefetched one gave 34-38, and the sum reduction 33.8 / 37.1
-//                  against the better probe's 27.0 / 35.6;
+//   kProbe         the fastest median of four patterns (ReadResult::kernel names it): the
+//                  two-stream read plainly, with a software prefetch 4 KiB ahead on each stream
+//                  (prefetcht0, and prefetchnta as the decode kernels since 2026-12-03: on the Zen
+//                  5 VM 1.27-1.45x / 1.09-1.11x the T0 pattern at 1 / 2 threads), and the sum
+//                  reduction below. Why: a fraction of bandwidth is taken against the fastest read
+//                  pattern, never a slower one, and the expert kernels prefetch; on the Zen 4 VM
+//                  (2026-11-29, third session, quiet, GB/s at 1 / 2 threads) the plain read gave 21
+//                  (2 threads) where the prefetched one gave 34-38, and the sum reduction 33.8
+//                  / 37.1 against the better probe's 27.0 / 35.6;
 //   kSumReduction  the STREAM-style check alone: s += a[i] over doubles in plain C++ with 8
 //                  independent partial sums (what a compiler makes of a sum reduction).
 // bench_bandwidth prints both; they agree within a few % on Zen 4 (README.md), which is the
@@ -26,6 +26,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "numa/bandwidth_probe.h"
 
 namespace moesplit::bench {
 
@@ -37,19 +39,10 @@ struct ReadBandwidthOptions {
   ReadKernel kernel = ReadKernel::kProbe;
 };
 
-struct ReadBandwidth {
-  int threads = 0;
-  int64_t bytes_per_pass = 0;  // bytes read per pass by all threads together
-  double gbps = 0;             // median over passes, 1e9 bytes/s
-  double min_gbps = 0;
-  double max_gbps = 0;
-  double checksum = 0;       // of the last pass of the last pattern (keeps the reads alive)
-  const char* pattern = "";  // the fastest pattern: "probe", "probe+prefetch(nta)", "stream"
-};
-
 // Runs the probe with n_threads (>= 1, at most the machine's CPUs: CHECKed) pinned readers.
 // Allocates and frees its buffer (so call it before building large benchmark inputs). Takes ~0.3
-// s per GiB of buffer at 30 GB/s per pattern (kProbe runs four).
-ReadBandwidth MeasureReadBandwidth(int n_threads, const ReadBandwidthOptions& options = {});
+// s per GiB of buffer at 30 GB/s per pattern (kProbe runs four). The result is the fastest
+// pattern's (ReadResult::kernel names it).
+numa::ReadResult MeasureReadBandwidth(int n_threads, const ReadBandwidthOptions& options = {});
 
 }  // namespace moesplit::bench

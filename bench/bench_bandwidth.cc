@@ -56,16 +56,16 @@ bool ParseArgs(int argc, char** argv, Args* args) {
 }
 
 // The best (highest-median) of `rounds` measurements of each kernel, taken alternately.
-void BestOfRounds(int threads, const Args& args, ReadBandwidth* probe, ReadBandwidth* sum) {
+void BestOfRounds(int threads, const Args& args, numa::ReadResult* probe, numa::ReadResult* sum) {
   ReadBandwidthOptions o;
   o.bytes = args.mib << 20;
   o.passes = args.passes;
   for (int r = 0; r < args.rounds; ++r) {
     o.kernel = ReadKernel::kProbe;
-    const ReadBandwidth p = MeasureReadBandwidth(threads, o);
+    const numa::ReadResult p = MeasureReadBandwidth(threads, o);
     if (p.gbps > probe->gbps) *probe = p;
     o.kernel = ReadKernel::kSumReduction;
-    const ReadBandwidth s = MeasureReadBandwidth(threads, o);
+    const numa::ReadResult s = MeasureReadBandwidth(threads, o);
     if (s.gbps > sum->gbps) *sum = s;
   }
 }
@@ -78,11 +78,11 @@ int Run(const Args& args) {
   std::printf("%7s  %22s  %22s  %11s  %s\n", "threads", "probe GB/s [min-max]",
               "sum-red GB/s [min-max]", "probe/sum", "probe's pattern");
   for (int t = 1; t <= args.max_threads; ++t) {
-    ReadBandwidth probe, sum;
+    numa::ReadResult probe, sum;
     BestOfRounds(t, args, &probe, &sum);
     std::printf("%7d  %6.1f [%6.1f-%6.1f]  %6.1f [%6.1f-%6.1f]  %11.3f  %s\n", t, probe.gbps,
                 probe.min_gbps, probe.max_gbps, sum.gbps, sum.min_gbps, sum.max_gbps,
-                probe.gbps / sum.gbps, probe.pattern);
+                probe.gbps / sum.gbps, numa::ReadKernelName(probe.kernel));
   }
   return 0;
 }

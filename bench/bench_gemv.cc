@@ -250,13 +250,13 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, args.data())) return 1;
 
   moesplit::bench::Context ctx;
-  const moesplit::bench::ReadBandwidth bw =
+  const moesplit::numa::ReadResult bw =
       moesplit::bench::MeasureReadBandwidth(1, moesplit::bench::ProbeOptionsFromEnv());
   ctx.read_bw_1t = bw.gbps * 1e9;
   char line[128];
   std::snprintf(line, sizeof(line), "%.1f GB/s (%s, 1 thread, %lld MiB, median; min %.1f max %.1f)",
-                bw.gbps, bw.pattern, static_cast<long long>(bw.bytes_per_pass >> 20), bw.min_gbps,
-                bw.max_gbps);
+                bw.gbps, moesplit::numa::ReadKernelName(bw.kernel),
+                static_cast<long long>(bw.bytes_per_pass >> 20), bw.min_gbps, bw.max_gbps);
   std::fprintf(stderr, "read bandwidth, 1 thread: %s\n", line);
   benchmark::AddCustomContext("read_bw_1t", line);
   ctx.read = moesplit::bench::BenchDecodeRead();

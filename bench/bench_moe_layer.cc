@@ -213,11 +213,11 @@ void RegisterAll(Context* ctx) {
 // probes adjacent to each benchmark).
 void MeasureBandwidths() {
   for (int threads : kThreads) {
-    const ReadBandwidth bw = MeasureReadBandwidth(threads, ProbeOptionsFromEnv());
+    const numa::ReadResult bw = MeasureReadBandwidth(threads, ProbeOptionsFromEnv());
     char line[128];
     std::snprintf(line, sizeof(line), "%.1f GB/s (%s, %lld MiB, median; min %.1f max %.1f)",
-                  bw.gbps, bw.pattern, static_cast<long long>(bw.bytes_per_pass >> 20), bw.min_gbps,
-                  bw.max_gbps);
+                  bw.gbps, numa::ReadKernelName(bw.kernel),
+                  static_cast<long long>(bw.bytes_per_pass >> 20), bw.min_gbps, bw.max_gbps);
     std::fprintf(stderr, "read bandwidth, %d thread(s): %s\n", threads, line);
     benchmark::AddCustomContext("read_bw_" + std::to_string(threads) + "t", line);
   }
