@@ -57,15 +57,6 @@ void AddPlacementFlags(CLI::App* cmd, PlacementFlags* f) {
 
 namespace {
 
-// Workers of one node: physical cores first (one PU each), then their SMT siblings.
-std::vector<int> NodeCpuOrder(const numa::NumaNode& n) {
-  std::vector<int> cpus = n.PrimaryCpus();
-  for (int c : n.Cpus()) {
-    if (std::find(cpus.begin(), cpus.end(), c) == cpus.end()) cpus.push_back(c);
-  }
-  return cpus;
-}
-
 // --no-repack and --repack-growth (percent; negative: no limit) into the placement.
 void ApplyRepackFlags(const PlacementFlags& f, engine::CpuPlacement* p) {
   p->repack = !f.no_repack;
@@ -150,7 +141,7 @@ StatusOr<engine::CpuPlacement> Resolve(const PlacementFlags& f, int threads,
     const int ni = topo.NodeIndex(c.nodes[i]);
     const numa::NumaNode& node = topo.nodes[ni];
     const int repeats = static_cast<int>(std::count(c.nodes.begin(), c.nodes.end(), node.id));
-    std::vector<int> order = NodeCpuOrder(node);
+    std::vector<int> order = node.CoresFirstCpus();
     order.erase(order.begin(), order.begin() + std::min<size_t>(used[ni], order.size()));
     int want = threads > 0 ? threads / n + (i < threads % n ? 1 : 0)
                            : std::max(1, node.NumCores() / repeats);
@@ -166,7 +157,7 @@ StatusOr<engine::CpuPlacement> Resolve(const PlacementFlags& f, int threads,
     want = std::max(want, 1);
     if (want > static_cast<int>(order.size())) {
       return InvalidArgumentError("node ", node.id, " is listed ", repeats, " times but has only ",
-                                  NodeCpuOrder(node).size(), " CPUs for them");
+                                  node.CoresFirstCpus().size(), " CPUs for them");
     }
     cpus[i].assign(order.begin(), order.begin() + want);
     used[ni] += want;

@@ -262,15 +262,16 @@ StatusOr<ReadOptions> FirstCoresReadOptions(int threads) {
   if (topo.nodes.empty()) return InternalError("bandwidth probe: the topology has no NUMA node");
   ReadOptions o;
   o.mem_node = topo.nodes.front().id;
-  std::vector<int> rest;  // the other hardware threads, for more readers than cores
+  // Every node's physical cores before any SMT sibling (NumaNode::CoresFirstCpus across the
+  // machine, not node by node: a second reader on a core adds less bandwidth than a reader on
+  // another node's core, even one reading remote memory).
+  std::vector<int> siblings;
   for (const NumaNode& node : topo.nodes) {
-    const std::vector<int> primary = node.PrimaryCpus();
+    const std::vector<int> primary = node.PrimaryCpus(), rest = node.SiblingCpus();
     o.cpus.insert(o.cpus.end(), primary.begin(), primary.end());
-    for (int cpu : node.Cpus()) {
-      if (std::find(primary.begin(), primary.end(), cpu) == primary.end()) rest.push_back(cpu);
-    }
+    siblings.insert(siblings.end(), rest.begin(), rest.end());
   }
-  o.cpus.insert(o.cpus.end(), rest.begin(), rest.end());
+  o.cpus.insert(o.cpus.end(), siblings.begin(), siblings.end());
   if (static_cast<int>(o.cpus.size()) < threads) {
     return InvalidArgumentError("bandwidth probe: ", threads,
                                 " readers asked for, this machine has ", o.cpus.size(),

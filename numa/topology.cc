@@ -50,6 +50,24 @@ std::vector<int> NumaNode::PrimaryCpus() const {
   return cpus;
 }
 
+std::vector<int> NumaNode::SiblingCpus() const {
+  std::vector<int> cpus;
+  for (const L3Group& g : l3_groups) {
+    for (const Core& c : g.cores) {
+      if (c.pus.size() > 1) cpus.insert(cpus.end(), c.pus.begin() + 1, c.pus.end());
+    }
+  }
+  std::sort(cpus.begin(), cpus.end());
+  return cpus;
+}
+
+std::vector<int> NumaNode::CoresFirstCpus() const {
+  std::vector<int> cpus = PrimaryCpus();
+  const std::vector<int> siblings = SiblingCpus();
+  cpus.insert(cpus.end(), siblings.begin(), siblings.end());
+  return cpus;
+}
+
 int Topology::NumCores() const {
   int n = 0;
   for (const NumaNode& node : nodes) n += node.NumCores();

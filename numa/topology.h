@@ -38,6 +38,11 @@ struct NumaNode {
   int NumCores() const;
   std::vector<int> Cpus() const;         // every PU of the node, ascending OS ids
   std::vector<int> PrimaryCpus() const;  // pus[0] of every core (one worker per physical core)
+  std::vector<int> SiblingCpus() const;  // the other PUs (SMT siblings), ascending OS ids
+  // PrimaryCpus() then SiblingCpus(): the order to hand a node's CPUs to workers, so that n
+  // workers get n physical cores before any shares one (bandwidth: two PUs of a core share its
+  // L1 / L2 and its line fill buffers).
+  std::vector<int> CoresFirstCpus() const;
 };
 
 struct Package {

@@ -121,6 +121,23 @@ TEST(Topology, SyntheticIndexesAreOsIds) {
   EXPECT_EQ(cores[1].pus, (std::vector<int>{1, 3}));
   EXPECT_EQ(t->nodes[0].PrimaryCpus(), (std::vector<int>{0, 1}));
   EXPECT_EQ(t->nodes[0].Cpus(), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(t->nodes[0].SiblingCpus(), (std::vector<int>{2, 3}));
+  EXPECT_EQ(t->nodes[0].CoresFirstCpus(), (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(Topology, CoresFirstCpusPutsSiblingsLast) {
+  // Siblings numbered next to each other (core c = {2 c, 2 c + 1}, as some BIOSes number them):
+  // ascending ids would give two workers one core; cores first gives them two.
+  StatusOr<Topology> t = LoadTopology("pack:1 core:3 pu:2");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  const NumaNode& n = t->nodes[0];
+  EXPECT_EQ(n.PrimaryCpus(), (std::vector<int>{0, 2, 4}));
+  EXPECT_EQ(n.SiblingCpus(), (std::vector<int>{1, 3, 5}));
+  EXPECT_EQ(n.CoresFirstCpus(), (std::vector<int>{0, 2, 4, 1, 3, 5}));
+  StatusOr<Topology> flat = LoadTopology("pack:1 core:2 pu:1");
+  ASSERT_TRUE(flat.ok()) << flat.status().ToString();
+  EXPECT_TRUE(flat->nodes[0].SiblingCpus().empty());
+  EXPECT_EQ(flat->nodes[0].CoresFirstCpus(), (std::vector<int>{0, 1}));
 }
 
 // Expected facts per example file (configs/topologies/README.md). A new file without an entry
