@@ -54,7 +54,7 @@
 //     fields) and D4 (value 4's digit); f[j]'s 16 words spread into the dword lanes (vpermb),
 //     each group's 5-bit field moved to its byte (vpmultishiftqb) and looked up (vpermb, bit 5
 //     ignored by a doubled table) into E (values 5-7 as 2-bit fields);
-//   for m < 8: u = the digit byte of value m (vgf2p8affineqb from C / E, or D4);
+//   for m < 8: u = the digit byte of value m (PickDigit: fields of C / E, or D4);
 //     P = vpdpbusd(P, u, a), so P = G + B (G = sum grid q8, B = the sub-block's sum of q8);
 //   I += P * 8 (2 s_j + 1) + B * (2 s_j + 1) (e_j - 8)   (= (2 s_j + 1) (8 G + e_j B), the
 //     scalar dot's integer; e_j = -1 / +1 the delta's sign; the factors an i16 pair by one
@@ -581,6 +581,17 @@ void Tile(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_strid
   StoreTile<G, T>(acc, y, ldy);
 }
 
+// The 2-bit field k of every byte of x as its digit byte (0, 1, 2): field 0 by one AND (a
+// simple op any vector pipe runs), the others by vgf2p8affineqb (one op for a shift and a
+// mask, but it competes with vpermb / vpdpbusd for their pipes). Until 2026-12-03 field 0 took
+// vgf2p8affineqb too: bench_gemv 1 thread hot iq1_s_r16 1.03-1.05x, iq1_m_r16 1.01-1.04x (4
+// alternated rounds, Zen 5); every field by shift + AND was 0.96-1.05x.
+IQ_INLINE __m512i PickDigit(__m512i x, int k) {
+  if (k == 0) return _mm512_and_si512(x, _mm512_set1_epi8(3));
+  return _mm512_gf2p8affine_epi64_epi8(x, _mm512_set1_epi64(static_cast<int64_t>(PickMatrix(k))),
+                                       0);
+}
+
 // The IQ1 tiles, as Tile, and aux: token 0's kAuxInts<K> i32 per block (PermuteTokens; tokens
 // nb * kAuxInts<K> apart). IQ1_S: per sub-block I += P * 8 (2 s + 1) + B * (2 s + 1) (e - 8),
 // one vpdpwssd of the i16 pairs (P, B) and (8 (2 s + 1), (2 s + 1) (e - 8)).
@@ -652,12 +663,7 @@ void TileIq1(const uint8_t* g, size_t gstride, const uint8_t* act, size_t act_st
           }
         }
         for (int i = 0; i < G; ++i) {
-          const __m512i u =
-              m < 4 ? _mm512_gf2p8affine_epi64_epi8(
-                          c[i], _mm512_set1_epi64(static_cast<int64_t>(PickMatrix(m))), 0)
-              : m == 4 ? d4[i]
-                       : _mm512_gf2p8affine_epi64_epi8(
-                             e[i], _mm512_set1_epi64(static_cast<int64_t>(PickMatrix(m - 5))), 0);
+          const __m512i u = m < 4 ? PickDigit(c[i], m) : m == 4 ? d4[i] : PickDigit(e[i], m - 5);
           for (int t = 0; t < T; ++t) {
             for (int h = 0; h < kH; ++h) P[i][t][h] = _mm512_dpbusd_epi32(P[i][t][h], u, at[t][h]);
           }
