@@ -263,8 +263,8 @@ StatusOr<ReadOptions> FirstCoresReadOptions(int threads) {
   ReadOptions o;
   o.mem_node = topo.nodes.front().id;
   // Every node's physical cores before any SMT sibling (NumaNode::CoresFirstCpus across the
-  // machine, not node by node: a second reader on a core adds less bandwidth than a reader on
-  // another node's core, even one reading remote memory).
+  // machine, not node by node). Whether a sibling on the memory's node would read more than a
+  // core of another node is not measured: every VM here has one node and one thread per core.
   std::vector<int> siblings;
   for (const NumaNode& node : topo.nodes) {
     const std::vector<int> primary = node.PrimaryCpus(), rest = node.SiblingCpus();
