@@ -13,7 +13,9 @@ cc) and runs it; nothing of the repository is built or read. Three tables:
               compiled loop has (objdump of Gemm<kIQ2XXS>): per group 4 vpermi2b (the 256-entry
               grid lookups), vpmovb2m + 2 masked moves (their blend by bit 7), 3 shifts and 4
               vpternlogq (codes beside signs), 8 vpermb (levels) each feeding one vpdpbusd of one
-              accumulator chain, and per sub-block vpmulld + vpaddd (the scale). Rows drop one
+              accumulator chain, and per sub-block vpmulld + vpaddd (the scale); the loop's
+              chains (lookup -> blend -> select -> vpermb -> vpdpbusd), the shifts left off them
+              and the index / sign loads left out (L1 hits in the kernel). Rows drop one
               kind of op at a time, so the difference is what that kind costs in the loop; one
               row issues the same ops with no dependencies (the issue rate's bound).
               Cycles per sub-block-group (16 rows x 32 weights); compare bench_gemv's hot
