@@ -4,7 +4,8 @@
     scripts/isa-mix.py [--rounds N] [--cc CC]
 
 Generates a C file of inline-assembly loops (in a temporary folder), compiles it with CC (default
-cc) and runs it; nothing of the repository is built or read. Three tables:
+cc) and runs it; nothing of the repository is built or read. Two tables, under a header with
+the clock:
 
   throughput  one instruction, or a pair, repeated with its destination rotating over 28 zmm
               registers, so that no result is waited for: the issue rate alone (cycles per op).
@@ -22,7 +23,7 @@ cc) and runs it; nothing of the repository is built or read. Three tables:
               1408 x 2048 (L2-resident): cycles = clock x 1024 / GFLOP/s. The last two rows
               replace vpmovb2m + the masked moves by two bit selects under a byte mask built
               from bit 7 another way (alternatives measured, not used).
-  clock       the core clock while the tables ran, from a chain of dependent scalar adds
+  (header)    the core clock while the tables ran, from a chain of dependent scalar adds
               (1 cycle each): TSC ticks convert to core cycles by it.
 
 Each figure is the median of --rounds runs (default 5). The machine needs AVX-512 BW / VBMI /
@@ -177,6 +178,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
     args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error(f"--rounds {args.rounds}: needs at least 1 round")
     if shutil.which(args.cc) is None:
         print(f"isa-mix: cannot run the compiler {args.cc!r}: not found (pass --cc)",
               file=sys.stderr)
@@ -189,11 +192,7 @@ def main() -> int:
         c, exe = os.path.join(tmp, "mix.c"), os.path.join(tmp, "mix")
         open(c, "w").write(program())
         flags = ["-O1", "-mavx512f", "-mavx512bw", "-mavx512vbmi", "-mavx512vnni", "-mgfni"]
-        try:
-            cc = subprocess.run([args.cc, *flags, c, "-o", exe], capture_output=True, text=True)
-        except OSError as e:
-            print(f"isa-mix: cannot run the compiler {args.cc!r}: {e} (pass --cc)", file=sys.stderr)
-            return 1
+        cc = subprocess.run([args.cc, *flags, c, "-o", exe], capture_output=True, text=True)
         if cc.returncode != 0:
             print(f"isa-mix: {args.cc} failed:\n{cc.stderr}", file=sys.stderr)
             return 1
