@@ -86,6 +86,7 @@ numa::ModelShape BuildShape(const Dims& d, const std::vector<TensorRow>& tensors
     // norms and the rest element-wise: not matrix products).
     if (role == TensorRole::kRoutedExperts) {
       s.routed_params_by_type[TypeName(t.type)] += t.elements;
+      s.routed_bytes_by_type[TypeName(t.type)] += t.bytes;
     } else if (role == TensorRole::kSharedExperts || role == TensorRole::kDenseFfn ||
                role == TensorRole::kAttention || role == TensorRole::kRouter) {
       s.dense_params_by_type[TypeName(t.type)] += t.elements;

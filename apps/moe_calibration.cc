@@ -14,6 +14,7 @@
 #include "cpu_kernels/gemv/gemv.h"
 #include "cpu_kernels/qmatmul/qmatmul.h"
 #include "cpu_kernels/quant/quant.h"
+#include "cpu_kernels/quant/repack.h"
 #include "moe/expert_engine.h"
 #include "numa/node_memory.h"
 #include "numa/node_pool.h"
@@ -29,7 +30,12 @@ constexpr int64_t kExperts = 64;
 constexpr int kTopK = 6;
 constexpr GgmlType kGateUp = GgmlType::kQ4_K;
 constexpr GgmlType kDown = GgmlType::kQ8_0;
-constexpr int64_t kPatternRows = 64;  // distinct quantized rows per matrix; the rest are copies
+constexpr int64_t kPatternRows = 64;
+// DeepSeek-V3's routed expert (moe_calibration.h: MeasureExpertDecodeGbps): D 7168, F 2048,
+// top-8; every K-quant and lattice block fits both widths.
+constexpr int64_t kExpertD = 7168;
+constexpr int64_t kExpertF = 2048;
+constexpr int kExpertTopK = 8;  // distinct quantized rows per matrix; the rest are copies
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -104,7 +110,7 @@ StatusOr<LayerCopy> BuildLayer(int node, int64_t experts, moesplit::Executor& po
 // ids / weights [n_tok x k]: k distinct experts per token; uniform for decode, Zipf(1) over a
 // random ranking for prefill (a router's load is uneven).
 void Routes(int64_t experts, int64_t n_tok, bool zipf, uint32_t seed, std::vector<int32_t>* ids,
-            std::vector<float>* weights) {
+            std::vector<float>* weights, int top_k = kTopK) {
   std::mt19937 rng(seed);
   std::vector<int32_t> rank(static_cast<size_t>(experts));
   std::iota(rank.begin(), rank.end(), 0);
@@ -112,7 +118,7 @@ void Routes(int64_t experts, int64_t n_tok, bool zipf, uint32_t seed, std::vecto
   std::vector<double> p(static_cast<size_t>(experts));
   for (int64_t r = 0; r < experts; ++r) p[static_cast<size_t>(r)] = zipf ? 1.0 / (r + 1) : 1.0;
   std::discrete_distribution<int64_t> pick(p.begin(), p.end());
-  const int k = static_cast<int>(std::min<int64_t>(kTopK, experts));
+  const int k = static_cast<int>(std::min<int64_t>(top_k, experts));
   for (int64_t t = 0; t < n_tok; ++t) {
     for (int j = 0; j < k; ++j) {
       int32_t e;
@@ -372,6 +378,98 @@ StatusOr<double> MeasureDenseDecodeGbps(const numa::NumaNode& node, int threads,
       const Clock::time_point t0 = Clock::now();
       pass();
       gbps.push_back(static_cast<double>(copies * matrix) / Seconds(t0, Clock::now()) * 1e-9);
+    }
+    result = Median(gbps);
+  });
+  return result;
+}
+
+namespace {
+
+// One [rows x cols] matrix of `type` (kPatternRows quantized rows, repeated), stored as `stored`
+// (a repack when they differ) at dst: [rows x RowBytes(stored, cols)].
+void FillMatrix(GgmlType type, GgmlType stored, int64_t rows, int64_t cols, uint32_t seed,
+                uint8_t* dst) {
+  const int64_t rb = RowBytes(type, cols);
+  std::vector<uint8_t> file(stored == type ? 0 : static_cast<size_t>(rows * rb));
+  uint8_t* q = stored == type ? dst : file.data();  // [rows x rb] in the file type
+  FillRows(q, rows, PatternRows(type, cols, seed), rb);
+  if (stored != type) quant::RepackRows(type, q, static_cast<size_t>(rb), rows, cols, dst);
+}
+
+}  // namespace
+
+bool CanMeasureExpertDecode(cpu::IsaTier tier, GgmlType type) {
+  const gemv::GemvKernels& k = gemv::KernelsFor(tier);
+  return quant::CanQuantize(type) && type != GgmlType::kF32 && type != GgmlType::kF16 &&
+         type != GgmlType::kBF16 && k.For(gemv::LoadLayout(k, type, kExpertF)) != nullptr &&
+         k.For(gemv::LoadLayout(k, type, kExpertD)) != nullptr;
+}
+
+StatusOr<double> MeasureExpertDecodeGbps(const numa::NumaNode& node, GgmlType type,
+                                         const MeasureOptions& options,
+                                         std::vector<std::string>* warnings) {
+  const gemv::GemvKernels& kernels = gemv::KernelsFor(options.tier, options.decode_read);
+  const int64_t f = options.quick ? 256 : kExpertF;  // --quick: a narrow expert (1.5 MB of q8_0)
+  const GgmlType gu = gemv::LoadLayout(kernels, type, f);
+  const GgmlType dn = gemv::LoadLayout(kernels, type, kExpertD);
+  const int64_t file_bytes = 2 * RowBytes(type, kExpertD) * f + RowBytes(type, f) * kExpertD;
+  const int64_t gate_bytes = RowBytes(gu, kExpertD) * f, down_bytes = RowBytes(dn, f) * kExpertD;
+  const int64_t stored = 2 * gate_bytes + down_bytes;
+  // options.bytes of experts (1 GiB: 94 of IQ2_XXS, 22 of Q8_0), 16-256: 8 per token come from
+  // DRAM, not from the 32 MiB L3.
+  const int64_t experts =
+      options.quick ? kExpertTopK : std::clamp<int64_t>(options.bytes / stored, 16, 256);
+  StatusOr<double> result = 0.0;
+  OnFreshThread([&] {
+    numa::NodePool pool(
+        {.node = node.id, .cpus = {node.PrimaryCpus().front()}, .pin_caller = true});
+    PoolWarnings(pool, warnings);
+    StatusOr<numa::NodeBuffer> buf = numa::AllocateOnNodes(static_cast<size_t>(experts * stored),
+                                                           {.nodes = {node.id}, .toucher = &pool});
+    if (!buf.ok()) {
+      result = buf.status();
+      return;
+    }
+    uint8_t* gate = buf->data();
+    uint8_t* up = gate + experts * gate_bytes;
+    uint8_t* down = up + experts * gate_bytes;
+    FillMatrix(type, gu, f, kExpertD, 31, gate);
+    FillMatrix(type, gu, f, kExpertD, 37, up);
+    FillMatrix(type, dn, kExpertD, f, 41, down);
+    pool.ParallelFor(experts - 1, [&](int64_t i, int) {
+      std::memcpy(gate + (i + 1) * gate_bytes, gate, static_cast<size_t>(gate_bytes));
+      std::memcpy(up + (i + 1) * gate_bytes, up, static_cast<size_t>(gate_bytes));
+      std::memcpy(down + (i + 1) * down_bytes, down, static_cast<size_t>(down_bytes));
+    });
+    AddBufferWarnings(*buf, node.id, warnings);
+    moe::ExpertEngine::Layer views;
+    views.gate_exps = Slab("ffn_gate_exps", gu, kExpertD, f, experts, gate);
+    views.up_exps = Slab("ffn_up_exps", gu, kExpertD, f, experts, up);
+    views.down_exps = Slab("ffn_down_exps", dn, f, kExpertD, experts, down);
+    constexpr int kSets = 64;  // route sets in rotation
+    std::vector<int32_t> ids;
+    std::vector<float> weights;
+    for (int s = 0; s < kSets; ++s) Routes(experts, 1, false, 200 + s, &ids, &weights, kExpertTopK);
+    const int k = static_cast<int>(std::min<int64_t>(kExpertTopK, experts));
+    const std::vector<float> hidden = NormalValues(kExpertD, 7, 1.0f);  // [1 x D]
+    std::vector<float> out(kExpertD);                                   // [1 x D]
+    moe::ExpertEngine engine(&pool, &kernels);
+    const int64_t steps = options.quick ? 2 : 16;  // token-layers per timed pass
+    auto pass = [&](int64_t first) {
+      for (int64_t i = 0; i < steps; ++i) {
+        const int64_t s = (first + i) % kSets;
+        engine.Forward(views, hidden.data(), 1, ids.data() + s * k, weights.data() + s * k, k,
+                       out.data());
+      }
+    };
+    pass(0);  // warm-up
+    std::vector<double> gbps;
+    for (int p = 0; p < options.passes; ++p) {
+      const Clock::time_point t0 = Clock::now();
+      pass((p + 1) * 5);
+      gbps.push_back(static_cast<double>(steps * k * file_bytes) / Seconds(t0, Clock::now()) *
+                     1e-9);
     }
     result = Median(gbps);
   });

@@ -62,4 +62,17 @@ StatusOr<double> MeasureDenseGmacs(const numa::NumaNode& node, GgmlType type,
 StatusOr<double> MeasureFfnGmacs(const numa::NumaNode& node, const MeasureOptions& options,
                                  std::vector<std::string>* warnings);
 
+// Routed-expert decode on one core (numa::KernelProfile::expert_decode_gbps_per_core): one
+// token through moe::ExpertEngine::Forward, top-8 of a layer of DeepSeek-V3 experts (gate / up
+// 2048 x 7168, down 7168 x 2048), every matrix of `type` stored as the engine stores it
+// (gemv::LoadLayout: the 16-row layouts where the tier has them), options.bytes of experts on
+// the node (16-256 of them: 8 x 11.3 MB = 91 MB of IQ2_XXS per token-layer, from DRAM), one
+// pinned thread: GB/s of the file's bytes. What one core's kernel turns out when the memory is
+// not its limit. --quick: F 256, 8 experts.
+StatusOr<double> MeasureExpertDecodeGbps(const numa::NumaNode& node, GgmlType type,
+                                         const MeasureOptions& options,
+                                         std::vector<std::string>* warnings);
+// Whether the tier has kernels for `type`'s experts and a quantizer makes their weights.
+bool CanMeasureExpertDecode(cpu::IsaTier tier, GgmlType type);
+
 }  // namespace moesplit::app

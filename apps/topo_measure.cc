@@ -314,6 +314,19 @@ int DenseTypeCount(cpu::IsaTier tier) {
   return n;
 }
 
+// Routed-expert types whose decode rate per core is measured (those the tier has kernels and a
+// quantizer for): what DeepSeek GGUF files put on their experts, from Q8_0 to UD-IQ1_S.
+constexpr GgmlType kExpertTypes[] = {
+    GgmlType::kQ8_0,    GgmlType::kQ6_K,   GgmlType::kQ5_K,  GgmlType::kQ4_K, GgmlType::kQ4_0,
+    GgmlType::kIQ4_XS,  GgmlType::kIQ4_NL, GgmlType::kMXFP4, GgmlType::kQ3_K, GgmlType::kQ2_K,
+    GgmlType::kIQ2_XXS, GgmlType::kIQ1_M,  GgmlType::kIQ1_S};
+
+int ExpertTypeCount(cpu::IsaTier tier) {
+  int n = 0;
+  for (GgmlType t : kExpertTypes) n += CanMeasureExpertDecode(tier, t) ? 1 : 0;
+  return n;
+}
+
 // MoE prefill batches measured, ascending so the last is the 512-token figure.
 constexpr int64_t kMoeTokens[] = {64, 171, 512};
 
@@ -372,6 +385,21 @@ Status MeasureKernels(Context& ctx, const numa::NumaNode& node, numa::MachinePro
                                   "x the probe's bandwidth; decode_fraction saved as 1.0 (was the "
                                   "machine busy? re-run on a quiet one)"));
   }
+
+  // Each expert type's decode on one core: where threads x this is below the memory's rate,
+  // the planner predicts decode compute-bound.
+  std::string expert_rates;
+  for (GgmlType t : kExpertTypes) {
+    if (!CanMeasureExpertDecode(ctx.options.tier, t)) continue;
+    ctx.progress.Start(StrCat("routed-expert decode (V3 shape), ", TypeName(t), ", 1 thread"));
+    MOESPLIT_ASSIGN_OR_RETURN(double g,
+                              MeasureExpertDecodeGbps(node, t, ctx.options, &ctx.warnings));
+    ctx.progress.Done(Fmt("%.1f GB/s", g));
+    profile->kernels.expert_decode_gbps_per_core[TypeName(t)] = g;
+    expert_rates += StrCat(expert_rates.empty() ? "" : ", ", TypeName(t), " ", Fmt("%.1f", g));
+  }
+  ctx.report << "  routed-expert decode by type, 1 thread (V3 experts from DRAM, top-8), GB/s "
+             << "of file bytes per core: " << expert_rates << "\n";
 
   const int cpu = node.PrimaryCpus().front();
   double moe_gmacs = 0;  // at 512 tokens
@@ -444,7 +472,8 @@ StatusOr<numa::MachineProfile> MeasureMachine(const numa::Topology& topo,
   if (cpu_nodes.empty()) return FailedPreconditionError("no NUMA node with CPUs to measure");
   // The kernel calibrations: probe + decode pairs, MoE and dense prefill, the bare GEMM, the
   // barrier.
-  int steps = 3 * KernelRounds(options) + 3 + std::size(kMoeTokens) + DenseTypeCount(options.tier);
+  int steps = 3 * KernelRounds(options) + 3 + std::size(kMoeTokens) + DenseTypeCount(options.tier) +
+              ExpertTypeCount(options.tier);
   for (const numa::NumaNode* n : cpu_nodes) {
     steps += static_cast<int>(ThreadCounts(options.threads, n->NumCores()).size()) + 2;
   }

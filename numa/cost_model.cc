@@ -266,7 +266,28 @@ Parts DecodeParts(const Rates& r, const MachineProfile& p, const PlanRequest& rq
   const double gpu_routed =
       static_cast<double>(k) * m.routed_bytes_per_expert_layer * l.gpu_moe_layers;
   const ReadTime rt = ReadExperts(r, l, k, routed);
-  parts.dram += rt.dram_s, parts.link += rt.link_s;
+  // The experts' kernels may not keep up with the memory on few cores (the 2-core development
+  // VM: IQ2_XXS ~27 GB/s per core from DRAM against a 70 GB/s probe): decode then takes the
+  // kernels' time, and it counts as compute.
+  const int threads = static_cast<int>(TotalThreads(l.nodes));
+  const double kernel_s =
+      ExpertDecodeComputeSeconds(p.kernels, m.routed_bytes_by_type, routed, threads);
+  if (kernel_s > rt.Total()) {
+    parts.compute += kernel_s;
+    std::string rates;
+    for (const auto& [type, bytes] : m.routed_bytes_by_type) {
+      const auto it = p.kernels.expert_decode_gbps_per_core.find(type);
+      if (it == p.kernels.expert_decode_gbps_per_core.end()) continue;
+      rates += StrCat(rates.empty() ? "" : ", ", type, " ", Fmt("%.1f", it->second));
+    }
+    notes->push_back(Fmt("decode: compute-bound: the routed experts' kernels turn out %.1f GB/s "
+                         "on %.0f thread(s) ",
+                         routed / kGB / kernel_s, threads) +
+                     "(GB/s per core: " + rates +
+                     Fmt("), below the %.1f GB/s the memory delivers", routed / kGB / rt.Total()));
+  } else {
+    parts.dram += rt.dram_s, parts.link += rt.link_s;
+  }
   // Non-expert CPU weights once per token (+ one embedding row) + the KV rows at the depth.
   const double kv = static_cast<double>(KvBytesPerPosition(rq, l.kv_on_gpu)) * rq.decode_depth;
   const double embed_row = m.n_vocab > 0 ? static_cast<double>(l.cpu_bytes.embeddings) / m.n_vocab

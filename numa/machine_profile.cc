@@ -23,6 +23,20 @@ double TypeMixSlowdown(const KernelProfile& k, const std::map<std::string, uint6
   return total > 0 ? weighted / total : 1.0;
 }
 
+double ExpertDecodeComputeSeconds(const KernelProfile& k,
+                                  const std::map<std::string, uint64_t>& bytes_by_type,
+                                  double routed_bytes, int threads) {
+  double total = 0, seconds = 0;
+  for (const auto& [type, bytes] : bytes_by_type) total += static_cast<double>(bytes);
+  if (total <= 0 || threads <= 0) return 0;
+  for (const auto& [type, bytes] : bytes_by_type) {
+    const auto it = k.expert_decode_gbps_per_core.find(type);
+    if (it == k.expert_decode_gbps_per_core.end() || it->second <= 0) continue;
+    seconds += routed_bytes * (static_cast<double>(bytes) / total) / (threads * it->second * 1e9);
+  }
+  return seconds;
+}
+
 namespace {
 
 // A curve {tokens per expert -> value} interpolated in log(tokens per expert), clamped at its
@@ -124,11 +138,12 @@ std::string MachineProfileToYaml(const MachineProfile& p) {
     }
     out << YAML::EndMap;
   }
-  if (!p.kernels.gemm_gmacs_by_type.empty()) {
-    out << YAML::Key << "gemm_gmacs_by_type" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    for (const auto& [type, rate] : p.kernels.gemm_gmacs_by_type) {
-      out << YAML::Key << type << YAML::Value << rate;
-    }
+  for (const auto& [key, rates] :
+       {std::pair{"gemm_gmacs_by_type", &p.kernels.gemm_gmacs_by_type},
+        std::pair{"expert_decode_gbps_per_core", &p.kernels.expert_decode_gbps_per_core}}) {
+    if (rates->empty()) continue;
+    out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [type, rate] : *rates) out << YAML::Key << type << YAML::Value << rate;
     out << YAML::EndMap;
   }
   out << YAML::Key << "barrier_us" << YAML::Value << p.kernels.barrier_us;
@@ -164,6 +179,26 @@ Status Field(const YAML::Node& node, const char* key, const std::string& path, b
       }
     }
     if (*out < 0) return InvalidArgumentError(path, ".", key, ": negative value ", *out);
+  }
+  return Status::Ok();
+}
+
+// A map of weight type -> a positive rate under `key` of `k` (absent: left empty); `what` is the
+// unit, for the error.
+Status TypeRates(const YAML::Node& k, const char* key, const std::string& path, const char* what,
+                 std::map<std::string, double>* out) {
+  const YAML::Node types = k[key];
+  if (!types) return Status::Ok();
+  if (!types.IsMap()) return InvalidArgumentError(path, ".", key, ": expected a map");
+  for (const auto& kv : types) {
+    const std::string type = kv.first.as<std::string>();
+    double rate = 0;
+    MOESPLIT_RETURN_IF_ERROR(Field(types, type.c_str(), path + "." + key, true, &rate));
+    if (!(rate > 0 && std::isfinite(rate))) {
+      return InvalidArgumentError(path, ".", key, ".", type, ": ", rate, " must be > 0 (", what,
+                                  ")");
+    }
+    (*out)[type] = rate;
   }
   return Status::Ok();
 }
@@ -258,20 +293,11 @@ Status ParseProfile(const YAML::Node& root, const std::string& name, MachineProf
         p->kernels.moe_gmacs_by_tokens_per_expert[tpe] = rate;
       }
     }
-    if (const YAML::Node types = k["gemm_gmacs_by_type"]) {
-      if (!types.IsMap()) return InvalidArgumentError(path, ".gemm_gmacs_by_type: expected a map");
-      for (const auto& kv : types) {
-        const std::string type = kv.first.as<std::string>();
-        double rate = 0;
-        MOESPLIT_RETURN_IF_ERROR(Field(types, type.c_str(), path + ".gemm_gmacs_by_type", true,
-                                       &rate));
-        if (rate <= 0) {
-          return InvalidArgumentError(path, ".gemm_gmacs_by_type.", type, ": ", rate,
-                                      " must be > 0 (GMAC/s per core)");
-        }
-        p->kernels.gemm_gmacs_by_type[type] = rate;
-      }
-    }
+    MOESPLIT_RETURN_IF_ERROR(TypeRates(k, "gemm_gmacs_by_type", path, "GMAC/s per core",
+                                       &p->kernels.gemm_gmacs_by_type));
+    MOESPLIT_RETURN_IF_ERROR(TypeRates(k, "expert_decode_gbps_per_core", path,
+                                       "GB/s of file bytes per core",
+                                       &p->kernels.expert_decode_gbps_per_core));
     if (p->kernels.decode_fraction > 1.5) {
       return InvalidArgumentError(path, ".decode_fraction: ", p->kernels.decode_fraction,
                                   " is not a fraction of the read bandwidth (expected 0..1)");

@@ -57,6 +57,13 @@ struct KernelProfile {
   // Dense prefill GMAC/s per core by weight type ("q6_K": 120, ...), the same projection as
   // gemm_gmacs_per_core (which is q4_K's); a type absent here runs at gemm_gmacs_per_core.
   std::map<std::string, double> gemm_gmacs_by_type;
+  // Routed-expert decode on one core by expert type ("iq2_xxs": 27, ...): GB/s of the file's
+  // bytes, one thread, one token, top-8 of a V3-shape layer (7168 x 2048 experts) read from DRAM
+  // in the layout the engine stores them in. What a core's kernel turns out when the memory is
+  // not its limit: T threads compute at most T x this, and where that is below the memory's
+  // rate decode is compute-bound (the 2-core development VM: IQ2_XXS / IQ1_S). Empty = not
+  // measured: no cap.
+  std::map<std::string, double> expert_decode_gbps_per_core;
   double barrier_us = 0;          // one empty parallel-for over one node's workers
 };
 
@@ -75,6 +82,15 @@ double MoeGmacsPerCore(const KernelProfile& k, double tokens_per_expert);
 // rate(t)), shares by elements; 1 for an empty mix or a profile without per-type rates.
 // E.g. DeepSeek-V3 Q4_K_M's experts, ~2/3 q4_K and ~1/3 q6_K at half the rate: 1.33.
 double TypeMixSlowdown(const KernelProfile& k, const std::map<std::string, uint64_t>& mix);
+
+// Seconds per token for the routed experts' kernels alone on `threads` cores: routed_bytes (per
+// token) split by the model's routed bytes per type, each share / (threads x its per-core rate).
+// Types without a rate add nothing (they are taken as memory-bound); 0 when none has one.
+// E.g. V3 UD-IQ1_S-like, 8 x 10.6 MB x 58 layers = 4.9 GB/token of iq1_s at 25 GB/s per core:
+// 2 threads 98 ms (memory at 70 GB/s: 70 ms, so compute-bound), 16 threads 12 ms.
+double ExpertDecodeComputeSeconds(const KernelProfile& k,
+                                  const std::map<std::string, uint64_t>& bytes_by_type,
+                                  double routed_bytes, int threads);
 
 struct MachineProfile {
   std::string source;      // the file it came from, or what it was derived from

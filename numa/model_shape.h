@@ -80,6 +80,9 @@ struct ModelShape {
   // (shared experts, dense FFN, attention, router; the head is one row per prompt).
   std::map<std::string, uint64_t> routed_params_by_type;
   std::map<std::string, uint64_t> dense_params_by_type;
+  // Routed-expert bytes per weight type, as stored in the file (their sum is
+  // bytes.routed_experts): decode's share of each type's kernel (expert_decode_gbps_per_core).
+  std::map<std::string, uint64_t> routed_bytes_by_type;
 };
 
 }  // namespace moesplit::numa

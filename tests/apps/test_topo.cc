@@ -140,6 +140,13 @@ TEST(Topo, MeasureQuickSavesALoadableProfile) {
   EXPECT_GT(p->kernels.decode_fraction, 0);
   EXPECT_GT(p->kernels.gemm_gmacs_per_core, 0);
   EXPECT_GT(p->kernels.barrier_us, 0);
+  // Routed-expert decode per core: every tier has q4_K's kernels and quantizer; each rate is
+  // a measurement (> 0) and the report lists them.
+  EXPECT_GT(p->kernels.expert_decode_gbps_per_core.count("q4_K"), 0u);
+  for (const auto& [type, gbps] : p->kernels.expert_decode_gbps_per_core) {
+    EXPECT_GT(gbps, 0) << type;
+  }
+  EXPECT_NE(r.out.find("routed-expert decode by type, 1 thread"), std::string::npos) << r.out;
 }
 
 TEST(Topo, MeasureWithoutSavePrintsYamlOnly) {

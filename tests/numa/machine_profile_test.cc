@@ -90,6 +90,30 @@ TEST(MachineProfile, PrefillCalibrations) {
                    .ok());
 }
 
+// The routed-expert decode rate per core by type survives a round trip; a bad rate names the
+// field and the type.
+TEST(MachineProfile, ExpertDecodeRatesPerCore) {
+  MachineProfile p = TwoNodes();
+  p.kernels.expert_decode_gbps_per_core = {{"iq2_xxs", 27.5}, {"q4_K", 41}};
+  StatusOr<MachineProfile> q = MachineProfileFromYaml(MachineProfileToYaml(p), "x.yaml");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ(q->kernels.expert_decode_gbps_per_core, p.kernels.expert_decode_gbps_per_core);
+  // Not measured: absent from the file, and read back empty.
+  p.kernels.expert_decode_gbps_per_core.clear();
+  EXPECT_EQ(MachineProfileToYaml(p).find("expert_decode"), std::string::npos);
+  for (const char* bad : {"{iq1_s: 0}", "{iq1_s: -2}", "{iq1_s: fast}", "[1, 2]"}) {
+    StatusOr<MachineProfile> r =
+        MachineProfileFromYaml(std::string("nodes: [{node: 0, read: [{threads: 1, gbps: 1}]}]\n"
+                                           "kernels: {expert_decode_gbps_per_core: ") +
+                                   bad + "}",
+                               "p.yaml");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().ToString().find("p.yaml.kernels.expert_decode_gbps_per_core"),
+              std::string::npos)
+        << r.status().ToString();
+  }
+}
+
 TEST(MachineProfile, ErrorsNameTheField) {
   auto err = [](const std::string& text) {
     StatusOr<MachineProfile> p = MachineProfileFromYaml(text, "p.yaml");

@@ -146,6 +146,57 @@ TEST(Planner, DecodeArithmeticOnOneNode) {
               1 / p->predicted.decode_tok_s, 1e-12);
 }
 
+TEST(Planner, DecodeWaitsOnExpertKernelsSlowerThanTheMemory) {
+  // IQ2_XXS experts at 20 GB/s per core (measured by topo --measure) against 100 GB/s of
+  // memory: 2 cores compute 40 GB/s, so the routed experts take routed / 40e9, not / 100e9;
+  // 16 cores compute 320 and the memory binds again.
+  ModelShape m = Toy(36 * kGiB, 4 * kGiB);
+  m.routed_bytes_by_type = {{"iq2_xxs", m.bytes.routed_experts}};
+  const double routed = 8.0 * m.routed_bytes_per_expert_layer * 9;
+  const double dense =
+      static_cast<double>(m.bytes.Total() - m.bytes.routed_experts - m.bytes.embeddings) +
+      static_cast<double>(m.bytes.embeddings) / m.n_vocab;
+  for (const int cores : {2, 16}) {
+    SCOPED_TRACE(cores);
+    const Topology t = MakeTopology(1, 1, cores, 128 * kGiB);
+    MachineProfile prof = FlatProfile(t, 100, 0);
+    prof.kernels.expert_decode_gbps_per_core = {{"iq2_xxs", 20}, {"q4_K", 60}};
+    StatusOr<Plan> p = MakePlan(t, prof, {.model = m});
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    if (cores == 2) {
+      EXPECT_NEAR(1 / p->predicted.decode_tok_s, routed / 40e9 + dense / 100e9, 1e-9);
+      EXPECT_EQ(p->predicted.bottleneck, "compute");
+      EXPECT_TRUE(AnyReasonHas(*p, "compute-bound")) << p->reasons.size();
+      EXPECT_TRUE(AnyReasonHas(*p, "iq2_xxs 20.0"));
+    } else {
+      EXPECT_NEAR(1 / p->predicted.decode_tok_s, (routed + dense) / 100e9, 1e-9);
+      EXPECT_EQ(p->predicted.bottleneck, "dram_bandwidth");
+      EXPECT_FALSE(AnyReasonHas(*p, "compute-bound"));
+    }
+  }
+  // Q4_K experts at 60 GB/s per core: 2 cores compute 120, above the memory's 100.
+  m.routed_bytes_by_type = {{"q4_K", m.bytes.routed_experts}};
+  const Topology t = MakeTopology(1, 1, 2, 128 * kGiB);
+  MachineProfile prof = FlatProfile(t, 100, 0);
+  prof.kernels.expert_decode_gbps_per_core = {{"iq2_xxs", 20}, {"q4_K", 60}};
+  StatusOr<Plan> p = MakePlan(t, prof, {.model = m});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_NEAR(1 / p->predicted.decode_tok_s, (routed + dense) / 100e9, 1e-9);
+  EXPECT_EQ(p->predicted.bottleneck, "dram_bandwidth");
+}
+
+TEST(Planner, ExpertDecodeComputeSecondsSplitsTheBytesByType) {
+  KernelProfile k;
+  k.expert_decode_gbps_per_core = {{"q2_K", 40}, {"q3_K", 20}};
+  // 3/4 of the bytes q2_K at 40 GB/s per core, 1/4 q3_K at 20, 2 threads, 8 GB per token:
+  // 6e9 / 80e9 + 2e9 / 40e9 = 0.125 s.
+  EXPECT_DOUBLE_EQ(ExpertDecodeComputeSeconds(k, {{"q2_K", 3}, {"q3_K", 1}}, 8e9, 2), 0.125);
+  // A type without a rate adds nothing; no rates at all or no bytes: 0 (no cap).
+  EXPECT_DOUBLE_EQ(ExpertDecodeComputeSeconds(k, {{"q2_K", 1}, {"iq1_s", 1}}, 8e9, 1), 0.1);
+  EXPECT_DOUBLE_EQ(ExpertDecodeComputeSeconds(KernelProfile{}, {{"q2_K", 1}}, 8e9, 2), 0);
+  EXPECT_DOUBLE_EQ(ExpertDecodeComputeSeconds(k, {}, 8e9, 2), 0);
+}
+
 TEST(Planner, LargerThanANodeIsShard) {
   // 2 sockets x 1 node x 8 cores x 16 GiB: 24 GiB of experts fit in no node.
   const Topology t = MakeTopology(2, 1, 8, 16 * kGiB);
