@@ -272,6 +272,7 @@ Parts DecodeParts(const Rates& r, const MachineProfile& p, const PlanRequest& rq
   const int threads = static_cast<int>(TotalThreads(l.nodes));
   const double kernel_s =
       ExpertDecodeComputeSeconds(p.kernels, m.routed_bytes_by_type, routed, threads);
+  std::string bound_note;
   if (kernel_s > rt.Total()) {
     parts.compute += kernel_s;
     std::string rates;
@@ -280,11 +281,11 @@ Parts DecodeParts(const Rates& r, const MachineProfile& p, const PlanRequest& rq
       if (it == p.kernels.expert_decode_gbps_per_core.end()) continue;
       rates += StrCat(rates.empty() ? "" : ", ", type, " ", Fmt("%.1f", it->second));
     }
-    notes->push_back(Fmt("decode: compute-bound: the routed experts' kernels turn out %.1f GB/s "
-                         "on %.0f thread(s) ",
-                         routed / kGB / kernel_s, threads) +
-                     "(GB/s per core: " + rates +
-                     Fmt("), below the %.1f GB/s the memory delivers", routed / kGB / rt.Total()));
+    bound_note = Fmt("decode: the routed experts are compute-bound: their kernels turn out %.1f "
+                     "GB/s on %.0f thread(s) ",
+                     routed / kGB / kernel_s, threads) +
+                 "(GB/s per core: " + rates +
+                 Fmt("), below the %.1f GB/s the memory delivers", routed / kGB / rt.Total());
   } else {
     parts.dram += rt.dram_s, parts.link += rt.link_s;
   }
@@ -300,9 +301,10 @@ Parts DecodeParts(const Rates& r, const MachineProfile& p, const PlanRequest& rq
   parts.link += exchange_s, parts.sync += exchange_s;
   AddBarriers(p, l, CountPhases(m, l, gpu), &parts);
   notes->push_back(Fmt("decode: routed experts %.3f GB/token in %.2f ms, ", routed / kGB,
-                       rt.Total() * 1e3) +
+                       std::max(rt.Total(), kernel_s) * 1e3) +
                    Fmt("other CPU weights + KV %.3f GB in %.2f ms, barriers + exchange %.2f ms",
                        dense / kGB, nt.Total() * 1e3, parts.sync * 1e3));
+  if (!bound_note.empty()) notes->push_back(bound_note);
   if (!gpu) return parts;
   // GPU: its weights once per token (+ embedding row, + KV rows), at mem_gbps; the shared
   // experts run while the CPU reads the routed ones, so only what exceeds that time counts.

@@ -3,8 +3,11 @@
 //
 // Decode of one token reads, from DRAM, k routed experts per MoE layer (k x bytes per expert-layer
 // x MoE layers: 11.5 GB for DeepSeek-V3 at Q4_K_M) plus every CPU-resident non-expert weight once
-// (plus the KV cache rows at the decode depth); the GEMV kernels are bandwidth-bound, so
+// (plus the KV cache rows at the decode depth); the GEMV kernels are mostly bandwidth-bound, so
 //   decode s = bytes / (read GB/s of the mode x decode_fraction)        [DRAM / interconnect]
+//            except for the routed experts where their kernels are slower than that: with the
+//            profile's per-core rate by expert type, max(read, sum_t bytes_t / (T x rate_t))
+//            [compute: IQ2_XXS / IQ1_S on 2 cores, ~25 GB/s each against a 74 GB/s probe]
 //            + GPU bytes / GPU GB/s + 2 PCIe hand-offs per MoE layer   [gpu / pcie, with a GPU]
 //            + barriers: barrier_us x parallel phases per layer x layers
 // where the read GB/s of a mode is (per node i with t_i of the T threads, GB/s from the profile):
