@@ -30,12 +30,12 @@ constexpr int64_t kExperts = 64;
 constexpr int kTopK = 6;
 constexpr GgmlType kGateUp = GgmlType::kQ4_K;
 constexpr GgmlType kDown = GgmlType::kQ8_0;
-constexpr int64_t kPatternRows = 64;
+constexpr int64_t kPatternRows = 64;  // distinct quantized rows per matrix; the rest are copies
 // DeepSeek-V3's routed expert (moe_calibration.h: MeasureExpertDecodeGbps): D 7168, F 2048,
 // top-8; every K-quant and lattice block fits both widths.
 constexpr int64_t kExpertD = 7168;
 constexpr int64_t kExpertF = 2048;
-constexpr int kExpertTopK = 8;  // distinct quantized rows per matrix; the rest are copies
+constexpr int kExpertTopK = 8;
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();

@@ -314,7 +314,7 @@ Parts DecodeParts(const Rates& r, const MachineProfile& p, const PlanRequest& rq
   const double g_bytes = static_cast<double>(DenseSum(l.gpu_bytes)) + g_embed +
                          (l.kv_on_gpu ? kv : 0) + gpu_routed;
   const double shared_s = static_cast<double>(l.gpu_bytes.shared_experts) / gpu_gbps;
-  parts.gpu = g_bytes / gpu_gbps - std::min(shared_s, rt.Total());
+  parts.gpu = g_bytes / gpu_gbps - std::min(shared_s, std::max(rt.Total(), kernel_s));
   parts.pcie = PcieSeconds(rq, l, static_cast<double>(m.n_embd) * 4);
   parts.sync += parts.pcie;
   notes->push_back(Fmt("decode: GPU reads %.3f GB/token at %.0f GB/s = %.2f ms; PCIe %.2f ms",
