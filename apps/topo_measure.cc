@@ -333,6 +333,24 @@ constexpr int64_t kMoeTokens[] = {64, 171, 512};
 // Probe / MoE-decode pairs taken for decode_fraction (one with --quick).
 int KernelRounds(const MeasureOptions& o) { return o.quick ? 1 : 3; }
 
+// Each expert type's decode on one core: where threads x this is below the memory's rate, the
+// planner predicts decode compute-bound.
+Status MeasureExpertRates(Context& ctx, const numa::NumaNode& node, numa::MachineProfile* profile) {
+  std::string rates;
+  for (GgmlType t : kExpertTypes) {
+    if (!CanMeasureExpertDecode(ctx.options.tier, t)) continue;
+    ctx.progress.Start(StrCat("routed-expert decode (V3 shape), ", TypeName(t), ", 1 thread"));
+    MOESPLIT_ASSIGN_OR_RETURN(double g,
+                              MeasureExpertDecodeGbps(node, t, ctx.options, &ctx.warnings));
+    ctx.progress.Done(Fmt("%.1f GB/s", g));
+    profile->kernels.expert_decode_gbps_per_core[TypeName(t)] = g;
+    rates += StrCat(rates.empty() ? "" : ", ", TypeName(t), " ", Fmt("%.1f", g));
+  }
+  ctx.report << "  routed-expert decode by type, 1 thread (V3 experts from DRAM, top-8), GB/s "
+             << "of file bytes per core: " << rates << "\n";
+  return Status::Ok();
+}
+
 Status MeasureKernels(Context& ctx, const numa::NumaNode& node, numa::MachineProfile* profile) {
   const int threads = node.NumCores();
   MOESPLIT_CHECK(profile->FindNode(node.id) != nullptr);
@@ -386,20 +404,7 @@ Status MeasureKernels(Context& ctx, const numa::NumaNode& node, numa::MachinePro
                                   "machine busy? re-run on a quiet one)"));
   }
 
-  // Each expert type's decode on one core: where threads x this is below the memory's rate,
-  // the planner predicts decode compute-bound.
-  std::string expert_rates;
-  for (GgmlType t : kExpertTypes) {
-    if (!CanMeasureExpertDecode(ctx.options.tier, t)) continue;
-    ctx.progress.Start(StrCat("routed-expert decode (V3 shape), ", TypeName(t), ", 1 thread"));
-    MOESPLIT_ASSIGN_OR_RETURN(double g,
-                              MeasureExpertDecodeGbps(node, t, ctx.options, &ctx.warnings));
-    ctx.progress.Done(Fmt("%.1f GB/s", g));
-    profile->kernels.expert_decode_gbps_per_core[TypeName(t)] = g;
-    expert_rates += StrCat(expert_rates.empty() ? "" : ", ", TypeName(t), " ", Fmt("%.1f", g));
-  }
-  ctx.report << "  routed-expert decode by type, 1 thread (V3 experts from DRAM, top-8), GB/s "
-             << "of file bytes per core: " << expert_rates << "\n";
+  MOESPLIT_RETURN_IF_ERROR(MeasureExpertRates(ctx, node, profile));
 
   const int cpu = node.PrimaryCpus().front();
   double moe_gmacs = 0;  // at 512 tokens
