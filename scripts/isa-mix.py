@@ -22,7 +22,10 @@ the clock:
               Cycles per sub-block-group (16 rows x 32 weights); compare bench_gemv's hot
               1408 x 2048 (L2-resident): cycles = clock x 1024 / GFLOP/s. The last two rows
               replace vpmovb2m + the masked moves by two bit selects under a byte mask built
-              from bit 7 another way (alternatives measured, not used).
+              from bit 7 another way (alternatives measured, not used). The chain rows cut or
+              split the loop's two chains (iq2_product): how much of the gap between the mix
+              and its no-dependency bound each chain holds, and what the rewrites that shorten
+              the accumulator chain would cost.
   (header)    the core clock while the tables ran, from a chain of dependent scalar adds
               (1 cycle each): TSC ticks convert to core cycles by it.
 
@@ -106,9 +109,31 @@ def iq2_group(g, parts):
     return b
 
 
+def iq2_product(g, m, act, parts):
+    """Value m's level (vpermb) and product (vpdpbusd) for group g; the variants cut or split
+    the chains: acc2 (two accumulators, even / odd values), noacc (each product into its own
+    register: no accumulator chain), nodecdep (the level indexed by a constant: no lookup ->
+    select -> level chain), chainN (products from a zeroed register, N per chain, each chain
+    added to the accumulator by vpaddd)."""
+    src = 16 if "nodecdep" in parts else 4 + 6 * g + m // 2
+    chain = next((int(q[5:]) for q in parts if q.startswith("chain")), 0)
+    if chain:
+        u, t = 24 + (m * 2 + g) % 8, 20 + 2 * g + (m // chain) % 2
+        b = [f"vpermb %%zmm{src}, %%zmm17, %%zmm{u}"]
+        b += [f"vpxord %%zmm{t}, %%zmm{t}, %%zmm{t}"] if m % chain == 0 else []
+        b.append(f"vpdpbusd {act}, %%zmm{u}, %%zmm{t}")
+        return b + ([f"vpaddd %%zmm{t}, %%zmm{g}, %%zmm{g}"] if m % chain == chain - 1 else [])
+    variant = any(q in parts for q in ("acc2", "noacc", "nodecdep"))
+    u = 20 + (m * 2 + g) % (10 if variant else 12)  # acc2 takes zmm30 / zmm31
+    acc = u if "noacc" in parts else (30 + g if "acc2" in parts and m % 2 else g)
+    return [f"vpermb %%zmm{src}, %%zmm17, %%zmm{u}", f"vpdpbusd {act}, %%zmm{u}, %%zmm{acc}"]
+
+
 def iq2_asm(parts):
     groups = 2
     b = [f"vmovdqa64 %%zmm16, %%zmm{g}" for g in range(groups)]  # P = the offset term
+    if "acc2" in parts:
+        b += [f"vmovdqa64 %%zmm16, %%zmm{30 + g}" for g in range(groups)]
     for g in range(groups):
         b += iq2_group(g, parts)
     for m in range(8):
@@ -116,10 +141,10 @@ def iq2_asm(parts):
         if "broadcast" in parts:
             b.append(f"vpbroadcastd (%0), {act}")
         for g in range(groups):
-            u = 20 + (m * groups + g) % 12
-            b.append(f"vpermb %%zmm{4 + 6 * g + m // 2}, %%zmm17, %%zmm{u}")
-            b.append(f"vpdpbusd {act}, %%zmm{u}, %%zmm{g}")
+            b += iq2_product(g, m, act, parts)
     for g in range(groups):
+        if "acc2" in parts:
+            b.append(f"vpaddd %%zmm{30 + g}, %%zmm{g}, %%zmm{g}")
         b += [f"vpmulld %%zmm16, %%zmm{g}, %%zmm{g}", f"vpaddd %%zmm{g}, %%zmm3, %%zmm3"]
     return b * 4, 4 * groups  # 4 sub-blocks per loop pass
 
@@ -128,6 +153,13 @@ ALL = ["lookup", "movb2m", "blend", "shift", "ternlog", "broadcast"]
 IQ2_ROWS = [("the loop's mix", ALL)] + [
     (f"without {p}", [q for q in ALL if q != p]) for p in ALL] + [
     ("levels and products only", ["broadcast"]),
+    ("two accumulators (even / odd)", ALL + ["acc2"]),
+    ("no accumulator chain", ALL + ["noacc"]),
+    ("no lookup-to-level chain", ALL + ["nodecdep"]),
+    ("neither chain", ALL + ["noacc", "nodecdep"]),
+    ("products by 1, then vpaddd", ALL + ["chain1"]),
+    ("products by 2, then vpaddd", ALL + ["chain2"]),
+    ("products by 4, then vpaddd", ALL + ["chain4"]),
     ("blend by a shift-built byte mask", ["lookup", "shiftmask", "shift", "ternlog", "broadcast"]),
     ("blend by a vgf2p8affineqb byte mask", ["lookup", "gf2mask", "shift", "ternlog", "broadcast"])]
 
