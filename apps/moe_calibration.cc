@@ -152,6 +152,27 @@ void PoolWarnings(const numa::NodePool& pool, std::vector<std::string>* warnings
   for (const std::string& w : pool.warnings()) warnings->push_back("calibration pool: " + w);
 }
 
+// Runs fn(pool, buffer) on a fresh thread: a pool of workers pinned to `cpus` of the node (the
+// caller among them) and `bytes` bound to the node, first touched by the pool. Returns fn's
+// figure, or the allocation's error.
+template <typename Fn>
+StatusOr<double> OnPinnedPool(const numa::NumaNode& node, std::vector<int> cpus, size_t bytes,
+                              std::vector<std::string>* warnings, Fn&& fn) {
+  StatusOr<double> result = 0.0;
+  OnFreshThread([&] {
+    numa::NodePool pool({.node = node.id, .cpus = std::move(cpus), .pin_caller = true});
+    PoolWarnings(pool, warnings);
+    StatusOr<numa::NodeBuffer> buf =
+        numa::AllocateOnNodes(bytes, {.nodes = {node.id}, .toucher = &pool});
+    if (!buf.ok()) {
+      result = buf.status();
+      return;
+    }
+    result = fn(pool, *buf);
+  });
+  return result;
+}
+
 }  // namespace
 
 StatusOr<double> MeasureMoeDecodeGbps(const numa::NumaNode& node, int threads,
@@ -250,37 +271,28 @@ StatusOr<double> MeasureDenseGmacs(const numa::NumaNode& node, GgmlType type,
   const int64_t rows = options.quick ? 256 : 2 * kF, cols = kD;
   const int64_t tokens = options.quick ? 64 : 512;
   const int64_t rb = RowBytes(type, cols);
-  StatusOr<double> result = 0.0;
-  OnFreshThread([&] {
-    numa::NodePool pool(
-        {.node = node.id, .cpus = {node.PrimaryCpus().front()}, .pin_caller = true});
-    PoolWarnings(pool, warnings);
-    StatusOr<numa::NodeBuffer> buf = numa::AllocateOnNodes(static_cast<size_t>(rows * rb),
-                                                           {.nodes = {node.id}, .toucher = &pool});
-    if (!buf.ok()) {
-      result = buf.status();
-      return;
-    }
-    FillRows(buf->data(), rows, PatternRows(type, cols, 17), rb);
-    const matmul::WeightMatrix w{
-        .type = type, .data = buf->data(), .cols = cols, .rows = rows, .row_bytes = rb};
-    const std::vector<float> x = NormalValues(tokens * cols, 3, 1.0f);  // [tokens x cols]
-    std::vector<float> y(static_cast<size_t>(tokens * rows));           // [tokens x rows]
-    qmatmul::QuantizedRows scratch;
-    const gemv::GemvKernels& k = gemv::KernelsFor(options.tier, options.decode_read);
-    const int runs = options.quick ? 2 : 4;  // the first is a warm-up
-    std::vector<double> gmacs;
-    for (int r = 0; r < runs; ++r) {
-      const Clock::time_point t0 = Clock::now();
-      qmatmul::MatMul(pool, k, w, x.data(), cols, tokens, y.data(), rows, &scratch);
-      if (r > 0) {
-        gmacs.push_back(static_cast<double>(tokens * rows * cols) / Seconds(t0, Clock::now()) *
-                        1e-9);
-      }
-    }
-    result = Median(gmacs);
-  });
-  return result;
+  return OnPinnedPool(
+      node, std::vector<int>{node.PrimaryCpus().front()}, static_cast<size_t>(rows * rb), warnings,
+      [&](numa::NodePool& pool, numa::NodeBuffer& buf) {
+        FillRows(buf.data(), rows, PatternRows(type, cols, 17), rb);
+        const matmul::WeightMatrix w{
+            .type = type, .data = buf.data(), .cols = cols, .rows = rows, .row_bytes = rb};
+        const std::vector<float> x = NormalValues(tokens * cols, 3, 1.0f);  // [tokens x cols]
+        std::vector<float> y(static_cast<size_t>(tokens * rows));           // [tokens x rows]
+        qmatmul::QuantizedRows scratch;
+        const gemv::GemvKernels& k = gemv::KernelsFor(options.tier, options.decode_read);
+        const int runs = options.quick ? 2 : 4;  // the first is a warm-up
+        std::vector<double> gmacs;
+        for (int r = 0; r < runs; ++r) {
+          const Clock::time_point t0 = Clock::now();
+          qmatmul::MatMul(pool, k, w, x.data(), cols, tokens, y.data(), rows, &scratch);
+          if (r > 0) {
+            gmacs.push_back(static_cast<double>(tokens * rows * cols) / Seconds(t0, Clock::now()) *
+                            1e-9);
+          }
+        }
+        return Median(gmacs);
+      });
 }
 
 StatusOr<double> MeasureFfnGmacs(const numa::NumaNode& node, const MeasureOptions& options,
@@ -291,45 +303,37 @@ StatusOr<double> MeasureFfnGmacs(const numa::NumaNode& node, const MeasureOption
   const int64_t tokens = options.quick ? 64 : 512;
   const int64_t rb_in = RowBytes(kGateUp, kD), rb_out = RowBytes(kGateUp, f);
   const int64_t up_bytes = f * rb_in, down_bytes = kD * rb_out;
-  StatusOr<double> result = 0.0;
-  OnFreshThread([&] {
-    numa::NodePool pool(
-        {.node = node.id, .cpus = {node.PrimaryCpus().front()}, .pin_caller = true});
-    PoolWarnings(pool, warnings);
-    StatusOr<numa::NodeBuffer> buf = numa::AllocateOnNodes(
-        static_cast<size_t>(2 * up_bytes + down_bytes), {.nodes = {node.id}, .toucher = &pool});
-    if (!buf.ok()) {
-      result = buf.status();
-      return;
-    }
-    uint8_t* gate = buf->data();
-    uint8_t* up = gate + up_bytes;
-    uint8_t* down = up + up_bytes;
-    const std::vector<uint8_t> pin = PatternRows(kGateUp, kD, 19);
-    FillRows(gate, f, pin, rb_in);
-    FillRows(up, f, pin, rb_in);
-    FillRows(down, kD, PatternRows(kGateUp, f, 23), rb_out);
-    moe::ExpertEngine::Dense ffn;
-    ffn.gate = Slab("ffn_gate", kGateUp, kD, f, 1, gate);
-    ffn.up = Slab("ffn_up", kGateUp, kD, f, 1, up);
-    ffn.down = Slab("ffn_down", kGateUp, f, kD, 1, down);
-    for (TensorView* v : {&ffn.gate, &ffn.up, &ffn.down}) v->n_dims = 2;
-    const std::vector<float> x = NormalValues(tokens * kD, 3, 1.0f);  // [tokens x D]
-    std::vector<float> y(static_cast<size_t>(tokens * kD));           // [tokens x D]
-    moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier, options.decode_read));
-    const int runs = options.quick ? 2 : 4;  // the first is a warm-up
-    std::vector<double> gmacs;
-    for (int r = 0; r < runs; ++r) {
-      const Clock::time_point t0 = Clock::now();
-      engine.ForwardDense(ffn, x.data(), tokens, y.data());
-      if (r > 0) {
-        gmacs.push_back(static_cast<double>(tokens) * 3 * kD * f / Seconds(t0, Clock::now()) *
-                        1e-9);
-      }
-    }
-    result = Median(gmacs);
-  });
-  return result;
+  return OnPinnedPool(
+      node, std::vector<int>{node.PrimaryCpus().front()},
+      static_cast<size_t>(2 * up_bytes + down_bytes), warnings,
+      [&](numa::NodePool& pool, numa::NodeBuffer& buf) {
+        uint8_t* gate = buf.data();
+        uint8_t* up = gate + up_bytes;
+        uint8_t* down = up + up_bytes;
+        const std::vector<uint8_t> pin = PatternRows(kGateUp, kD, 19);
+        FillRows(gate, f, pin, rb_in);
+        FillRows(up, f, pin, rb_in);
+        FillRows(down, kD, PatternRows(kGateUp, f, 23), rb_out);
+        moe::ExpertEngine::Dense ffn;
+        ffn.gate = Slab("ffn_gate", kGateUp, kD, f, 1, gate);
+        ffn.up = Slab("ffn_up", kGateUp, kD, f, 1, up);
+        ffn.down = Slab("ffn_down", kGateUp, f, kD, 1, down);
+        for (TensorView* v : {&ffn.gate, &ffn.up, &ffn.down}) v->n_dims = 2;
+        const std::vector<float> x = NormalValues(tokens * kD, 3, 1.0f);  // [tokens x D]
+        std::vector<float> y(static_cast<size_t>(tokens * kD));           // [tokens x D]
+        moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier, options.decode_read));
+        const int runs = options.quick ? 2 : 4;  // the first is a warm-up
+        std::vector<double> gmacs;
+        for (int r = 0; r < runs; ++r) {
+          const Clock::time_point t0 = Clock::now();
+          engine.ForwardDense(ffn, x.data(), tokens, y.data());
+          if (r > 0) {
+            gmacs.push_back(static_cast<double>(tokens) * 3 * kD * f / Seconds(t0, Clock::now()) *
+                            1e-9);
+          }
+        }
+        return Median(gmacs);
+      });
 }
 
 StatusOr<double> MeasureDenseDecodeGbps(const numa::NumaNode& node, int threads,
@@ -341,47 +345,38 @@ StatusOr<double> MeasureDenseDecodeGbps(const numa::NumaNode& node, int threads,
   const int64_t rows = 2 * kF, cols = kD, rb = RowBytes(kGateUp, cols);
   const int64_t matrix = rows * rb;
   const int64_t copies = options.quick ? 4 : std::max<int64_t>(8, options.bytes / matrix);
-  StatusOr<double> result = 0.0;
-  OnFreshThread([&] {
-    numa::NodePool pool({.node = node.id,
-                         .cpus = std::vector<int>(primary.begin(), primary.begin() + threads),
-                         .pin_caller = true});
-    PoolWarnings(pool, warnings);
-    StatusOr<numa::NodeBuffer> buf = numa::AllocateOnNodes(static_cast<size_t>(copies * matrix),
-                                                           {.nodes = {node.id}, .toucher = &pool});
-    if (!buf.ok()) {
-      result = buf.status();
-      return;
-    }
-    const std::vector<uint8_t> pattern = PatternRows(kGateUp, cols, 29);
-    pool.ParallelFor(
-        copies, [&](int64_t c, int) { FillRows(buf->data() + c * matrix, rows, pattern, rb); });
-    AddBufferWarnings(*buf, node.id, warnings);
-    const gemv::GemvKernels& k = gemv::KernelsFor(options.tier, options.decode_read);
-    const std::vector<float> x = NormalValues(cols, 3, 1.0f);  // [1 x cols]
-    std::vector<float> y(static_cast<size_t>(rows));           // [1 x rows]
-    qmatmul::QuantizedRows xq;
-    qmatmul::Quantize(k, qmatmul::ActTypeFor(k, kGateUp), x.data(), cols, 1, cols, &xq);
-    auto pass = [&] {
-      for (int64_t c = 0; c < copies; ++c) {
-        const matmul::WeightMatrix w{.type = kGateUp,
-                                     .data = buf->data() + c * matrix,
-                                     .cols = cols,
-                                     .rows = rows,
-                                     .row_bytes = rb};
-        qmatmul::MatMul(pool, k, w, xq, y.data(), rows);
-      }
-    };
-    pass();  // warm-up
-    std::vector<double> gbps;
-    for (int p = 0; p < options.passes; ++p) {
-      const Clock::time_point t0 = Clock::now();
-      pass();
-      gbps.push_back(static_cast<double>(copies * matrix) / Seconds(t0, Clock::now()) * 1e-9);
-    }
-    result = Median(gbps);
-  });
-  return result;
+  return OnPinnedPool(
+      node, std::vector<int>(primary.begin(), primary.begin() + threads),
+      static_cast<size_t>(copies * matrix), warnings,
+      [&](numa::NodePool& pool, numa::NodeBuffer& buf) {
+        const std::vector<uint8_t> pattern = PatternRows(kGateUp, cols, 29);
+        pool.ParallelFor(
+            copies, [&](int64_t c, int) { FillRows(buf.data() + c * matrix, rows, pattern, rb); });
+        AddBufferWarnings(buf, node.id, warnings);
+        const gemv::GemvKernels& k = gemv::KernelsFor(options.tier, options.decode_read);
+        const std::vector<float> x = NormalValues(cols, 3, 1.0f);  // [1 x cols]
+        std::vector<float> y(static_cast<size_t>(rows));           // [1 x rows]
+        qmatmul::QuantizedRows xq;
+        qmatmul::Quantize(k, qmatmul::ActTypeFor(k, kGateUp), x.data(), cols, 1, cols, &xq);
+        auto pass = [&] {
+          for (int64_t c = 0; c < copies; ++c) {
+            const matmul::WeightMatrix w{.type = kGateUp,
+                                         .data = buf.data() + c * matrix,
+                                         .cols = cols,
+                                         .rows = rows,
+                                         .row_bytes = rb};
+            qmatmul::MatMul(pool, k, w, xq, y.data(), rows);
+          }
+        };
+        pass();  // warm-up
+        std::vector<double> gbps;
+        for (int p = 0; p < options.passes; ++p) {
+          const Clock::time_point t0 = Clock::now();
+          pass();
+          gbps.push_back(static_cast<double>(copies * matrix) / Seconds(t0, Clock::now()) * 1e-9);
+        }
+        return Median(gbps);
+      });
 }
 
 namespace {
@@ -420,60 +415,52 @@ StatusOr<double> MeasureExpertDecodeGbps(const numa::NumaNode& node, GgmlType ty
   // DRAM, not from the 32 MiB L3.
   const int64_t experts =
       options.quick ? kExpertTopK : std::clamp<int64_t>(options.bytes / stored, 16, 256);
-  StatusOr<double> result = 0.0;
-  OnFreshThread([&] {
-    numa::NodePool pool(
-        {.node = node.id, .cpus = {node.PrimaryCpus().front()}, .pin_caller = true});
-    PoolWarnings(pool, warnings);
-    StatusOr<numa::NodeBuffer> buf = numa::AllocateOnNodes(static_cast<size_t>(experts * stored),
-                                                           {.nodes = {node.id}, .toucher = &pool});
-    if (!buf.ok()) {
-      result = buf.status();
-      return;
-    }
-    uint8_t* gate = buf->data();
-    uint8_t* up = gate + experts * gate_bytes;
-    uint8_t* down = up + experts * gate_bytes;
-    FillMatrix(type, gu, f, kExpertD, 31, gate);
-    FillMatrix(type, gu, f, kExpertD, 37, up);
-    FillMatrix(type, dn, kExpertD, f, 41, down);
-    pool.ParallelFor(experts - 1, [&](int64_t i, int) {
-      std::memcpy(gate + (i + 1) * gate_bytes, gate, static_cast<size_t>(gate_bytes));
-      std::memcpy(up + (i + 1) * gate_bytes, up, static_cast<size_t>(gate_bytes));
-      std::memcpy(down + (i + 1) * down_bytes, down, static_cast<size_t>(down_bytes));
-    });
-    AddBufferWarnings(*buf, node.id, warnings);
-    moe::ExpertEngine::Layer views;
-    views.gate_exps = Slab("ffn_gate_exps", gu, kExpertD, f, experts, gate);
-    views.up_exps = Slab("ffn_up_exps", gu, kExpertD, f, experts, up);
-    views.down_exps = Slab("ffn_down_exps", dn, f, kExpertD, experts, down);
-    constexpr int kSets = 64;  // route sets in rotation
-    std::vector<int32_t> ids;
-    std::vector<float> weights;
-    for (int s = 0; s < kSets; ++s) Routes(experts, 1, false, 200 + s, &ids, &weights, kExpertTopK);
-    const int k = static_cast<int>(std::min<int64_t>(kExpertTopK, experts));
-    const std::vector<float> hidden = NormalValues(kExpertD, 7, 1.0f);  // [1 x D]
-    std::vector<float> out(kExpertD);                                   // [1 x D]
-    moe::ExpertEngine engine(&pool, &kernels);
-    const int64_t steps = options.quick ? 2 : 16;  // token-layers per timed pass
-    auto pass = [&](int64_t first) {
-      for (int64_t i = 0; i < steps; ++i) {
-        const int64_t s = (first + i) % kSets;
-        engine.Forward(views, hidden.data(), 1, ids.data() + s * k, weights.data() + s * k, k,
-                       out.data());
-      }
-    };
-    pass(0);  // warm-up
-    std::vector<double> gbps;
-    for (int p = 0; p < options.passes; ++p) {
-      const Clock::time_point t0 = Clock::now();
-      pass((p + 1) * 5);
-      gbps.push_back(static_cast<double>(steps * k * file_bytes) / Seconds(t0, Clock::now()) *
-                     1e-9);
-    }
-    result = Median(gbps);
-  });
-  return result;
+  return OnPinnedPool(
+      node, std::vector<int>{node.PrimaryCpus().front()}, static_cast<size_t>(experts * stored),
+      warnings, [&](numa::NodePool& pool, numa::NodeBuffer& buf) {
+        uint8_t* gate = buf.data();
+        uint8_t* up = gate + experts * gate_bytes;
+        uint8_t* down = up + experts * gate_bytes;
+        FillMatrix(type, gu, f, kExpertD, 31, gate);
+        FillMatrix(type, gu, f, kExpertD, 37, up);
+        FillMatrix(type, dn, kExpertD, f, 41, down);
+        pool.ParallelFor(experts - 1, [&](int64_t i, int) {
+          std::memcpy(gate + (i + 1) * gate_bytes, gate, static_cast<size_t>(gate_bytes));
+          std::memcpy(up + (i + 1) * gate_bytes, up, static_cast<size_t>(gate_bytes));
+          std::memcpy(down + (i + 1) * down_bytes, down, static_cast<size_t>(down_bytes));
+        });
+        AddBufferWarnings(buf, node.id, warnings);
+        moe::ExpertEngine::Layer views;
+        views.gate_exps = Slab("ffn_gate_exps", gu, kExpertD, f, experts, gate);
+        views.up_exps = Slab("ffn_up_exps", gu, kExpertD, f, experts, up);
+        views.down_exps = Slab("ffn_down_exps", dn, f, kExpertD, experts, down);
+        constexpr int kSets = 64;  // route sets in rotation
+        std::vector<int32_t> ids;
+        std::vector<float> weights;
+        for (int s = 0; s < kSets; ++s)
+          Routes(experts, 1, false, 200 + s, &ids, &weights, kExpertTopK);
+        const int k = static_cast<int>(std::min<int64_t>(kExpertTopK, experts));
+        const std::vector<float> hidden = NormalValues(kExpertD, 7, 1.0f);  // [1 x D]
+        std::vector<float> out(kExpertD);                                   // [1 x D]
+        moe::ExpertEngine engine(&pool, &kernels);
+        const int64_t steps = options.quick ? 2 : 16;  // token-layers per timed pass
+        auto pass = [&](int64_t first) {
+          for (int64_t i = 0; i < steps; ++i) {
+            const int64_t s = (first + i) % kSets;
+            engine.Forward(views, hidden.data(), 1, ids.data() + s * k, weights.data() + s * k, k,
+                           out.data());
+          }
+        };
+        pass(0);  // warm-up
+        std::vector<double> gbps;
+        for (int p = 0; p < options.passes; ++p) {
+          const Clock::time_point t0 = Clock::now();
+          pass((p + 1) * 5);
+          gbps.push_back(static_cast<double>(steps * k * file_bytes) / Seconds(t0, Clock::now()) *
+                         1e-9);
+        }
+        return Median(gbps);
+      });
 }
 
 }  // namespace moesplit::app
