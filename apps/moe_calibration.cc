@@ -131,6 +131,30 @@ void Routes(int64_t experts, int64_t n_tok, bool zipf, uint32_t seed, std::vecto
   }
 }
 
+// One warm-up pass(0), then `passes` timed passes, pass p called as pass((p + 1) x stride) (the
+// route set it starts at): the median GB/s, each pass reading `bytes`.
+template <typename Pass>
+double MedianPassGbps(int passes, int64_t stride, double bytes, Pass&& pass) {
+  pass(0);
+  std::vector<double> gbps;
+  for (int p = 0; p < passes; ++p) {
+    const Clock::time_point t0 = Clock::now();
+    pass((p + 1) * stride);
+    gbps.push_back(bytes / Seconds(t0, Clock::now()) * 1e-9);
+  }
+  return Median(gbps);
+}
+
+// Decode's route sets in rotation: kDecodeRouteSets single-token sets of top_k uniform experts
+// (set s from seed + s), ids / weights [kDecodeRouteSets x min(top_k, experts)].
+constexpr int kDecodeRouteSets = 64;
+void DecodeRouteSets(int64_t experts, uint32_t seed, int top_k, std::vector<int32_t>* ids,
+                     std::vector<float>* weights) {
+  for (int s = 0; s < kDecodeRouteSets; ++s) {
+    Routes(experts, 1, false, seed + s, ids, weights, top_k);
+  }
+}
+
 template <typename Fn>
 void OnFreshThread(Fn&& fn) {
   std::thread t(std::forward<Fn>(fn));
@@ -201,10 +225,9 @@ StatusOr<double> MeasureMoeDecodeGbps(const numa::NumaNode& node, int threads,
       AddBufferWarnings(l->buf, node.id, warnings);
       layers.push_back(std::move(*l));
     }
-    constexpr int kSets = 64;  // route sets in rotation
     std::vector<int32_t> ids;
     std::vector<float> weights;
-    for (int s = 0; s < kSets; ++s) Routes(experts, 1, false, 100 + s, &ids, &weights);
+    DecodeRouteSets(experts, 100, kTopK, &ids, &weights);
     const int k = static_cast<int>(std::min<int64_t>(kTopK, experts));
     const std::vector<float> hidden = NormalValues(kD, 7, 1.0f);  // [1 x D]
     std::vector<float> out(kD);                                   // [1 x D]
@@ -212,20 +235,12 @@ StatusOr<double> MeasureMoeDecodeGbps(const numa::NumaNode& node, int threads,
     const int64_t steps = copies * 16;  // token-layers per timed pass
     auto pass = [&](int64_t first) {
       for (int64_t i = 0; i < steps; ++i) {
-        const int64_t s = (first + i) % kSets;
+        const int64_t s = (first + i) % kDecodeRouteSets;
         engine.Forward(layers[static_cast<size_t>(i % copies)].views, hidden.data(), 1,
                        ids.data() + s * k, weights.data() + s * k, k, out.data());
       }
     };
-    pass(0);  // warm-up
-    std::vector<double> gbps;
-    for (int p = 0; p < options.passes; ++p) {
-      const Clock::time_point t0 = Clock::now();
-      pass((p + 1) * 7);
-      const double s = Seconds(t0, Clock::now());
-      gbps.push_back(static_cast<double>(steps * k * expert_bytes) / s * 1e-9);
-    }
-    result = Median(gbps);
+    result = MedianPassGbps(options.passes, 7, static_cast<double>(steps * k * expert_bytes), pass);
   });
   return result;
 }
@@ -358,7 +373,7 @@ StatusOr<double> MeasureDenseDecodeGbps(const numa::NumaNode& node, int threads,
         std::vector<float> y(static_cast<size_t>(rows));           // [1 x rows]
         qmatmul::QuantizedRows xq;
         qmatmul::Quantize(k, qmatmul::ActTypeFor(k, kGateUp), x.data(), cols, 1, cols, &xq);
-        auto pass = [&] {
+        auto pass = [&](int64_t) {
           for (int64_t c = 0; c < copies; ++c) {
             const matmul::WeightMatrix w{.type = kGateUp,
                                          .data = buf.data() + c * matrix,
@@ -368,14 +383,7 @@ StatusOr<double> MeasureDenseDecodeGbps(const numa::NumaNode& node, int threads,
             qmatmul::MatMul(pool, k, w, xq, y.data(), rows);
           }
         };
-        pass();  // warm-up
-        std::vector<double> gbps;
-        for (int p = 0; p < options.passes; ++p) {
-          const Clock::time_point t0 = Clock::now();
-          pass();
-          gbps.push_back(static_cast<double>(copies * matrix) / Seconds(t0, Clock::now()) * 1e-9);
-        }
-        return Median(gbps);
+        return MedianPassGbps(options.passes, 0, static_cast<double>(copies * matrix), pass);
       });
 }
 
@@ -396,8 +404,7 @@ void FillMatrix(GgmlType type, GgmlType stored, int64_t rows, int64_t cols, uint
 
 bool CanMeasureExpertDecode(cpu::IsaTier tier, GgmlType type) {
   const gemv::GemvKernels& k = gemv::KernelsFor(tier);
-  return quant::CanQuantize(type) && type != GgmlType::kF32 && type != GgmlType::kF16 &&
-         type != GgmlType::kBF16 && k.For(gemv::LoadLayout(k, type, kExpertF)) != nullptr &&
+  return quant::CanQuantize(type) && k.For(gemv::LoadLayout(k, type, kExpertF)) != nullptr &&
          k.For(gemv::LoadLayout(k, type, kExpertD)) != nullptr;
 }
 
@@ -434,11 +441,9 @@ StatusOr<double> MeasureExpertDecodeGbps(const numa::NumaNode& node, GgmlType ty
         views.gate_exps = Slab("ffn_gate_exps", gu, kExpertD, f, experts, gate);
         views.up_exps = Slab("ffn_up_exps", gu, kExpertD, f, experts, up);
         views.down_exps = Slab("ffn_down_exps", dn, f, kExpertD, experts, down);
-        constexpr int kSets = 64;  // route sets in rotation
         std::vector<int32_t> ids;
         std::vector<float> weights;
-        for (int s = 0; s < kSets; ++s)
-          Routes(experts, 1, false, 200 + s, &ids, &weights, kExpertTopK);
+        DecodeRouteSets(experts, 200, kExpertTopK, &ids, &weights);
         const int k = static_cast<int>(std::min<int64_t>(kExpertTopK, experts));
         const std::vector<float> hidden = NormalValues(kExpertD, 7, 1.0f);  // [1 x D]
         std::vector<float> out(kExpertD);                                   // [1 x D]
@@ -446,20 +451,12 @@ StatusOr<double> MeasureExpertDecodeGbps(const numa::NumaNode& node, GgmlType ty
         const int64_t steps = options.quick ? 2 : 16;  // token-layers per timed pass
         auto pass = [&](int64_t first) {
           for (int64_t i = 0; i < steps; ++i) {
-            const int64_t s = (first + i) % kSets;
+            const int64_t s = (first + i) % kDecodeRouteSets;
             engine.Forward(views, hidden.data(), 1, ids.data() + s * k, weights.data() + s * k, k,
                            out.data());
           }
         };
-        pass(0);  // warm-up
-        std::vector<double> gbps;
-        for (int p = 0; p < options.passes; ++p) {
-          const Clock::time_point t0 = Clock::now();
-          pass((p + 1) * 5);
-          gbps.push_back(static_cast<double>(steps * k * file_bytes) / Seconds(t0, Clock::now()) *
-                         1e-9);
-        }
-        return Median(gbps);
+        return MedianPassGbps(options.passes, 5, static_cast<double>(steps * k * file_bytes), pass);
       });
 }
 
