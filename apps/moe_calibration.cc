@@ -64,8 +64,39 @@ void FillRows(uint8_t* dst, int64_t rows, const std::vector<uint8_t>& pattern, i
   }
 }
 
-// One layer of `experts` experts in one node buffer: gate [E x F x rb(D)], up (same), down
-// [E x D x rb(F)], filled expert by expert by the pool's pinned workers (first touch).
+// One [rows x cols] matrix of `type` (kPatternRows quantized rows, repeated), stored as `stored`
+// (a repack when they differ) at dst: [rows x RowBytes(stored, cols)].
+void FillMatrix(GgmlType type, GgmlType stored, int64_t rows, int64_t cols, uint32_t seed,
+                uint8_t* dst) {
+  const int64_t rb = RowBytes(type, cols);
+  std::vector<uint8_t> file(stored == type ? 0 : static_cast<size_t>(rows * rb));
+  uint8_t* q = stored == type ? dst : file.data();  // [rows x rb] in the file type
+  FillRows(q, rows, PatternRows(type, cols, seed), rb);
+  if (stored != type) quant::RepackRows(type, q, static_cast<size_t>(rb), rows, cols, dst);
+}
+
+// A routed expert's shape and file types: gate / up [F x D] of gate_up, down [D x F] of down.
+struct ExpertShape {
+  GgmlType gate_up;
+  GgmlType down;
+  int64_t d;  // hidden size
+  int64_t f;  // expert FFN width
+  // One expert's bytes in the file's types (what the cost model counts): 2 F rb(D) + D rb(F).
+  int64_t FileBytes() const { return 2 * RowBytes(gate_up, d) * f + RowBytes(down, f) * d; }
+};
+// One expert's bytes as the engine stores them (gemv::LoadLayout; the 16-row layouts add ~1%).
+int64_t StoredBytes(const gemv::GemvKernels& kernels, const ExpertShape& e) {
+  return 2 * RowBytes(gemv::LoadLayout(kernels, e.gate_up, e.f), e.d) * e.f +
+         RowBytes(gemv::LoadLayout(kernels, e.down, e.d), e.f) * e.d;
+}
+// DeepSeek-V2-Lite's Q4_K_M expert: 2 x 1.62 MB + 3.06 MB = 6.31 MB.
+constexpr ExpertShape kV2LiteExpert{kGateUp, kDown, kD, kF};
+
+// One layer of `experts` experts in one node buffer, every matrix stored as the engine stores
+// it (gemv::LoadLayout: the 16-row layouts where the tier has them, as moe::ExpertStore repacks
+// at load): gate [E x F x rb'(D)], up (same), down [E x D x rb'(F)]. Expert 0 is quantized (and
+// repacked) once, the others are its copies, made by the pool's pinned workers after the pool
+// first-touched the buffer.
 struct LayerCopy {
   numa::NodeBuffer buf;
   moe::ExpertEngine::Layer views;
@@ -83,27 +114,29 @@ TensorView Slab(const char* name, GgmlType type, int64_t cols, int64_t rows, int
   return v;
 }
 
-StatusOr<LayerCopy> BuildLayer(int node, int64_t experts, moesplit::Executor& pool) {
-  const int64_t gate_bytes = RowBytes(kGateUp, kD) * kF;  // one expert's gate (= up): 1.62 MB
-  const int64_t down_bytes = RowBytes(kDown, kF) * kD;    // 3.06 MB
-  const int64_t total = experts * (2 * gate_bytes + down_bytes);
+StatusOr<LayerCopy> BuildLayer(int node, const gemv::GemvKernels& kernels, const ExpertShape& e,
+                               int64_t experts, uint32_t seed, moesplit::Executor& pool) {
+  const GgmlType gu = gemv::LoadLayout(kernels, e.gate_up, e.f);
+  const GgmlType dn = gemv::LoadLayout(kernels, e.down, e.d);
+  const int64_t gate_bytes = RowBytes(gu, e.d) * e.f, down_bytes = RowBytes(dn, e.f) * e.d;
   LayerCopy l;
-  MOESPLIT_ASSIGN_OR_RETURN(l.buf, numa::AllocateOnNodes(static_cast<size_t>(total),
-                                                         {.nodes = {node}, .toucher = &pool}));
+  MOESPLIT_ASSIGN_OR_RETURN(
+      l.buf, numa::AllocateOnNodes(static_cast<size_t>(experts * (2 * gate_bytes + down_bytes)),
+                                   {.nodes = {node}, .toucher = &pool}));
   uint8_t* gate = l.buf.data();
   uint8_t* up = gate + experts * gate_bytes;
   uint8_t* down = up + experts * gate_bytes;
-  const std::vector<uint8_t> pg = PatternRows(kGateUp, kD, 11);
-  const std::vector<uint8_t> pd = PatternRows(kDown, kF, 13);
-  const int64_t rb_g = RowBytes(kGateUp, kD), rb_d = RowBytes(kDown, kF);
-  pool.ParallelFor(experts, [&](int64_t e, int) {
-    FillRows(gate + e * gate_bytes, kF, pg, rb_g);
-    FillRows(up + e * gate_bytes, kF, pg, rb_g);
-    FillRows(down + e * down_bytes, kD, pd, rb_d);
+  FillMatrix(e.gate_up, gu, e.f, e.d, seed, gate);
+  FillMatrix(e.gate_up, gu, e.f, e.d, seed + 1, up);
+  FillMatrix(e.down, dn, e.d, e.f, seed + 2, down);
+  pool.ParallelFor(experts - 1, [&](int64_t i, int) {
+    std::memcpy(gate + (i + 1) * gate_bytes, gate, static_cast<size_t>(gate_bytes));
+    std::memcpy(up + (i + 1) * gate_bytes, up, static_cast<size_t>(gate_bytes));
+    std::memcpy(down + (i + 1) * down_bytes, down, static_cast<size_t>(down_bytes));
   });
-  l.views.gate_exps = Slab("ffn_gate_exps", kGateUp, kD, kF, experts, gate);
-  l.views.up_exps = Slab("ffn_up_exps", kGateUp, kD, kF, experts, up);
-  l.views.down_exps = Slab("ffn_down_exps", kDown, kF, kD, experts, down);
+  l.views.gate_exps = Slab("ffn_gate_exps", gu, e.d, e.f, experts, gate);
+  l.views.up_exps = Slab("ffn_up_exps", gu, e.d, e.f, experts, up);
+  l.views.down_exps = Slab("ffn_down_exps", dn, e.f, e.d, experts, down);
   return l;
 }
 
@@ -176,25 +209,78 @@ void PoolWarnings(const numa::NodePool& pool, std::vector<std::string>* warnings
   for (const std::string& w : pool.warnings()) warnings->push_back("calibration pool: " + w);
 }
 
-// Runs fn(pool, buffer) on a fresh thread: a pool of workers pinned to `cpus` of the node (the
-// caller among them) and `bytes` bound to the node, first touched by the pool. Returns fn's
-// figure, or the allocation's error.
+// Runs fn(pool) on a fresh thread, with a pool of workers pinned to `cpus` of the node (the
+// caller among them): fn's figure or error.
 template <typename Fn>
-StatusOr<double> OnPinnedPool(const numa::NumaNode& node, std::vector<int> cpus, size_t bytes,
-                              std::vector<std::string>* warnings, Fn&& fn) {
+StatusOr<double> OnPool(const numa::NumaNode& node, std::vector<int> cpus,
+                        std::vector<std::string>* warnings, Fn&& fn) {
   StatusOr<double> result = 0.0;
   OnFreshThread([&] {
     numa::NodePool pool({.node = node.id, .cpus = std::move(cpus), .pin_caller = true});
     PoolWarnings(pool, warnings);
-    StatusOr<numa::NodeBuffer> buf =
-        numa::AllocateOnNodes(bytes, {.nodes = {node.id}, .toucher = &pool});
-    if (!buf.ok()) {
-      result = buf.status();
-      return;
-    }
-    result = fn(pool, *buf);
+    result = fn(pool);
   });
   return result;
+}
+
+// OnPool with `bytes` bound to the node, first touched by the pool: fn(pool, buffer).
+template <typename Fn>
+StatusOr<double> OnPinnedPool(const numa::NumaNode& node, std::vector<int> cpus, size_t bytes,
+                              std::vector<std::string>* warnings, Fn&& fn) {
+  return OnPool(node, std::move(cpus), warnings, [&](numa::NodePool& pool) -> StatusOr<double> {
+    MOESPLIT_ASSIGN_OR_RETURN(numa::NodeBuffer buf,
+                              numa::AllocateOnNodes(bytes, {.nodes = {node.id}, .toucher = &pool}));
+    return fn(pool, buf);
+  });
+}
+
+// `copies` copies of a layer of `experts` experts of shape `e` on the node (BuildLayer), each
+// buffer's placement checked.
+StatusOr<std::vector<LayerCopy>> BuildLayers(int node, const gemv::GemvKernels& kernels,
+                                             const ExpertShape& e, int64_t experts, int64_t copies,
+                                             uint32_t seed, numa::NodePool& pool,
+                                             std::vector<std::string>* warnings) {
+  std::vector<LayerCopy> layers;
+  for (int64_t c = 0; c < copies; ++c) {
+    MOESPLIT_ASSIGN_OR_RETURN(LayerCopy l, BuildLayer(node, kernels, e, experts, seed, pool));
+    AddBufferWarnings(l.buf, node, warnings);
+    layers.push_back(std::move(l));
+  }
+  return layers;
+}
+
+// Decode through moe::ExpertEngine::Forward: one token per step, step i on layers[i % copies]
+// with route set (first + i) % kDecodeRouteSets (top_k uniform experts), `steps` token-layers
+// per timed pass, `stride` route sets between the passes' starts: the median GB/s of the
+// file's bytes (top_k x e.FileBytes() per step).
+struct DecodeRun {
+  ExpertShape shape;
+  int64_t experts;  // per layer copy
+  int top_k;
+  int64_t steps;
+  int64_t stride;
+  uint32_t route_seed;
+};
+
+double DecodeGbps(numa::NodePool& pool, const gemv::GemvKernels& kernels,
+                  const std::vector<LayerCopy>& layers, const DecodeRun& r, int passes) {
+  std::vector<int32_t> ids;
+  std::vector<float> weights;
+  DecodeRouteSets(r.experts, r.route_seed, r.top_k, &ids, &weights);
+  const int k = static_cast<int>(std::min<int64_t>(r.top_k, r.experts));
+  const std::vector<float> hidden = NormalValues(r.shape.d, 7, 1.0f);  // [1 x D]
+  std::vector<float> out(static_cast<size_t>(r.shape.d));              // [1 x D]
+  moe::ExpertEngine engine(&pool, &kernels);
+  const size_t copies = layers.size();
+  auto pass = [&](int64_t first) {
+    for (int64_t i = 0; i < r.steps; ++i) {
+      const int64_t s = (first + i) % kDecodeRouteSets;
+      engine.Forward(layers[static_cast<size_t>(i) % copies].views, hidden.data(), 1,
+                     ids.data() + s * k, weights.data() + s * k, k, out.data());
+    }
+  };
+  return MedianPassGbps(passes, r.stride, static_cast<double>(r.steps * k * r.shape.FileBytes()),
+                        pass);
 }
 
 }  // namespace
@@ -204,45 +290,21 @@ StatusOr<double> MeasureMoeDecodeGbps(const numa::NumaNode& node, int threads,
                                       std::vector<std::string>* warnings) {
   const std::vector<int> primary = node.PrimaryCpus();
   MOESPLIT_CHECK(threads >= 1 && threads <= static_cast<int>(primary.size()));
+  const gemv::GemvKernels& kernels = gemv::KernelsFor(options.tier, options.decode_read);
   const int64_t experts = options.quick ? 8 : kExperts;
-  const int64_t expert_bytes = 2 * RowBytes(kGateUp, kD) * kF + RowBytes(kDown, kF) * kD;
   // Copies of the layer: options.bytes of weights (1 GiB -> 2 copies of 404 MB, at least 2).
   const int64_t copies =
-      options.quick ? 1 : std::max<int64_t>(2, options.bytes / (experts * expert_bytes));
-  StatusOr<double> result = 0.0;
-  OnFreshThread([&] {
-    numa::NodePool pool({.node = node.id,
-                         .cpus = std::vector<int>(primary.begin(), primary.begin() + threads),
-                         .pin_caller = true});
-    PoolWarnings(pool, warnings);
-    std::vector<LayerCopy> layers;
-    for (int64_t c = 0; c < copies; ++c) {
-      StatusOr<LayerCopy> l = BuildLayer(node.id, experts, pool);
-      if (!l.ok()) {
-        result = l.status();
-        return;
-      }
-      AddBufferWarnings(l->buf, node.id, warnings);
-      layers.push_back(std::move(*l));
-    }
-    std::vector<int32_t> ids;
-    std::vector<float> weights;
-    DecodeRouteSets(experts, 100, kTopK, &ids, &weights);
-    const int k = static_cast<int>(std::min<int64_t>(kTopK, experts));
-    const std::vector<float> hidden = NormalValues(kD, 7, 1.0f);  // [1 x D]
-    std::vector<float> out(kD);                                   // [1 x D]
-    moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier, options.decode_read));
-    const int64_t steps = copies * 16;  // token-layers per timed pass
-    auto pass = [&](int64_t first) {
-      for (int64_t i = 0; i < steps; ++i) {
-        const int64_t s = (first + i) % kDecodeRouteSets;
-        engine.Forward(layers[static_cast<size_t>(i % copies)].views, hidden.data(), 1,
-                       ids.data() + s * k, weights.data() + s * k, k, out.data());
-      }
-    };
-    result = MedianPassGbps(options.passes, 7, static_cast<double>(steps * k * expert_bytes), pass);
-  });
-  return result;
+      options.quick ? 1
+                    : std::max<int64_t>(2, options.bytes / (experts * kV2LiteExpert.FileBytes()));
+  return OnPool(
+      node, std::vector<int>(primary.begin(), primary.begin() + threads), warnings,
+      [&](numa::NodePool& pool) -> StatusOr<double> {
+        MOESPLIT_ASSIGN_OR_RETURN(
+            std::vector<LayerCopy> layers,
+            BuildLayers(node.id, kernels, kV2LiteExpert, experts, copies, 11, pool, warnings));
+        return DecodeGbps(pool, kernels, layers,
+                          {kV2LiteExpert, experts, kTopK, copies * 16, 7, 100}, options.passes);
+      });
 }
 
 StatusOr<double> MeasureMoePrefillGmacs(const numa::NumaNode& node, int64_t tokens,
@@ -250,33 +312,27 @@ StatusOr<double> MeasureMoePrefillGmacs(const numa::NumaNode& node, int64_t toke
                                         std::vector<std::string>* warnings) {
   const int cpu = node.PrimaryCpus().front();
   const int64_t experts = options.quick ? 8 : kExperts;
-  StatusOr<double> result = 0.0;
-  OnFreshThread([&] {
-    numa::NodePool pool({.node = node.id, .cpus = {cpu}, .pin_caller = true});
-    PoolWarnings(pool, warnings);
-    StatusOr<LayerCopy> l = BuildLayer(node.id, experts, pool);
-    if (!l.ok()) {
-      result = l.status();
-      return;
-    }
+  const gemv::GemvKernels& kernels = gemv::KernelsFor(options.tier, options.decode_read);
+  return OnPool(node, {cpu}, warnings, [&](numa::NodePool& pool) -> StatusOr<double> {
+    MOESPLIT_ASSIGN_OR_RETURN(LayerCopy l,
+                              BuildLayer(node.id, kernels, kV2LiteExpert, experts, 11, pool));
     std::vector<int32_t> ids;
     std::vector<float> weights;
     Routes(experts, tokens, true, 5, &ids, &weights);
     const int k = static_cast<int>(std::min<int64_t>(kTopK, experts));
     const std::vector<float> hidden = NormalValues(tokens * kD, 7, 1.0f);  // [tokens x D]
     std::vector<float> out(static_cast<size_t>(tokens * kD));              // [tokens x D]
-    moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier, options.decode_read));
+    moe::ExpertEngine engine(&pool, &kernels);
     const double macs = static_cast<double>(tokens) * k * 3 * kD * kF;
     const int runs = options.quick ? 2 : 4;  // the first is a warm-up
     std::vector<double> gmacs;
     for (int r = 0; r < runs; ++r) {
       const Clock::time_point t0 = Clock::now();
-      engine.Forward(l->views, hidden.data(), tokens, ids.data(), weights.data(), k, out.data());
+      engine.Forward(l.views, hidden.data(), tokens, ids.data(), weights.data(), k, out.data());
       if (r > 0) gmacs.push_back(macs / Seconds(t0, Clock::now()) * 1e-9);
     }
-    result = Median(gmacs);
+    return Median(gmacs);
   });
-  return result;
 }
 
 StatusOr<double> MeasureDenseGmacs(const numa::NumaNode& node, GgmlType type,
@@ -285,17 +341,18 @@ StatusOr<double> MeasureDenseGmacs(const numa::NumaNode& node, GgmlType type,
   // V2-Lite's shared-expert gate: 2 x 1408 = 2816 rows x 2048, Q4_K (6.5 MB); --quick: 256 rows.
   const int64_t rows = options.quick ? 256 : 2 * kF, cols = kD;
   const int64_t tokens = options.quick ? 64 : 512;
-  const int64_t rb = RowBytes(type, cols);
+  const gemv::GemvKernels& k = gemv::KernelsFor(options.tier, options.decode_read);
+  const GgmlType stored = gemv::LoadLayout(k, type, rows);  // as the engine repacks it
+  const int64_t rb = RowBytes(stored, cols);
   return OnPinnedPool(
       node, std::vector<int>{node.PrimaryCpus().front()}, static_cast<size_t>(rows * rb), warnings,
       [&](numa::NodePool& pool, numa::NodeBuffer& buf) {
-        FillRows(buf.data(), rows, PatternRows(type, cols, 17), rb);
+        FillMatrix(type, stored, rows, cols, 17, buf.data());
         const matmul::WeightMatrix w{
-            .type = type, .data = buf.data(), .cols = cols, .rows = rows, .row_bytes = rb};
+            .type = stored, .data = buf.data(), .cols = cols, .rows = rows, .row_bytes = rb};
         const std::vector<float> x = NormalValues(tokens * cols, 3, 1.0f);  // [tokens x cols]
         std::vector<float> y(static_cast<size_t>(tokens * rows));           // [tokens x rows]
         qmatmul::QuantizedRows scratch;
-        const gemv::GemvKernels& k = gemv::KernelsFor(options.tier, options.decode_read);
         const int runs = options.quick ? 2 : 4;  // the first is a warm-up
         std::vector<double> gmacs;
         for (int r = 0; r < runs; ++r) {
@@ -316,8 +373,10 @@ StatusOr<double> MeasureFfnGmacs(const numa::NumaNode& node, const MeasureOption
   // and up 2 x 13 MB, down 13 MB; 512 x 3 x 2048 x 11264 = 35.4 G multiply-adds per run.
   const int64_t f = options.quick ? 1024 : 11264;
   const int64_t tokens = options.quick ? 64 : 512;
-  const int64_t rb_in = RowBytes(kGateUp, kD), rb_out = RowBytes(kGateUp, f);
-  const int64_t up_bytes = f * rb_in, down_bytes = kD * rb_out;
+  const gemv::GemvKernels& kernels = gemv::KernelsFor(options.tier, options.decode_read);
+  const GgmlType s_up = gemv::LoadLayout(kernels, kGateUp, f);  // as the engine repacks them
+  const GgmlType s_down = gemv::LoadLayout(kernels, kGateUp, kD);
+  const int64_t up_bytes = f * RowBytes(s_up, kD), down_bytes = kD * RowBytes(s_down, f);
   return OnPinnedPool(
       node, std::vector<int>{node.PrimaryCpus().front()},
       static_cast<size_t>(2 * up_bytes + down_bytes), warnings,
@@ -325,18 +384,17 @@ StatusOr<double> MeasureFfnGmacs(const numa::NumaNode& node, const MeasureOption
         uint8_t* gate = buf.data();
         uint8_t* up = gate + up_bytes;
         uint8_t* down = up + up_bytes;
-        const std::vector<uint8_t> pin = PatternRows(kGateUp, kD, 19);
-        FillRows(gate, f, pin, rb_in);
-        FillRows(up, f, pin, rb_in);
-        FillRows(down, kD, PatternRows(kGateUp, f, 23), rb_out);
+        FillMatrix(kGateUp, s_up, f, kD, 19, gate);
+        FillMatrix(kGateUp, s_up, f, kD, 20, up);
+        FillMatrix(kGateUp, s_down, kD, f, 23, down);
         moe::ExpertEngine::Dense ffn;
-        ffn.gate = Slab("ffn_gate", kGateUp, kD, f, 1, gate);
-        ffn.up = Slab("ffn_up", kGateUp, kD, f, 1, up);
-        ffn.down = Slab("ffn_down", kGateUp, f, kD, 1, down);
+        ffn.gate = Slab("ffn_gate", s_up, kD, f, 1, gate);
+        ffn.up = Slab("ffn_up", s_up, kD, f, 1, up);
+        ffn.down = Slab("ffn_down", s_down, f, kD, 1, down);
         for (TensorView* v : {&ffn.gate, &ffn.up, &ffn.down}) v->n_dims = 2;
         const std::vector<float> x = NormalValues(tokens * kD, 3, 1.0f);  // [tokens x D]
         std::vector<float> y(static_cast<size_t>(tokens * kD));           // [tokens x D]
-        moe::ExpertEngine engine(&pool, &gemv::KernelsFor(options.tier, options.decode_read));
+        moe::ExpertEngine engine(&pool, &kernels);
         const int runs = options.quick ? 2 : 4;  // the first is a warm-up
         std::vector<double> gmacs;
         for (int r = 0; r < runs; ++r) {
@@ -357,25 +415,29 @@ StatusOr<double> MeasureDenseDecodeGbps(const numa::NumaNode& node, int threads,
   const std::vector<int> primary = node.PrimaryCpus();
   MOESPLIT_CHECK(threads >= 1 && threads <= static_cast<int>(primary.size()));
   // 2816 x 2048 q4_K matrices (6.5 MB, V2-Lite's shared-expert gate), options.bytes of them.
-  const int64_t rows = 2 * kF, cols = kD, rb = RowBytes(kGateUp, cols);
-  const int64_t matrix = rows * rb;
+  // Stored as the engine repacks it (q4_K_r16 where the tier has it); GB/s of the file's bytes.
+  const gemv::GemvKernels& k = gemv::KernelsFor(options.tier, options.decode_read);
+  const int64_t rows = 2 * kF, cols = kD;
+  const GgmlType stored = gemv::LoadLayout(k, kGateUp, rows);
+  const int64_t rb = RowBytes(stored, cols), matrix = rows * rb;
+  const int64_t file_matrix = rows * RowBytes(kGateUp, cols);
   const int64_t copies = options.quick ? 4 : std::max<int64_t>(8, options.bytes / matrix);
   return OnPinnedPool(
       node, std::vector<int>(primary.begin(), primary.begin() + threads),
       static_cast<size_t>(copies * matrix), warnings,
       [&](numa::NodePool& pool, numa::NodeBuffer& buf) {
-        const std::vector<uint8_t> pattern = PatternRows(kGateUp, cols, 29);
-        pool.ParallelFor(
-            copies, [&](int64_t c, int) { FillRows(buf.data() + c * matrix, rows, pattern, rb); });
+        FillMatrix(kGateUp, stored, rows, cols, 29, buf.data());
+        pool.ParallelFor(copies - 1, [&](int64_t c, int) {
+          std::memcpy(buf.data() + (c + 1) * matrix, buf.data(), static_cast<size_t>(matrix));
+        });
         AddBufferWarnings(buf, node.id, warnings);
-        const gemv::GemvKernels& k = gemv::KernelsFor(options.tier, options.decode_read);
         const std::vector<float> x = NormalValues(cols, 3, 1.0f);  // [1 x cols]
         std::vector<float> y(static_cast<size_t>(rows));           // [1 x rows]
         qmatmul::QuantizedRows xq;
         qmatmul::Quantize(k, qmatmul::ActTypeFor(k, kGateUp), x.data(), cols, 1, cols, &xq);
         auto pass = [&](int64_t) {
           for (int64_t c = 0; c < copies; ++c) {
-            const matmul::WeightMatrix w{.type = kGateUp,
+            const matmul::WeightMatrix w{.type = stored,
                                          .data = buf.data() + c * matrix,
                                          .cols = cols,
                                          .rows = rows,
@@ -383,24 +445,9 @@ StatusOr<double> MeasureDenseDecodeGbps(const numa::NumaNode& node, int threads,
             qmatmul::MatMul(pool, k, w, xq, y.data(), rows);
           }
         };
-        return MedianPassGbps(options.passes, 0, static_cast<double>(copies * matrix), pass);
+        return MedianPassGbps(options.passes, 0, static_cast<double>(copies * file_matrix), pass);
       });
 }
-
-namespace {
-
-// One [rows x cols] matrix of `type` (kPatternRows quantized rows, repeated), stored as `stored`
-// (a repack when they differ) at dst: [rows x RowBytes(stored, cols)].
-void FillMatrix(GgmlType type, GgmlType stored, int64_t rows, int64_t cols, uint32_t seed,
-                uint8_t* dst) {
-  const int64_t rb = RowBytes(type, cols);
-  std::vector<uint8_t> file(stored == type ? 0 : static_cast<size_t>(rows * rb));
-  uint8_t* q = stored == type ? dst : file.data();  // [rows x rb] in the file type
-  FillRows(q, rows, PatternRows(type, cols, seed), rb);
-  if (stored != type) quant::RepackRows(type, q, static_cast<size_t>(rb), rows, cols, dst);
-}
-
-}  // namespace
 
 bool CanMeasureExpertDecode(cpu::IsaTier tier, GgmlType type) {
   const gemv::GemvKernels& k = gemv::KernelsFor(tier);
@@ -412,51 +459,20 @@ StatusOr<double> MeasureExpertDecodeGbps(const numa::NumaNode& node, GgmlType ty
                                          const MeasureOptions& options,
                                          std::vector<std::string>* warnings) {
   const gemv::GemvKernels& kernels = gemv::KernelsFor(options.tier, options.decode_read);
-  const int64_t f = options.quick ? 256 : kExpertF;  // --quick: a narrow expert (1.5 MB of q8_0)
-  const GgmlType gu = gemv::LoadLayout(kernels, type, f);
-  const GgmlType dn = gemv::LoadLayout(kernels, type, kExpertD);
-  const int64_t file_bytes = 2 * RowBytes(type, kExpertD) * f + RowBytes(type, f) * kExpertD;
-  const int64_t gate_bytes = RowBytes(gu, kExpertD) * f, down_bytes = RowBytes(dn, f) * kExpertD;
-  const int64_t stored = 2 * gate_bytes + down_bytes;
+  // --quick: a narrow expert (1.5 MB of q8_0).
+  const ExpertShape e{type, type, kExpertD, options.quick ? 256 : kExpertF};
   // options.bytes of experts (1 GiB: 94 of IQ2_XXS, 22 of Q8_0), 16-256: 8 per token come from
   // DRAM, not from the 32 MiB L3.
   const int64_t experts =
-      options.quick ? kExpertTopK : std::clamp<int64_t>(options.bytes / stored, 16, 256);
-  return OnPinnedPool(
-      node, std::vector<int>{node.PrimaryCpus().front()}, static_cast<size_t>(experts * stored),
-      warnings, [&](numa::NodePool& pool, numa::NodeBuffer& buf) {
-        uint8_t* gate = buf.data();
-        uint8_t* up = gate + experts * gate_bytes;
-        uint8_t* down = up + experts * gate_bytes;
-        FillMatrix(type, gu, f, kExpertD, 31, gate);
-        FillMatrix(type, gu, f, kExpertD, 37, up);
-        FillMatrix(type, dn, kExpertD, f, 41, down);
-        pool.ParallelFor(experts - 1, [&](int64_t i, int) {
-          std::memcpy(gate + (i + 1) * gate_bytes, gate, static_cast<size_t>(gate_bytes));
-          std::memcpy(up + (i + 1) * gate_bytes, up, static_cast<size_t>(gate_bytes));
-          std::memcpy(down + (i + 1) * down_bytes, down, static_cast<size_t>(down_bytes));
-        });
-        AddBufferWarnings(buf, node.id, warnings);
-        moe::ExpertEngine::Layer views;
-        views.gate_exps = Slab("ffn_gate_exps", gu, kExpertD, f, experts, gate);
-        views.up_exps = Slab("ffn_up_exps", gu, kExpertD, f, experts, up);
-        views.down_exps = Slab("ffn_down_exps", dn, f, kExpertD, experts, down);
-        std::vector<int32_t> ids;
-        std::vector<float> weights;
-        DecodeRouteSets(experts, 200, kExpertTopK, &ids, &weights);
-        const int k = static_cast<int>(std::min<int64_t>(kExpertTopK, experts));
-        const std::vector<float> hidden = NormalValues(kExpertD, 7, 1.0f);  // [1 x D]
-        std::vector<float> out(kExpertD);                                   // [1 x D]
-        moe::ExpertEngine engine(&pool, &kernels);
-        const int64_t steps = options.quick ? 2 : 16;  // token-layers per timed pass
-        auto pass = [&](int64_t first) {
-          for (int64_t i = 0; i < steps; ++i) {
-            const int64_t s = (first + i) % kDecodeRouteSets;
-            engine.Forward(views, hidden.data(), 1, ids.data() + s * k, weights.data() + s * k, k,
-                           out.data());
-          }
-        };
-        return MedianPassGbps(options.passes, 5, static_cast<double>(steps * k * file_bytes), pass);
+      options.quick ? kExpertTopK
+                    : std::clamp<int64_t>(options.bytes / StoredBytes(kernels, e), 16, 256);
+  return OnPool(
+      node, {node.PrimaryCpus().front()}, warnings, [&](numa::NodePool& pool) -> StatusOr<double> {
+        MOESPLIT_ASSIGN_OR_RETURN(std::vector<LayerCopy> layers,
+                                  BuildLayers(node.id, kernels, e, experts, 1, 31, pool, warnings));
+        return DecodeGbps(pool, kernels, layers,
+                          {e, experts, kExpertTopK, options.quick ? 2 : 16, 5, 200},
+                          options.passes);
       });
 }
 

@@ -3,7 +3,13 @@
 // bench` runs: dispatch, activation quantization, SiLU, the down projection and the combine are
 // all in the time. The layer is DeepSeek-V2-Lite's (D 2048, F 1408, 64 experts, top-6; gate/up
 // Q4_K, down Q8_0 as in its Q4_K_M files, whose F = 1408 is not a multiple of 256): 6.31 MB per
-// expert, 404 MB per layer.
+// expert in the file, 404 MB per layer. Every calibration stores its weights as the engine does
+// after loading (gemv::LoadLayout: q4_K_r16 / q8_0_r16 on AVX-512 VNNI), because that is the
+// path a run takes: on the 2-core Zen 5 box the file layout's decode read 0.62-0.69 of the probe
+// and the repacked one 0.87-1.01 (bench_moe_layer moe/v2lite/q4_K-q8_0, 1-2 threads); the
+// planner's decode prediction for ds-v2-lite Q4_K_M went from 0.84-0.86 of `moesplit bench`'s
+// figure to 0.98-1.06 (docs/PERFORMANCE.md, "The planner's kernel figures on the engine's
+// layouts").
 //
 //   decode   one token, 6 distinct experts per layer, over `copies` copies of the layer bound to
 //            the node (1 GiB: 2 copies, 25x a 32 MiB L3) so every expert comes from DRAM;

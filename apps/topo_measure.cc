@@ -377,7 +377,11 @@ Status MeasureKernels(Context& ctx, const numa::NumaNode& node, numa::MachinePro
     dense_ratios.push_back(fresh.gbps > 0 ? dense / fresh.gbps : 0);
   }
   const double ratio = Median(ratios);
-  ctx.report << "  MoE layer decode (moe::ExpertEngine, 2048x1408 experts, 1 token, top-6), "
+  // The layouts the calibrations store their weights in, as the engine does after loading.
+  const gemv::GemvKernels& k = gemv::KernelsFor(ctx.options.tier);
+  const char* q4k = TypeName(gemv::LoadLayout(k, GgmlType::kQ4_K, 1408));
+  ctx.report << "  MoE layer decode (moe::ExpertEngine, 2048x1408 experts as " << q4k << " / "
+             << TypeName(gemv::LoadLayout(k, GgmlType::kQ8_0, 2048)) << ", 1 token, top-6), "
              << threads << " thread(s), " << ratios.size() << " probe/decode pair(s):";
   for (size_t i = 0; i < ratios.size(); ++i) {
     ctx.report << (i ? "," : "") << " " << Fmt("%.1f", decodes[i]) << "/" << Fmt("%.1f", probes[i])
@@ -385,7 +389,7 @@ Status MeasureKernels(Context& ctx, const numa::NumaNode& node, numa::MachinePro
   }
   ctx.report << "; median fraction of the probe " << Fmt("%.3f", ratio) << "\n";
   const double dense_ratio = Median(dense_ratios);
-  ctx.report << "  dense q4_K GEMV (2816x2048 matrices, 1 token), " << threads
+  ctx.report << "  dense q4_K GEMV (2816x2048 matrices as " << q4k << ", 1 token), " << threads
              << " thread(s): median fraction of the probe " << Fmt("%.3f", dense_ratio) << "\n";
   // Long sequential GEMV streams can beat the probe's access pattern a little; kept as
   // measured up to 1.5x (more means the probe was disturbed).

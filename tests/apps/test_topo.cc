@@ -8,6 +8,9 @@
 #include <sstream>
 
 #include "apps/cmd_topo.h"
+#include "core/base/dtype.h"
+#include "cpu_kernels/cpu_features.h"
+#include "cpu_kernels/gemv/gemv.h"
 #include "numa/machine_profile.h"
 #include "tests/testdata.h"
 
@@ -147,6 +150,14 @@ TEST(Topo, MeasureQuickSavesALoadableProfile) {
     EXPECT_GT(gbps, 0) << type;
   }
   EXPECT_NE(r.out.find("routed-expert decode by type, 1 thread"), std::string::npos) << r.out;
+  // The decode calibrations store their weights as the engine does after loading, and say so:
+  // q4_K_r16 where the profile's tier repacks Q4_K, q4_K where it reads the file's layout.
+  StatusOr<cpu::IsaTier> tier = cpu::ParseIsaCap(p->kernels.isa);
+  ASSERT_TRUE(tier.ok()) << p->kernels.isa;
+  const std::string q4k =
+      TypeName(gemv::LoadLayout(gemv::KernelsFor(*tier), GgmlType::kQ4_K, 1408));
+  EXPECT_NE(r.out.find("2048x1408 experts as " + q4k + " / "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2816x2048 matrices as " + q4k + ", 1 token"), std::string::npos) << r.out;
 }
 
 TEST(Topo, MeasureWithoutSavePrintsYamlOnly) {
