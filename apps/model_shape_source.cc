@@ -107,15 +107,16 @@ numa::ModelShape BuildShape(const Dims& d, const std::vector<TensorRow>& tensors
     s.routed_params_per_expert_layer = s.params.routed_experts / experts;
   }
   // Values per token per layer in moesplit's cache and attention MACs per cached position
-  // (numa/model_shape.h). V3: (512 + 64) + 512 = 1088 values x 61 layers x 2 B = 132.7 KB/token.
+  // (numa/model_shape.h). V3: 512 + 64 = 576 values x 61 layers x 2 B = 70.3 KB/token (the
+  // latent rows only, core/engine/kv_cache.h); each position costs (512 + 64) + 512 MACs per
+  // head (scores, then the weighted sum of the latents).
   const int64_t values =
-      d.mla ? (d.kv_lora + d.qk_rope) + d.kv_lora : d.n_head_kv * (d.head_dim_k + d.head_dim_v);
+      d.mla ? d.kv_lora + d.qk_rope : d.n_head_kv * (d.head_dim_k + d.head_dim_v);
   const int64_t macs = d.mla ? d.n_head * ((d.kv_lora + d.qk_rope) + d.kv_lora)
                              : d.n_head * (d.head_dim_k + d.head_dim_v);
   s.kv_bytes_per_token_f16 = static_cast<uint64_t>(values * d.n_layers * 2);
   s.kv_bytes_per_token_f32 = static_cast<uint64_t>(values * d.n_layers * 4);
-  s.kv_gpu_bytes_per_token = d.mla ? static_cast<uint64_t>((d.kv_lora + d.qk_rope) * d.n_layers * 2)
-                                   : s.kv_bytes_per_token_f16;
+  s.kv_gpu_bytes_per_token = s.kv_bytes_per_token_f16;
   s.attn_macs_per_position = static_cast<uint64_t>(macs * d.n_layers);
   return s;
 }

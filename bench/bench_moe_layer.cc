@@ -11,6 +11,7 @@
 //   v3       iq2_xxs-iq2_xxs, iq1_m-iq1_m, iq1_s-iq1_s, iq1_s-iq2_xxs, iq3_xxs-iq3_xxs,
 //            iq3_s-iq3_s, iq2_xs-iq2_xs, iq2_s-iq2_s (each also repacked)
 //   v3 mxfp4-mxfp4 (MXFP4_MOE files), v3 / v2lite mxfp4-mxfp4/repacked
+//   v2lite   iq1_s-q8_0/repacked (the planner's IQ1_S validation file)
 // each in the file layout, and ".../repacked" (all four) as the engine stores
 // them by default: repacked at load into 16-row groups where the tier has the layouts
 // (gemv::LoadLayout: q4_K_r16, q6_K_r16, q5_0_r16, q8_0_r16 on AVX-512 VNNI; q2_K_r16,
@@ -125,6 +126,9 @@ constexpr Variant kVariants[] = {
     {"v3/mxfp4-mxfp4", 7168, 2048, 256, 8, GgmlType::kMXFP4, GgmlType::kMXFP4},
     {"v3/mxfp4-mxfp4/repacked", 7168, 2048, 256, 8, GgmlType::kMXFP4, GgmlType::kMXFP4, true},
     {"v2lite/mxfp4-mxfp4/repacked", 2048, 1408, 64, 6, GgmlType::kMXFP4, GgmlType::kMXFP4, true},
+    // The planner's IQ1_S validation file (scripts/iq_experts_gguf.py on a Q8_0 ds-v2-lite):
+    // gate / up IQ1_S, down Q8_0 (1408 is no multiple of 256).
+    {"v2lite/iq1_s-q8_0/repacked", 2048, 1408, 64, 6, GgmlType::kIQ1_S, GgmlType::kQ8_0, true},
 };
 constexpr int64_t kTokens[] = {1, 64, 512};  // decode, prefill 64, prefill 512
 constexpr int kThreads[] = {1, 2};

@@ -63,13 +63,13 @@ struct ModelShape {
   std::vector<uint64_t> routed_bytes_by_moe_layer;
 
   // KV cache bytes per token (all layers) as moesplit's cache stores it (core/engine/kv_cache.h):
-  // deepseek2 MLA: (kv_lora + qk_rope) + kv_lora (the transposed latent copy) values per layer;
-  // GQA: n_head_kv * (head_dim_k + head_dim_v) values per layer. f16 = 2 bytes, f32 = 4 bytes.
+  // deepseek2 MLA: kv_lora + qk_rope values per layer (the latent rows); GQA: n_head_kv *
+  // (head_dim_k + head_dim_v) values per layer. f16 = 2 bytes, f32 = 4 bytes.
   uint64_t kv_bytes_per_token_f16 = 0;
   uint64_t kv_bytes_per_token_f32 = 0;
   // The same for the hybrid pass's cache on the GPU (core/engine/hybrid_forward.h): MLA's
-  // latent rows only, (kv_lora + qk_rope) f16 values per layer (V3: 576 x 2 B x 61 layers). For
-  // architectures the hybrid pass does not run (GQA), the f16 CPU layout.
+  // latent rows, (kv_lora + qk_rope) f16 values per layer (V3: 576 x 2 B x 61 layers), as the
+  // CPU's f16 cache; for GQA (which the hybrid pass does not run) the f16 CPU layout too.
   uint64_t kv_gpu_bytes_per_token = 0;
   // Attention multiply-adds per token per cached position, all layers: MLA (absorbed) n_head *
   // ((kv_lora + qk_rope) + kv_lora); GQA n_head * (head_dim_k + head_dim_v).

@@ -47,7 +47,6 @@ struct Workspace {
   std::vector<float> o;            // [T x H*hv] attention output before attn_output
   std::vector<float> cs;           // [T x R] RoPE cos/sin rows
   std::vector<float> cache_f32;    // [ctx x width] f16 K / latent cache rows as f32
-  std::vector<float> cache_f32_v;  // f16 V cache rows (GQA) / transposed latents (MLA) as f32
   std::vector<float> router;       // [T x E] router logits
   std::vector<int32_t> ids;        // [T x k] routed experts
   std::vector<float> weights;      // [T x k] their weights

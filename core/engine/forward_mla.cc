@@ -102,11 +102,10 @@ void AbsorbQ(const ForwardContext& ctx, const HeadMaps& m, const float* q_nope, 
   qmatmul::MatMulRows(ctx.kernels, m.k, s.rows, q_abs, ldy, 0, L);
 }
 
-// Latent cache of one layer for positions [0, n_ctx): rows [n_ctx x (L+R)] and c transposed.
+// Latent cache of one layer for positions [0, n_ctx): rows [n_ctx x (L+R)], c_s the first L
+// values of row s.
 struct LatentCache {
   const float* rows;  // [n_ctx x W]
-  const float* c_t;   // [L x n_ctx], row i at c_t + i * t_stride
-  int64_t t_stride;
   int64_t n_ctx;
 };
 
@@ -117,7 +116,7 @@ struct LatentCache {
 //   qc[(i, j)]  = [W_kb[h]^T q_nope, q_pe]                      [nt*nh x (L+R)]
 //   s           = qc rows^T: scores against positions < the block's end  [nt*nh x n]
 //   p           = softmax(kq_scale * s) over positions <= the token's (causal)
-//   o_lat       = p C = p (C^T)^T                                [nt*nh x L]
+//   o_lat       = p C, straight from the cache rows (row_mix)      [nt*nh x L]
 //   o[t, h]     = W_vb[h] o_lat                                   [v]
 void AttendBlock(const ForwardContext& ctx, const LayerWeights& l, const LatentCache& cache,
                  const float* q, int64_t pos0, int64_t t0, int64_t nt, int64_t h0, int64_t nh,
@@ -143,8 +142,8 @@ void AttendBlock(const ForwardContext& ctx, const LayerWeights& l, const LatentC
     const int64_t valid = pos0 + t0 + r / nh + 1;  // causal: positions 0 .. own
     ctx.kernels.scaled_softmax(scores + r * n, valid, n, c.kq_scale);
   }
-  qmatmul::MatMulRows(ctx.kernels, F32Matrix(cache.c_t, L, n, cache.t_stride),
-                      F32Rows(scores, rows, n, n), o_lat, L, 0, L);
+  // o_lat = p C from the cache rows as they lie (their first L values are c_s).
+  ctx.kernels.row_mix(scores, n, rows, cache.rows, W, n, L, o_lat, L);
   for (int64_t j = 0; j < nh; ++j) {
     const matmul::WeightMatrix vb = MapsForHead(c, l, h0 + j).v;
     qmatmul::Quantize(ctx.kernels, qmatmul::ActTypeFor(ctx.kernels, vb.type), o_lat + j * L, nh * L,
@@ -286,7 +285,7 @@ namespace {
 
 // One sequence's absorbed-form tasks: (block of <= 16 tokens, group of heads), >= 4 per thread
 // where the heads allow; the latest token blocks (longest causal rows) first. Every task reads
-// the layer's cache ((L+R) + L floats per position): past ~2 MB (decode at long context) one
+// the layer's cache rows ((L+R) floats per position, twice): past ~2 MB (long-context decode) one
 // head group per thread, so that the cache streams from DRAM/L3 once per thread, not 4x.
 struct AbsorbedTask {
   int64_t seq, t0, nt, h0, nh;
@@ -297,7 +296,7 @@ void AddAbsorbedTasks(const ModelConfig& c, int n_threads, int64_t seq, const Se
   const int64_t tb = std::min<int64_t>(s.n_tok, 16);
   const int64_t n_blocks = CeilDiv(s.n_tok, tb);
   const int64_t n_ctx_max = s.pos0 + s.n_tok;
-  const bool big_cache = n_ctx_max * (2 * c.kv_lora_rank + c.qk_rope) * 4 > (int64_t{2} << 20);
+  const bool big_cache = n_ctx_max * (c.kv_lora_rank + c.qk_rope) * 4 > (int64_t{2} << 20);
   const int64_t tasks_wanted = (big_cache ? 1 : 4) * static_cast<int64_t>(n_threads);
   const int64_t groups_wanted = std::clamp<int64_t>(CeilDiv(tasks_wanted, n_blocks), 1, H);
   const int64_t hg = CeilDiv(H, groups_wanted);  // heads per task
@@ -330,11 +329,11 @@ void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
         BytesOf(l.attn_q) + BytesOf(l.attn_q_a) + BytesOf(l.attn_q_b) + BytesOf(l.attn_kv_a_mqa));
     Project(ctx, l, h, n_tok);
   }
-  // The core reads the head maps and, per position, a cache row (L+R) and a transposed latent (L).
+  // The core reads the head maps and, per position, a cache row (L+R).
   uint64_t positions = 0;
   for (const SeqRows& s : ctx.seqs) positions += static_cast<uint64_t>(s.pos0 + s.n_tok);
   const uint64_t core_bytes = BytesOf(l.attn_k_b) + BytesOf(l.attn_v_b) + BytesOf(l.attn_kv_b) +
-                              positions * (2 * c.kv_lora_rank + c.qk_rope) * ctx.kv.element_bytes();
+                              positions * (c.kv_lora_rank + c.qk_rope) * ctx.kv.element_bytes();
   std::optional<PhaseTimer> core_timer(std::in_place, ctx.prof, Phase::kAttnCore, core_bytes);
   RowSlots(ctx, n_tok);
   RopeAndCache(ctx, l, il, n_tok);
@@ -353,14 +352,10 @@ void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
     LatentCache& cache = caches[i];
     cache.n_ctx = s.pos0 + s.n_tok;
     cache.rows = ctx.kv.Rows(KvCache::kK, il, s.blocks, cache.n_ctx, &ctx.ws.seq_rows[i]);
-    cache.c_t = nullptr;  // the absorbed form's C^T; the expanded form reads rows only
-    cache.t_stride = 0;
     if (expanded) {  // its own parallel loops, one sequence at a time
       ExpandedAttention(ctx, l, cache, q + s.row0 * H * hk, s.n_tok, s.pos0, o + s.row0 * H * hv);
       continue;
     }
-    cache.c_t =
-        ctx.kv.LatentTransposed(il, s.blocks, cache.n_ctx, &ctx.ws.seq_rows_t[i], &cache.t_stride);
     AddAbsorbedTasks(c, n_threads, static_cast<int64_t>(i), s, &tasks);
   }
   // Every absorbed sequence's tasks in one parallel loop (decode of many sequences: one barrier).

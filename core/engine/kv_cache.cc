@@ -21,7 +21,6 @@ KvCache::KvCache(const ModelConfig& c, int64_t positions, KvCacheType type, int6
   if (c.arch == ModelArch::kDeepseek2) {
     width_[kK] = c.kv_lora_rank + c.qk_rope;
     width_[kV] = 0;
-    latent_t_ = c.kv_lora_rank;
   } else {
     width_[kK] = c.n_head_kv * c.head_dim_k;
     width_[kV] = c.n_head_kv * c.head_dim_v;
@@ -42,8 +41,7 @@ StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const ModelConfig& c, int64_t
 }
 
 Status KvCache::Allocate() {
-  const uint64_t row_bytes =
-      static_cast<uint64_t>(width_[kK] + width_[kV] + latent_t_) * element_bytes();
+  const uint64_t row_bytes = static_cast<uint64_t>(width_[kK] + width_[kV]) * element_bytes();
   const std::string what = "KV cache of " + std::to_string(slots_) + " positions (" +
                            std::to_string(n_layer_) + " layers x " + std::to_string(row_bytes) +
                            " B per position)";
@@ -60,38 +58,28 @@ Status KvCache::Allocate() {
       MOESPLIT_ASSIGN_OR_RETURN(f16_[p], ZeroedArray<uint16_t>::Map(n, what, hint));
     }
   }
-  const size_t nt = static_cast<size_t>(n_layer_ * latent_t_ * slots_);
-  if (type_ == KvCacheType::kF32) {
-    MOESPLIT_ASSIGN_OR_RETURN(t_f32_, ZeroedArray<float>::Map(nt, what, hint));
-  } else {
-    MOESPLIT_ASSIGN_OR_RETURN(t_f16_, ZeroedArray<uint16_t>::Map(nt, what, hint));
-  }
   return Status::Ok();
 }
 
 uint64_t KvCache::bytes() const {
-  return (f32_[0].size() + f32_[1].size() + t_f32_.size()) * sizeof(float) +
-         (f16_[0].size() + f16_[1].size() + t_f16_.size()) * sizeof(uint16_t);
+  return (f32_[0].size() + f32_[1].size()) * sizeof(float) +
+         (f16_[0].size() + f16_[1].size()) * sizeof(uint16_t);
 }
 
 uint64_t KvCache::resident_bytes() const {
-  return f32_[0].ResidentBytes() + f32_[1].ResidentBytes() + t_f32_.ResidentBytes() +
-         f16_[0].ResidentBytes() + f16_[1].ResidentBytes() + t_f16_.ResidentBytes();
+  return f32_[0].ResidentBytes() + f32_[1].ResidentBytes() + f16_[0].ResidentBytes() +
+         f16_[1].ResidentBytes();
 }
 
 uint64_t KvCache::bytes_per_block() const { return bytes() / static_cast<uint64_t>(n_blocks_); }
 
 void KvCache::Write(Part part, int64_t il, int64_t slot, const float* row) {
   const size_t at = Index(part, il, slot);
-  const int64_t nt = part == kK ? latent_t_ : 0;  // the transposed latent copy (MLA)
-  const size_t t0 = static_cast<size_t>(il * latent_t_ * slots_ + slot);
   if (type_ == KvCacheType::kF32) {
     std::copy(row, row + width_[part], f32_[part].data() + at);
-    for (int64_t i = 0; i < nt; ++i) t_f32_[t0 + i * slots_] = row[i];
     return;
   }
   for (int64_t i = 0; i < width_[part]; ++i) f16_[part][at + i] = Fp32ToFp16(row[i]);
-  for (int64_t i = 0; i < nt; ++i) t_f16_[t0 + i * slots_] = Fp32ToFp16(row[i]);
 }
 
 bool KvCache::Contiguous(std::span<const int32_t> blocks, int64_t n) const {
@@ -125,56 +113,23 @@ const float* KvCache::Rows(Part part, int64_t il, std::span<const int32_t> block
   return buffer->data();
 }
 
-const float* KvCache::LatentTransposed(int64_t il, std::span<const int32_t> blocks, int64_t n,
-                                       std::vector<float>* buffer, int64_t* stride) const {
-  const size_t at = static_cast<size_t>(il * latent_t_ * slots_);
-  if (type_ == KvCacheType::kF32 && Contiguous(blocks, n)) {
-    *stride = slots_;
-    return t_f32_.data() + at + (n > 0 ? int64_t{blocks[0]} * block_ : 0);
-  }
-  buffer->resize(static_cast<size_t>(latent_t_ * n));
-  for (int64_t i = 0; i < latent_t_; ++i) {
-    float* dst = buffer->data() + i * n;
-    for (int64_t p0 = 0; p0 < n; p0 += block_) {
-      const size_t src = at + static_cast<size_t>(i * slots_ + Slot(blocks, p0));
-      const int64_t count = std::min(block_, n - p0);
-      if (type_ == KvCacheType::kF32) {
-        std::memcpy(dst + p0, t_f32_.data() + src, static_cast<size_t>(count) * sizeof(float));
-      } else {
-        for (int64_t s = 0; s < count; ++s) dst[p0 + s] = Fp16ToFp32(t_f16_[src + s]);
-      }
-    }
-  }
-  *stride = n;
-  return buffer->data();
-}
-
 void KvCache::CopyBlock(int32_t src, int32_t dst) {
   MOESPLIT_CHECK(src >= 0 && src < n_blocks_ && dst >= 0 && dst < n_blocks_,
                  "KvCache::CopyBlock: blocks ", src, " -> ", dst, " of ", n_blocks_);
-  auto copy = [&](auto& v, int64_t rows_per_layer, int64_t width, int64_t row_stride) {
-    // rows_per_layer groups of `block_` consecutive elements x width each.
+  // Per layer, the block's block_ x width consecutive values.
+  auto copy = [&](auto& v, int64_t width) {
     for (int64_t il = 0; il < n_layer_; ++il) {
-      for (int64_t r = 0; r < rows_per_layer; ++r) {
-        const int64_t base = (il * rows_per_layer + r) * row_stride;
-        std::copy_n(v.data() + base + src * block_ * width, block_ * width,
-                    v.data() + base + dst * block_ * width);
-      }
+      const int64_t base = il * slots_ * width;
+      std::copy_n(v.data() + base + src * block_ * width, block_ * width,
+                  v.data() + base + dst * block_ * width);
     }
   };
   for (int p = 0; p < 2; ++p) {
     if (width_[p] == 0) continue;
     if (type_ == KvCacheType::kF32) {
-      copy(f32_[p], 1, width_[p], slots_ * width_[p]);
+      copy(f32_[p], width_[p]);
     } else {
-      copy(f16_[p], 1, width_[p], slots_ * width_[p]);
-    }
-  }
-  if (latent_t_ > 0) {
-    if (type_ == KvCacheType::kF32) {
-      copy(t_f32_, latent_t_, 1, slots_);
-    } else {
-      copy(t_f16_, latent_t_, 1, slots_);
+      copy(f16_[p], width_[p]);
     }
   }
 }

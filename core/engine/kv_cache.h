@@ -5,21 +5,20 @@
 // token:
 //  - deepseek2 (MLA): the latent form, one row of [kv_lora + qk_rope] values: the normalised
 //    compressed kv (c, 512 for V3) followed by the roped shared key (k_pe, 64): 576 values per
-//    token per layer (V3, 61 layers, f16: 70 KB per token, 288 MB at 4096).
-//    The c part is also kept transposed ([kv_lora][slots] per layer): attention's second product
-//    o_lat = P C (probabilities times cached latents) is then a plain matrix product over the
-//    cache's rows (kernel form y = x W^T with W = C^T), like the first one, scores = Q C^T.
-//    That costs another kv_lora values per token per layer (1.9x the memory).
+//    token per layer (V3, 61 layers, f16: 70 KB per token, 288 MB at 4096). Both of
+//    attention's products read these rows as they lie: scores = Q C^T in the dot form, and
+//    o_lat = P C as weighted sums of the rows (GemvKernels::row_mix). (Until 2026-12-03 the c
+//    part was also kept transposed, [kv_lora][slots] per layer, for a dot-form P C: 1.9x the
+//    memory, a write scattered over 512 pages per token and layer, and a slower product.)
 //  - GQA archs (qwen3moe, llama): K rows [n_head_kv x head_dim_k] and V rows [n_head_kv x
 //    head_dim_v] per token.
 // Stored as f32 or f16 (llama.cpp's default); attention reads rows back as f32. The pool is
 // zero pages (ZeroedPages): its memory becomes resident as positions are written, so a large
-// -c costs RAM only as far as it is used (the transposed copy's rows are slots x 4 B apart: a
-// position touches one page per latent row, shared by the next 1024 positions in f32). A sequence
+// -c costs RAM only as far as it is used. A sequence
 // whose blocks are consecutive (the usual case for a lone sequence: blocks are handed out lowest
 // first) is read in place, exactly as an unpaged cache; a fragmented one (a shared prefix, a
-// pool with holes) is gathered into a scratch buffer per layer: (kv_lora + W) floats per
-// position copied, about the bytes attention reads anyway.
+// pool with holes) is gathered into a scratch buffer per layer: W floats per position copied,
+// the bytes attention reads anyway.
 #pragma once
 
 #include <cstdint>
@@ -75,10 +74,6 @@ class KvCache {
   // Valid until the next Write or buffer change.
   const float* Rows(Part part, int64_t il, std::span<const int32_t> blocks, int64_t n,
                     std::vector<float>* buffer) const;
-  // MLA only: the latent c of positions [0, n) transposed, [kv_lora rows x n], row i at
-  // result + i * *stride (stride slots() in place; n when converted / gathered into *buffer).
-  const float* LatentTransposed(int64_t il, std::span<const int32_t> blocks, int64_t n,
-                                std::vector<float>* buffer, int64_t* stride) const;
   // Copies block src's rows (every layer and part) into block dst: copy-on-write of a shared
   // block before a sequence writes into it.
   void CopyBlock(int32_t src, int32_t dst);
@@ -101,9 +96,6 @@ class KvCache {
   int64_t width_[2];              // values per row: [K or latent, V (0 for MLA)]
   ZeroedArray<float> f32_[2];     // [n_layer][slots][width] when type_ == kF32
   ZeroedArray<uint16_t> f16_[2];  // the same in IEEE half when type_ == kF16
-  int64_t latent_t_ = 0;          // MLA: kv_lora (rows of the transposed copy); else 0
-  ZeroedArray<float> t_f32_;      // [n_layer][latent_t_][slots] when type_ == kF32
-  ZeroedArray<uint16_t> t_f16_;   // the same in IEEE half when type_ == kF16
 };
 
 }  // namespace moesplit::engine

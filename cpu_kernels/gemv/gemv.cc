@@ -27,6 +27,20 @@ void ScaledSoftmaxScalar(float* x, int64_t valid, int64_t n, float scale) {
   std::fill(x + valid, x + n, 0.0f);
 }
 
+// The reference of row_mix: each output one f32 sum over the positions in order.
+void RowMixScalar(const float* p, int64_t ldp, int64_t n_out, const float* rows, int64_t ld_rows,
+                  int64_t n, int64_t d, float* y, int64_t ldy) {
+  for (int64_t t = 0; t < n_out; ++t) {
+    float* yt = y + t * ldy;
+    std::fill(yt, yt + d, 0.0f);
+    for (int64_t s = 0; s < n; ++s) {
+      const float w = p[t * ldp + s];
+      const float* r = rows + s * ld_rows;
+      for (int64_t j = 0; j < d; ++j) yt[j] += w * r[j];
+    }
+  }
+}
+
 #if defined(MOESPLIT_GEMV_X86)
 // The AVX2 gemms with a wide path (gemv_avx2_wide.inc, gemv_legacy_wide_avx2.inc: from 8 tokens
 // the weights are decoded once per 64-token block) block for the caches themselves: callers hand
@@ -67,17 +81,20 @@ GemvKernels BuildTable(cpu::IsaTier tier, DecodeRead read) {
   k.quantize_q8_0 = QuantizeQ8_0;
   k.scaled_softmax = ScaledSoftmaxScalar;
   k.swiglu = ops::SwiGluInPlace;
+  k.row_mix = RowMixScalar;
 #if defined(MOESPLIT_GEMV_X86)
   if (tier == cpu::IsaTier::kAvx2) {
     k.quantize_q8k = internal::QuantizeQ8K_Avx2;
     k.quantize_q8_0 = internal::QuantizeQ8_0_Avx2;
     k.scaled_softmax = internal::ScaledSoftmax_Avx2;
     k.swiglu = internal::SwiGlu_Avx2;
+    k.row_mix = internal::RowMix_Avx2;
   } else if (tier == cpu::IsaTier::kAvx512 || tier == cpu::IsaTier::kAvx512Vnni) {
     k.quantize_q8k = internal::QuantizeQ8K_Avx512;
     k.quantize_q8_0 = internal::QuantizeQ8_0_Avx512;
     k.scaled_softmax = internal::ScaledSoftmax_Avx512;
     k.swiglu = internal::SwiGlu_Avx512;
+    k.row_mix = internal::RowMix_Avx512;
   }
 #endif
   internal::AddKQuantKernels(tier, &k);

@@ -46,6 +46,9 @@ using DotFn = float (*)(const void* w_row, const void* a_row, int64_t n);
 // size required). Results equal `dot` per (r, t) up to float summation order.
 using ScaledSoftmaxFn = void (*)(float* x, int64_t valid, int64_t n, float scale);
 using SwiGluFn = void (*)(float* gate, const float* up, int64_t n);
+// y[t * ldy + j] = sum_{s < n} p[t * ldp + s] * rows[s * ld_rows + j] for t < n_out, j < d.
+using RowMixFn = void (*)(const float* p, int64_t ldp, int64_t n_out, const float* rows,
+                          int64_t ld_rows, int64_t n, int64_t d, float* y, int64_t ldy);
 using GemmFn = void (*)(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 
@@ -110,6 +113,10 @@ struct GemvKernels {
   // gate[i] = silu(gate[i]) * up[i] for i < n: the SwiGLU of the FFNs (moe/fused_ffn.cc). Every
   // tier: the scalar reference (ops::SwiGluInPlace, expf), AVX-512 from kAvx512 on.
   SwiGluFn swiglu = nullptr;
+  // Weighted sums of f32 rows, n_out outputs of d values over n rows (RowMixFn): MLA's absorbed
+  // decode output p C from the latent cache rows as they lie. Every tier: the scalar reference
+  // (positions in order, one f32 sum per output), AVX2 and AVX-512 from their tiers on.
+  RowMixFn row_mix = nullptr;
 
   // The kernels for weight type t, or nullptr when there are none.
   const TypeKernels* For(GgmlType t) const;

@@ -33,6 +33,11 @@ void AddAmxKernels(GemvKernels* k);
 // scaled_softmax and swiglu from kAvx512 on (softmax_avx512.cc).
 void ScaledSoftmax_Avx512(float* x, int64_t valid, int64_t n, float scale);
 void ScaledSoftmax_Avx2(float* x, int64_t valid, int64_t n, float scale);
+// GemvKernels::row_mix (row_mix_avx512.cc, row_mix_avx2.cc).
+void RowMix_Avx512(const float* p, int64_t ldp, int64_t n_out, const float* rows, int64_t ld_rows,
+                   int64_t n, int64_t d, float* y, int64_t ldy);
+void RowMix_Avx2(const float* p, int64_t ldp, int64_t n_out, const float* rows, int64_t ld_rows,
+                 int64_t n, int64_t d, float* y, int64_t ldy);
 void SwiGlu_Avx2(float* gate, const float* up, int64_t n);
 void SwiGlu_Avx512(float* gate, const float* up, int64_t n);
 // The AMX tier's F32 x F32 GEMM on AMX-BF16 tiles (gemv_float_amx.cc): f32_gemm_bf16x3.

@@ -88,8 +88,8 @@ TEST(ModelShapeSource, DeepSeekV3FullSize) {
   // 256 experts x 3 x 7168 x 2048 per MoE layer = 11.27 G weights; 58 layers = 654 G.
   EXPECT_EQ(s->params.routed_experts, 58ull * 256 * 3 * 7168 * 2048);
   EXPECT_EQ(s->routed_params_per_expert_layer, 3ull * 7168 * 2048);
-  // MLA cache: (512 + 64) + 512 values x 61 layers x 2 bytes.
-  EXPECT_EQ(s->kv_bytes_per_token_f16, 1088ull * 61 * 2);
+  // MLA cache: 512 + 64 latent values x 61 layers x 2 bytes.
+  EXPECT_EQ(s->kv_bytes_per_token_f16, 576ull * 61 * 2);
   EXPECT_EQ(s->quant, "Q4_K_M");
 }
 
@@ -103,7 +103,7 @@ TEST(ModelShapeSource, KimiK2FullSize) {
   // 384 experts x 3 x 7168 x 2048 per MoE layer = 16.9 G weights; 60 layers = 1015 G.
   EXPECT_EQ(s->params.routed_experts, 60ull * 384 * 3 * 7168 * 2048);
   EXPECT_EQ(s->routed_params_per_expert_layer, 3ull * 7168 * 2048);
-  EXPECT_EQ(s->kv_bytes_per_token_f16, 1088ull * 61 * 2);  // MLA: as DeepSeek-V3
+  EXPECT_EQ(s->kv_bytes_per_token_f16, 576ull * 61 * 2);  // MLA: as DeepSeek-V3
   // Per token the same 8 experts x 3 matrices are read as for DeepSeek-V3 (2048 wide), but
   // over 60 MoE layers instead of 58.
   StatusOr<numa::ModelShape> v3 = ModelShapeFromPreset("ds-v3");
@@ -128,9 +128,8 @@ TEST(ModelShapeSource, Errors) {
 // planner's choice: the fastest predicted mode that fits, for ds-tiny one socket (never one pool
 // spread over both sockets).
 // The planner's KV bytes are what the engine allocates for the same context: on the CPU the
-// f32 cache with MLA's transposed latent copy, on the GPU the hybrid pass's f16 latent rows
-// (here on the host backend, which allocates what CudaBackend does), both in whole blocks.
-// Before, the CPU cache was planned as f16 (half of it) and the GPU's as the CPU layout (1.9x).
+// f32 latent rows, on the GPU the hybrid pass's f16 latent rows (here on the host backend,
+// which allocates what CudaBackend does), both in whole blocks.
 TEST(PlanKv, EqualsTheEngineAllocation) {
   MOESPLIT_REQUIRE_TESTDATA();
   static_assert(numa::kKvBlockPositions == engine::kKvBlockSize);

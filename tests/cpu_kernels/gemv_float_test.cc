@@ -367,6 +367,57 @@ TEST(FloatAmxTest, HalfWeightTilesSumEveryPartProduct) {
   }
 }
 
+// ---- weighted sums of rows (MLA's absorbed decode output) ------------------------------------
+
+// Every tier's row_mix against the scalar reference: outputs in pairs and alone, widths that
+// leave partial vectors (d 1 ... 530) and rows a wider stride apart (the 576-wide latent cache
+// rows of which the first 512 are summed), outputs poisoned with NaN before each run and the
+// gaps between output rows (ldy > d) left untouched. Bound: a few f32 roundings of sum |p r|.
+TEST(RowMixTest, EveryTierMatchesTheReference) {
+  const RowMixFn ref = KernelsFor(IsaTier::kScalar).row_mix;
+  ASSERT_NE(ref, nullptr);
+  std::mt19937 rng(13);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (int t = 0; t < cpu::kNumIsaTiers; ++t) {
+    const auto tier = static_cast<IsaTier>(t);
+    if (!TierAvailable(tier)) continue;
+    const RowMixFn fn = KernelsFor(tier).row_mix;
+    ASSERT_NE(fn, nullptr) << cpu::IsaTierName(tier);
+    for (const auto& [n_out, n, d, ld_rows] :
+         {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1},
+          {2, 3, 7, 9},
+          {3, 17, 16, 16},
+          {2, 64, 512, 576},
+          {5, 33, 129, 130},
+          {16, 257, 512, 576},
+          {1, 100, 530, 530}}) {
+      const int64_t ldp = n + 3, ldy = d + 2;
+      std::vector<float> p(static_cast<size_t>(n_out * ldp)),
+          rows(static_cast<size_t>(n * ld_rows));
+      for (float& v : p) v = std::abs(dist(rng)) / static_cast<float>(n);  // softmax-like weights
+      for (float& v : rows) v = dist(rng);
+      std::vector<float> want(static_cast<size_t>(n_out * ldy), kNaN);
+      std::vector<float> got = want;
+      ref(p.data(), ldp, n_out, rows.data(), ld_rows, n, d, want.data(), ldy);
+      fn(p.data(), ldp, n_out, rows.data(), ld_rows, n, d, got.data(), ldy);
+      for (int64_t o = 0; o < n_out; ++o) {
+        for (int64_t j = 0; j < d; ++j) {
+          double mag = 0;
+          for (int64_t s = 0; s < n; ++s)
+            mag += std::abs(double{p[o * ldp + s]} * rows[s * ld_rows + j]);
+          ASSERT_NEAR(got[o * ldy + j], want[o * ldy + j], 4e-7 * mag * std::log2(n + 2.0) + 1e-30)
+              << cpu::IsaTierName(tier) << " out " << o << " of " << n_out << ", value " << j
+              << " of " << d << ", " << n << " rows";
+        }
+        for (int64_t j = d; j < ldy; ++j) {
+          ASSERT_TRUE(std::isnan(got[o * ldy + j]))
+              << "wrote past d at out " << o << " value " << j;
+        }
+      }
+    }
+  }
+}
+
 // ---- softmax of attention score rows ------------------------------------------------------
 
 // Every tier's scaled_softmax against the scalar reference (ops::Softmax of the scaled row):

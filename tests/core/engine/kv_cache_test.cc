@@ -35,17 +35,12 @@ void ExpectSequence(const KvCache& kv, std::span<const int32_t> blocks, int64_t 
                     bool in_place) {
   const int64_t W = kv.width(KvCache::kK);
   for (int64_t il = 0; il < 2; ++il) {
-    std::vector<float> buf(3, NAN), buf_t(3, NAN);
+    std::vector<float> buf(3, NAN);
     const float* rows = kv.Rows(KvCache::kK, il, blocks, n, &buf);
     EXPECT_EQ(rows != buf.data(), in_place) << "layer " << il;
-    int64_t stride = 0;
-    const float* t = kv.LatentTransposed(il, blocks, n, &buf_t, &stride);
     for (int64_t p = 0; p < n; ++p) {
       for (int64_t i = 0; i < W; ++i) {
         ASSERT_EQ(rows[p * W + i], Value(il, p, i)) << "layer " << il << " pos " << p;
-      }
-      for (int64_t i = 0; i < 6; ++i) {
-        ASSERT_EQ(t[i * stride + p], Value(il, p, i)) << "transposed, layer " << il;
       }
     }
   }
@@ -55,8 +50,8 @@ TEST(KvCacheTest, PoolIsWholeBlocks) {
   KvCache kv(Mla(), 10, KvCacheType::kF32, 4);
   EXPECT_EQ(kv.n_blocks(), 3);
   EXPECT_EQ(kv.slots(), 12);
-  // 2 layers x 12 slots x (8 + 6 transposed) floats.
-  EXPECT_EQ(kv.bytes(), 2u * 12u * 14u * 4u);
+  // 2 layers x 12 slots x 8 floats (the latent rows only: no transposed copy).
+  EXPECT_EQ(kv.bytes(), 2u * 12u * 8u * 4u);
   const std::vector<int32_t> blocks = {2, 0};
   EXPECT_EQ(kv.Slot(blocks, 0), 8);
   EXPECT_EQ(kv.Slot(blocks, 5), 1);
@@ -73,7 +68,7 @@ TEST(KvCacheTest, ConsecutiveBlocksReadInPlaceOthersGathered) {
   }
 }
 
-TEST(KvCacheTest, CopyBlockCopiesEveryLayerAndTheTransposedRows) {
+TEST(KvCacheTest, CopyBlockCopiesEveryLayer) {
   for (KvCacheType type : {KvCacheType::kF32, KvCacheType::kF16}) {
     KvCache kv(Mla(), 16, type, 4);
     const std::vector<int32_t> a = {1, 2};
@@ -84,9 +79,8 @@ TEST(KvCacheTest, CopyBlockCopiesEveryLayerAndTheTransposedRows) {
   }
 }
 
-// The pool is reserved, not written: DeepSeek-V2-Lite's latent rows (27 layers, 512 + 64, f32,
-// plus the transposed 512) at 4096 positions are 481 MB, of which one written position per layer
-// touches 27 x (1 row page + 512 transposed pages) = ~54 MB at most.
+// The pool is reserved, not written: DeepSeek-V2-Lite's latent rows (27 layers, 512 + 64, f32)
+// at 4096 positions are 255 MB, of which one written position per layer touches 27 row pages.
 TEST(KvCacheTest, MemoryBecomesResidentAsPositionsAreWritten) {
   ModelConfig c = Mla();
   c.n_layer = 27;
@@ -94,14 +88,14 @@ TEST(KvCacheTest, MemoryBecomesResidentAsPositionsAreWritten) {
   c.qk_rope = 64;
   auto kv = KvCache::Create(c, 4096);
   ASSERT_TRUE(kv.ok()) << kv.status().ToString();
-  EXPECT_EQ((*kv)->bytes(), 27u * 4096u * (576u + 512u) * 4u);
+  EXPECT_EQ((*kv)->bytes(), 27u * 4096u * 576u * 4u);
   EXPECT_LE((*kv)->resident_bytes(), 8u << 20);
   std::vector<float> row(576, 1.0f);
   const std::vector<int32_t> blocks = {0};
   for (int64_t il = 0; il < 27; ++il)
     (*kv)->Write(KvCache::kK, il, (*kv)->Slot(blocks, 0), row.data());
   const uint64_t one = (*kv)->resident_bytes();
-  EXPECT_GE(one, 27u * 512u * 4096u);  // every layer's transposed rows got a page each
+  EXPECT_GE(one, 27u * 576u * 4u);     // every layer's written row is resident
   EXPECT_LE(one, (*kv)->bytes() / 4);  // and the rest of the pool stays unwritten
   std::vector<float> out;
   EXPECT_EQ((*kv)->Rows(KvCache::kK, 26, blocks, 1, &out)[575], 1.0f);
@@ -112,12 +106,12 @@ TEST(KvCacheTest, APoolLargerThanRamIsAClearError) {
   c.n_layer = 61;
   c.kv_lora_rank = 512;
   c.qk_rope = 64;
-  // 61 layers x 4352 B x 2^30 positions = 285 TB.
+  // 61 layers x 2304 B x 2^30 positions = 151 TB.
   auto kv = KvCache::Create(c, int64_t{1} << 30);
   ASSERT_FALSE(kv.ok());
   const std::string m = kv.status().ToString();
   EXPECT_NE(m.find("RESOURCE_EXHAUSTED"), std::string::npos) << m;
-  EXPECT_NE(m.find("KV cache of 1073741824 positions (61 layers x 4352 B per position)"),
+  EXPECT_NE(m.find("KV cache of 1073741824 positions (61 layers x 2304 B per position)"),
             std::string::npos)
       << m;
   EXPECT_NE(m.find("lower -c / --ctx-size"), std::string::npos) << m;

@@ -126,12 +126,12 @@ TEST(OracleTest, F16CacheIsHalfTheBytes) {
   MOESPLIT_REQUIRE_TESTDATA();
   std::unique_ptr<Model> model =
       Model::Load(testing::TestDataPath("models/ds-tiny-Q4_K_M.gguf")).value();
-  // 4 layers x 128 slots (100 positions in blocks of 32) x (kv_lora 64 + rope 16 values + the
-  // transposed kv_lora 64).
+  // 4 layers x 128 slots (100 positions in blocks of 32) x (kv_lora 64 + rope 16 values): the
+  // latent rows only.
   Session f32(*model, {.ctx_size = 100, .n_threads = 1});
   Session f16(*model, {.ctx_size = 100, .n_threads = 1, .kv_type = KvCacheType::kF16});
-  EXPECT_EQ(f32.kv_cache_bytes(), 4u * 128u * (80u + 64u) * 4u);
-  EXPECT_EQ(f16.kv_cache_bytes(), 4u * 128u * (80u + 64u) * 2u);
+  EXPECT_EQ(f32.kv_cache_bytes(), 4u * 128u * 80u * 4u);
+  EXPECT_EQ(f16.kv_cache_bytes(), 4u * 128u * 80u * 2u);
 }
 
 TEST(OracleTest, ErrorsAreStatuses) {
