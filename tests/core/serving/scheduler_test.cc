@@ -204,18 +204,25 @@ TEST_P(SchedulerTest, PrefixReuseAcrossRequests) {
 
 // A pool of 4 blocks for two sequences that need 3 each: one is preempted into the cache and
 // resumed (its generated tokens re-evaluated as a prompt); both finish with their alone-tokens
-// (up to a near-tie).
+// (up to a near-tie). The two only meet if b is admitted before a reaches position 64 (its third
+// block, 24 decode steps of ~1 ms): a test thread descheduled that long between the two Submits
+// (ctest -j2 on 2 cores: seen once in CI) lets a finish alone, with nothing to preempt. Such a
+// round is run again, up to 3 rounds; each round's tokens are checked.
 TEST_P(SchedulerTest, AFullPoolPreemptsAndResumes) {
   const std::vector<int32_t> pa = Prompt(40, 3), pb = Prompt(40, 4);
   const Result ra = Alone(pa, 40), rb = Alone(pb, 40);
-  auto engine = NewEngine(128);
-  ASSERT_EQ(engine->kv_blocks(), 4);
-  Scheduler s(engine.get(), tok_.get(), {.max_running = 2});
-  auto a = s.Submit(pa, Greedy(40)).value();
-  auto b = s.Submit(pb, Greedy(40)).value();
-  ExpectSameUpToANearTie(Collect(a), ra, "a");
-  ExpectSameUpToANearTie(Collect(b), rb, "b");
-  EXPECT_GT(s.Stats().preemptions, 0);
+  int64_t preemptions = 0;
+  for (int round = 0; round < 3 && preemptions == 0; ++round) {
+    auto engine = NewEngine(128);
+    ASSERT_EQ(engine->kv_blocks(), 4);
+    Scheduler s(engine.get(), tok_.get(), {.max_running = 2});
+    auto a = s.Submit(pa, Greedy(40)).value();
+    auto b = s.Submit(pb, Greedy(40)).value();
+    ExpectSameUpToANearTie(Collect(a), ra, "a");
+    ExpectSameUpToANearTie(Collect(b), rb, "b");
+    preemptions = s.Stats().preemptions;
+  }
+  EXPECT_GT(preemptions, 0);
 }
 
 // While a stream decodes, a 300-token prompt is cut into chunks (here learned from the steps),
