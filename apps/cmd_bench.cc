@@ -66,17 +66,24 @@ BenchModelInfo ModelInfo(const engine::Model& model, const std::string& path) {
   return m;
 }
 
-// One measured run of a test from an empty context: the prompt in n_batch-sized Eval calls,
-// then n_gen single-token Eval calls. Random ids as llama-bench uses (BOS not special-cased).
+// One measured run of a test from an empty context: t.n_depth tokens untimed (and outside
+// `profile`, the session's profile during the timed part; may be null), then the prompt in
+// n_batch-sized Eval calls, then n_gen single-token Eval calls. Random ids as llama-bench uses
+// (BOS not special-cased).
 StatusOr<uint64_t> RunOnce(engine::Session& s, int64_t n_vocab, const BenchTest& t, int n_batch,
-                           std::mt19937& rng) {
+                           std::mt19937& rng, engine::Profile* profile = nullptr) {
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(n_vocab - 1));
   s.Reset();
   std::vector<int32_t> ids(static_cast<size_t>(std::max(t.n_depth, t.n_prompt)));
   for (int32_t& id : ids) id = tok(rng);
-  for (int done = 0; done < t.n_depth; done += n_batch) {  // depth: not timed
-    const int n = std::min(n_batch, t.n_depth - done);
-    MOESPLIT_RETURN_IF_ERROR(s.Eval(std::span(ids).subspan(done, n), false).status());
+  if (t.n_depth > 0) {  // depth: not timed, not profiled
+    s.set_profile(nullptr);
+    for (int done = 0; done < t.n_depth; done += n_batch) {
+      const int n = std::min(n_batch, t.n_depth - done);
+      MOESPLIT_RETURN_IF_ERROR(s.Eval(std::span(ids).subspan(done, n), false).status());
+    }
+    s.set_profile(profile);
+    for (int32_t& id : ids) id = tok(rng);  // the prompt after it: other tokens
   }
   const auto t0 = Clock::now();
   for (int done = 0; done < t.n_prompt; done += n_batch) {
@@ -93,8 +100,8 @@ StatusOr<uint64_t> RunOnce(engine::Session& s, int64_t n_vocab, const BenchTest&
 // A tg test with t.n_parallel sequences on s's engine: sequence i owns blocks [i*nb, (i+1)*nb)
 // of the pool (nb blocks hold its depth and its tokens); its depth is evaluated untimed, then
 // every timed step evaluates one token of each sequence.
-StatusOr<uint64_t> RunParallel(engine::Session& s, int64_t n_vocab, const BenchTest& t,
-                               int n_batch, std::mt19937& rng) {
+StatusOr<uint64_t> RunParallel(engine::Session& s, int64_t n_vocab, const BenchTest& t, int n_batch,
+                               std::mt19937& rng, engine::Profile* profile = nullptr) {
   engine::Engine& e = s.engine();
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(n_vocab - 1));
   const int N = t.n_parallel;
@@ -106,7 +113,8 @@ StatusOr<uint64_t> RunParallel(engine::Session& s, int64_t n_vocab, const BenchT
   }
   std::vector<float> logits;
   std::vector<int32_t> ids(static_cast<size_t>(std::max(t.n_depth, N)));
-  for (int i = 0; i < N; ++i) {  // depth: not timed
+  s.set_profile(nullptr);  // depth: not timed, not profiled
+  for (int i = 0; i < N; ++i) {
     for (int32_t& id : ids) id = tok(rng);
     for (int done = 0; done < t.n_depth; done += n_batch) {
       const int n = std::min(n_batch, t.n_depth - done);
@@ -114,6 +122,7 @@ StatusOr<uint64_t> RunParallel(engine::Session& s, int64_t n_vocab, const BenchT
       MOESPLIT_RETURN_IF_ERROR(e.Step({&seq, 1}, &logits));
     }
   }
+  s.set_profile(profile);
   std::vector<engine::StepSeq> step(static_cast<size_t>(N));
   const auto t0 = Clock::now();
   for (int g = 0; g < t.n_gen; ++g) {
@@ -127,22 +136,26 @@ StatusOr<uint64_t> RunParallel(engine::Session& s, int64_t n_vocab, const BenchT
   return engine::NsSince(t0);
 }
 
+// llama-bench's order: per depth, the pp tests, the tg tests, the pg tests.
 StatusOr<std::vector<BenchTest>> PlanTests(const BenchArgs& a, int n_threads) {
   std::vector<BenchTest> tests;
-  for (int p : a.n_prompt) {
-    if (p > 0) tests.push_back({.n_prompt = p, .n_threads = n_threads});
-  }
-  for (int npl : a.n_parallel) {
-    for (int n : a.n_gen) {
-      if (n > 0) tests.push_back({.n_gen = n, .n_parallel = npl, .n_threads = n_threads});
+  for (int d : a.n_depth) {
+    for (int p : a.n_prompt) {
+      if (p > 0) tests.push_back({.n_prompt = p, .n_depth = d, .n_threads = n_threads});
     }
-  }
-  for (const std::string& pg : a.pg) {
-    int p = 0, n = 0;
-    if (std::sscanf(pg.c_str(), "%d,%d", &p, &n) != 2 || p <= 0 || n <= 0) {
-      return InvalidArgumentError("-pg expects PP,TG with both > 0, got '", pg, "'");
+    for (int npl : a.n_parallel) {
+      for (int n : a.n_gen) {
+        if (n > 0)
+          tests.push_back({.n_gen = n, .n_depth = d, .n_parallel = npl, .n_threads = n_threads});
+      }
     }
-    tests.push_back({.n_prompt = p, .n_gen = n, .n_threads = n_threads});
+    for (const std::string& pg : a.pg) {
+      int p = 0, n = 0;
+      if (std::sscanf(pg.c_str(), "%d,%d", &p, &n) != 2 || p <= 0 || n <= 0) {
+        return InvalidArgumentError("-pg expects PP,TG with both > 0, got '", pg, "'");
+      }
+      tests.push_back({.n_prompt = p, .n_gen = n, .n_depth = d, .n_threads = n_threads});
+    }
   }
   return tests;
 }
@@ -158,6 +171,9 @@ Status Validate(const BenchArgs& a) {
   }
   for (int v : a.n_gen) {
     if (v < 0) return InvalidArgumentError("-n values must be >= 0, got ", v);
+  }
+  for (int v : a.n_depth) {
+    if (v < 0) return InvalidArgumentError("-d values must be >= 0, got ", v);
   }
   for (int v : a.n_parallel) {
     if (v < 1 || v > 256) return InvalidArgumentError("--npl values must be 1-256, got ", v);
@@ -262,8 +278,8 @@ Status MeasureTest(engine::Session& s, int64_t n_vocab, const BenchArgs& a, Benc
       err << "\rbench: " << t.Name() << ", " << t.n_threads << " threads, run " << (r + 1) << "/"
           << a.repetitions << "   " << std::flush;
     }
-    StatusOr<uint64_t> ns = t.n_parallel > 1 ? RunParallel(s, n_vocab, t, a.n_batch, rng)
-                                             : RunOnce(s, n_vocab, t, a.n_batch, rng);
+    StatusOr<uint64_t> ns = t.n_parallel > 1 ? RunParallel(s, n_vocab, t, a.n_batch, rng, profile)
+                                             : RunOnce(s, n_vocab, t, a.n_batch, rng, profile);
     if (!ns.ok()) s.set_profile(nullptr);
     MOESPLIT_RETURN_IF_ERROR(ns.status());
     t.samples_ns.push_back(*ns);
@@ -468,6 +484,11 @@ void RegisterBench(CLI::App& app, std::function<int()>* action) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--pg", a->pg, "prompt + generation test PP,TG (repeatable)");
+  cmd->add_option("-d,--n-depth", a->n_depth,
+                  "tokens already in the context before each test, comma-separated (as "
+                  "llama-bench's -d: \"tg128 @ d4096\")")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--npl", a->n_parallel,
                   "tg tests with this many sequences decoding together, comma-separated "
                   "(aggregate t/s, as llama-batched-bench's -npl)")

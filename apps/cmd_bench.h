@@ -27,6 +27,9 @@ struct BenchArgs {
   std::vector<int> n_prompt = {512};  // -p (0 = no pp test)
   std::vector<int> n_gen = {128};     // -n (0 = no tg test)
   std::vector<std::string> pg;        // -pg "PP,TG" pairs
+  // -d: every test again after this many tokens already in the KV cache (llama-bench's -d,
+  // "pp512 @ d4096"): decode and prefill at the depth of a long conversation.
+  std::vector<int> n_depth = {0};
   std::vector<int> threads;           // -t (default: all hardware threads)
   int repetitions = 5;                // -r
   int n_batch = 2048;                 // -b: prompt tokens per Eval call

@@ -17,6 +17,12 @@
 // The repacked layouts (q4_K_r16, q5_K_r16, q6_K_r16, q8_0_r16, q5_0_r16, q4_0_r16: 16-row groups,
 // built at load by the expert store) run where the tier has its own tiles.
 //
+// MLA's absorbed decode over one chunk of the latent cache (forward_mla.cc: 16 heads, the
+// ds-v2-lite count, against 512 positions of 576-value f32 rows, 1.2 MB: L2/L3), per tier:
+//   mla/scores_gemm  the scores as the F32 GEMM computes them (weights = the cache rows, the 16
+//                    queries as tokens: its dot form), mla/row_scores  the same by
+//                    GemvKernels::row_scores, mla/row_mix  p C (512 of the 576 values) by row_mix.
+//
 // Counters: GB/s = weight bytes read / s (1e9), GFLOP/s = 2 * rows * K * n_tok / s, bw_frac =
 // (weight bytes / s) / (1-thread read bandwidth of the probe, measured once at start-up and shown
 // in the context header as read_bw_1t). Real time. Default MinTime 0.5 s
@@ -187,6 +193,39 @@ void BM_Gemm(benchmark::State& state, Context* ctx, Case c) {
   state.counters["bw_frac"] = bytes_per_s / ctx->read_bw_1t;
 }
 
+enum class MlaOp { kScoresGemm, kRowScores, kRowMix };
+
+void BM_MlaDecode(benchmark::State& state, cpu::IsaTier tier, MlaOp op) {
+  constexpr int64_t kHeads = 16, kPos = 512, kW = 576, kL = 512;
+  const gemv::GemvKernels& kernels = gemv::KernelsFor(tier);
+  const std::vector<float> rows = NormalValues(kPos * kW, 3, 1.0f);    // [kPos x kW] cache rows
+  const std::vector<float> q = NormalValues(kHeads * kW, 4, 1.0f);     // [kHeads x kW] queries
+  std::vector<float> p = NormalValues(kHeads * kPos, 5, 1.0f / kPos);  // [kHeads x kPos]
+  std::vector<float> out(static_cast<size_t>(kHeads * kPos));          // [kHeads x max(kPos, kL)]
+  const gemv::GemmFn gemm = kernels.For(GgmlType::kF32)->gemm;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    switch (op) {
+      case MlaOp::kScoresGemm:
+        gemm(rows.data(), kW * sizeof(float), kPos, q.data(), kW * sizeof(float), kHeads, kW,
+             out.data(), kPos);
+        break;
+      case MlaOp::kRowScores:
+        kernels.row_scores(q.data(), kW, kHeads, rows.data(), kW, kPos, kW, out.data(), kPos);
+        break;
+      case MlaOp::kRowMix:
+        kernels.row_mix(p.data(), kPos, kHeads, rows.data(), kW, kPos, kL, out.data(), kL);
+        break;
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+  const double macs = static_cast<double>(kHeads * kPos) * (op == MlaOp::kRowMix ? kL : kW);
+  state.counters["GFLOP/s"] =
+      static_cast<double>(state.iterations()) * 2 * macs / dt.count() * 1e-9;
+}
+
 void Register(Context* ctx, const Case& c) {
   const std::string shape = std::to_string(c.shape.rows) + "x" + std::to_string(c.shape.k);
   std::string name = std::string(c.n_tok == 1 ? "gemv/" : "gemm/") + TypeName(c.type) +
@@ -237,6 +276,14 @@ void RegisterAll(Context* ctx) {
     }
     std::fprintf(stderr, "tier %s: kernels for%s\n", std::string(cpu::IsaTierName(tier)).c_str(),
                  listed.c_str());
+    const std::string t(cpu::IsaTierName(tier));
+    for (const auto& [op, name] :
+         {std::pair{MlaOp::kScoresGemm, "scores_gemm"}, std::pair{MlaOp::kRowScores, "row_scores"},
+          std::pair{MlaOp::kRowMix, "row_mix"}}) {
+      benchmark::RegisterBenchmark(("mla/" + std::string(name) + "/" + t + "/16x512x576").c_str(),
+                                   BM_MlaDecode, tier, op)
+          ->UseRealTime();
+    }
   }
 }
 

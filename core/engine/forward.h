@@ -56,6 +56,10 @@ struct Workspace {
   std::vector<float> mla_wvb;  // [G x v x L] W_vb of each head, f32
   std::vector<float> mla_k;    // [G x ctx x (nope+R)] expanded keys [W_kb c_s, k_pe_s]
   std::vector<float> mla_vt;   // [G x v x ctx] expanded values, transposed
+  // MLA decode split over positions (forward_mla.cc), rows of the sequences it takes:
+  std::vector<float> mla_qc;    // [T x H x (L+R)] absorbed queries
+  std::vector<float> mla_part;  // [chunks x tokens x H x L] each chunk's p C, p its softmax
+  std::vector<float> mla_lse;   // [chunks x tokens x H] each chunk's log-sum-exp of the scores
   std::vector<float> gqa_vt;   // [Hk x v x ctx] GQA prefill: cached values, transposed
   std::vector<int64_t> slot;   // [T] the KV cache slot of each row (RowSlots)
   std::vector<int64_t> pos;    // [T] the position of each row in its sequence (RowSlots)
@@ -133,8 +137,17 @@ void Embed(const ForwardContext& ctx, const int32_t* tokens, int64_t n_tok, floa
 //   kExpanded  keys and values of every position expanded per head first ((nope + v) x L per
 //              position and head), then (nope+R) + v per (token, head, position): fewer
 //              multiply-adds once a batch attends to about as many positions as it has tokens;
-//   kAuto      whichever costs fewer multiply-adds (MlaExpandedIsCheaper).
-enum class MlaForm { kAuto, kAbsorbed, kExpanded };
+//   kAuto      whichever costs fewer multiply-adds (MlaExpandedIsCheaper); the absorbed form
+//              split over positions (MlaSplitChunk) for batches of <= 16 tokens past 512 KB
+//              of cache rows per layer;
+//   kAbsorbedSplit  (tests) the absorbed form split over 16-position chunks for batches of
+//              <= 16 tokens, the absorbed form for longer ones.
+enum class MlaForm { kAuto, kAbsorbed, kExpanded, kAbsorbedSplit };
+
+// Positions per task when the absorbed form of a sequence's n_tok tokens over n_ctx positions
+// runs split over positions (long-context decode, forward_mla.cc); 0: not split.
+int64_t MlaSplitChunk(const ModelConfig& c, int n_threads, int64_t n_tok, int64_t n_ctx,
+                      MlaForm form);
 
 bool MlaExpandedIsCheaper(const ModelConfig& c, int64_t n_tok, int64_t pos0);
 

@@ -12,6 +12,8 @@
 // (token block, head group) tasks doing q_abs, the attention (two matrix products over the
 // latent cache, kernel table's f32 form) and o_h together, and attn_output.
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -102,12 +104,39 @@ void AbsorbQ(const ForwardContext& ctx, const HeadMaps& m, const float* q_nope, 
   qmatmul::MatMulRows(ctx.kernels, m.k, s.rows, q_abs, ldy, 0, L);
 }
 
+// qc rows i * ldqc (i < nt) = [W_kb[h]^T q_nope, q_pe] of head h for the nt query rows q [nt x
+// H*hk]: the query in the latent cache's space [L + R].
+void AbsorbedQuery(const ForwardContext& ctx, const LayerWeights& l, const float* q, int64_t nt,
+                   int64_t h, WorkerScratch& s, float* qc, int64_t ldqc) {
+  const ModelConfig& c = ctx.cfg;
+  const int64_t H = c.n_head, L = c.kv_lora_rank, nope = c.qk_nope, hk = c.head_dim_k;
+  const float* qh = q + h * hk;
+  AbsorbQ(ctx, MapsForHead(c, l, h), qh, H * hk, nt, s, qc, ldqc);
+  for (int64_t i = 0; i < nt; ++i) {
+    std::copy(qh + i * H * hk + nope, qh + i * H * hk + hk, qc + i * ldqc + L);
+  }
+}
+
 // Latent cache of one layer for positions [0, n_ctx): rows [n_ctx x (L+R)], c_s the first L
 // values of row s.
 struct LatentCache {
   const float* rows;  // [n_ctx x W]
   int64_t n_ctx;
 };
+
+// o[t0 + i, h0 + j] = W_vb[h0 + j] o_lat[i * nh + j] for nt tokens x nh heads: o_lat rows
+// [(i, j) x L], o rows [.. x H*v] from the sequence's first row.
+void ProjectValues(const ForwardContext& ctx, const LayerWeights& l, const float* o_lat, int64_t t0,
+                   int64_t nt, int64_t h0, int64_t nh, WorkerScratch& s, float* o) {
+  const ModelConfig& c = ctx.cfg;
+  const int64_t H = c.n_head, L = c.kv_lora_rank, hv = c.head_dim_v;
+  for (int64_t j = 0; j < nh; ++j) {
+    const matmul::WeightMatrix vb = MapsForHead(c, l, h0 + j).v;
+    qmatmul::Quantize(ctx.kernels, qmatmul::ActTypeFor(ctx.kernels, vb.type), o_lat + j * L, nh * L,
+                      nt, L, &s.rows);
+    qmatmul::MatMulRows(ctx.kernels, vb, s.rows, o + t0 * H * hv + (h0 + j) * hv, H * hv, 0, hv);
+  }
+}
 
 // Attention of one sequence's tokens [t0, t0+nt) (positions pos0 + t; query rows q [.. x
 // H*hk], output rows o [.. x H*v], both from the sequence's first row) x heads [h0, h0+nh), all
@@ -122,19 +151,14 @@ void AttendBlock(const ForwardContext& ctx, const LayerWeights& l, const LatentC
                  const float* q, int64_t pos0, int64_t t0, int64_t nt, int64_t h0, int64_t nh,
                  WorkerScratch& s, float* o) {
   const ModelConfig& c = ctx.cfg;
-  const int64_t H = c.n_head, L = c.kv_lora_rank, R = c.qk_rope, nope = c.qk_nope;
-  const int64_t hk = c.head_dim_k, hv = c.head_dim_v, W = L + R;
+  const int64_t H = c.n_head, L = c.kv_lora_rank, W = L + c.qk_rope, hk = c.head_dim_k;
   const int64_t n = pos0 + t0 + nt;  // positions any token of the block sees
   const int64_t rows = nt * nh;
   float* qc = Grow(s.a, rows * W);           // [(i, j) x W]
   float* scores = Grow(s.scores, rows * n);  // [(i, j) x n]
   float* o_lat = Grow(s.b, rows * L);        // [(i, j) x L]
   for (int64_t j = 0; j < nh; ++j) {
-    const float* qh = q + (t0 * H + h0 + j) * hk;  // token t0, head h0 + j
-    AbsorbQ(ctx, MapsForHead(c, l, h0 + j), qh, H * hk, nt, s, qc + j * W, nh * W);
-    for (int64_t i = 0; i < nt; ++i) {
-      std::copy(qh + i * H * hk + nope, qh + i * H * hk + hk, qc + (i * nh + j) * W + L);
-    }
+    AbsorbedQuery(ctx, l, q + t0 * H * hk, nt, h0 + j, s, qc + j * W, nh * W);
   }
   qmatmul::MatMulRows(ctx.kernels, F32Matrix(cache.rows, n, W, W), F32Rows(qc, rows, W, W), scores,
                       n, 0, n);
@@ -144,12 +168,7 @@ void AttendBlock(const ForwardContext& ctx, const LayerWeights& l, const LatentC
   }
   // o_lat = p C from the cache rows as they lie (their first L values are c_s).
   ctx.kernels.row_mix(scores, n, rows, cache.rows, W, n, L, o_lat, L);
-  for (int64_t j = 0; j < nh; ++j) {
-    const matmul::WeightMatrix vb = MapsForHead(c, l, h0 + j).v;
-    qmatmul::Quantize(ctx.kernels, qmatmul::ActTypeFor(ctx.kernels, vb.type), o_lat + j * L, nh * L,
-                      nt, L, &s.rows);
-    qmatmul::MatMulRows(ctx.kernels, vb, s.rows, o + t0 * H * hv + (h0 + j) * hv, H * hv, 0, hv);
-  }
+  ProjectValues(ctx, l, o_lat, t0, nt, h0, nh, s, o);
 }
 
 // ---- the expanded form (prefill) ---------------------------------------------------------------
@@ -289,6 +308,7 @@ namespace {
 // head group per thread, so that the cache streams from DRAM/L3 once per thread, not 4x.
 struct AbsorbedTask {
   int64_t seq, t0, nt, h0, nh;
+  bool query_only = false;  // a split sequence's head h0: its absorbed queries (SplitState)
 };
 void AddAbsorbedTasks(const ModelConfig& c, int n_threads, int64_t seq, const SeqRows& s,
                       std::vector<AbsorbedTask>* tasks) {
@@ -307,7 +327,138 @@ void AddAbsorbedTasks(const ModelConfig& c, int n_threads, int64_t seq, const Se
   }
 }
 
+// ---- long-context decode: the absorbed form split over positions ------------------------------
+//
+// AddAbsorbedTasks gives each thread a group of heads and every position: at 2048 positions
+// (ds-v2-lite: 2048 x 576 x 4 B = 4.7 MB per layer) two threads read the layer's rows four times
+// (scores, then p C, per thread) from L3 / DRAM, and decode spent 26-30 of 56-58 ms per token
+// there (bench tg64 @ d2048, 2 threads). Split (as flash-decoding): every task takes a chunk of
+// positions and up to kSplitHeads heads, so that the rows are read once from memory and again
+// from L2 / L3 for p C, with all the heads of a group per row:
+//   phase 1  (with the unsplit tasks) qc = the absorbed queries of every head
+//   phase 2  (chunk k, head group) s = qc rows^T (the chunk's positions; row_scores from 16
+//            heads), p_k = softmax (causal), lse_k = log sum e^(scaled s), part_k = p_k C_k
+//            (row_mix)
+//   phase 3  (head group) o_lat = sum_k e^(lse_k - LSE) part_k, LSE = log sum_k e^lse_k; then
+//            o = W_vb o_lat (ProjectValues)
+// which equals softmax over all positions, up to rounding.
+// Cache rows per layer past which to split: 228 DeepSeek positions. Timed on ds-v2-lite, 2
+// threads: the split form's phase took 3.7-4.0 ms per token at d256 and 5.3-5.6 at d512, the
+// unsplit one 4.3-4.4 and 7.9-8.5 (tg64 @ d128 the same either way).
+constexpr int64_t kSplitBytes = int64_t{512} << 10;
+constexpr int64_t kSplitHeads = 32;  // heads per phase-2 task: scores [32 x 512] f32 = 64 KB
+
+struct SplitSeq {
+  int64_t seq;       // index in ctx.seqs
+  int64_t chunk;     // positions per chunk
+  int64_t n_chunks;  // ceil(n_ctx / chunk)
+  int64_t part0;     // its first row in ws.mla_part / ws.mla_lse: row (k, i, h) at part0 +
+                     // (k * n_tok + i) * H + h
+};
+
+// Phase 2 of one chunk k and heads [h0, h0 + nh) of a split sequence.
+void AttendChunk(const ForwardContext& ctx, const LatentCache& cache, const SeqRows& s,
+                 const SplitSeq& sp, int64_t k, int64_t h0, int64_t nh, WorkerScratch& w) {
+  const ModelConfig& c = ctx.cfg;
+  const int64_t H = c.n_head, L = c.kv_lora_rank, W = L + c.qk_rope;
+  const int64_t p0 = k * sp.chunk, np = std::min(sp.chunk, cache.n_ctx - p0);
+  const float* rows = cache.rows + p0 * W;  // [np x W]
+  float* scores = Grow(w.scores, nh * np);  // [nh x np]
+  for (int64_t i = 0; i < s.n_tok; ++i) {
+    const int64_t valid = std::clamp<int64_t>(s.pos0 + i + 1 - p0, 0, np);  // causal
+    const int64_t row = sp.part0 + (k * s.n_tok + i) * H + h0;
+    float* lse = ctx.ws.mla_lse.data() + row;
+    if (valid == 0) {  // the chunk is past this token: no weight in phase 3
+      std::fill(lse, lse + nh, -INFINITY);
+      continue;
+    }
+    const float* qc = ctx.ws.mla_qc.data() + ((s.row0 + i) * H + h0) * W;
+    if (nh >= 16) {  // row_scores' panels are 16 (AVX-512) or 8 (AVX2) heads wide
+      ctx.kernels.row_scores(qc, W, nh, rows, W, valid, W, scores, np);
+    } else {
+      qmatmul::MatMulRows(ctx.kernels, F32Matrix(rows, valid, W, W), F32Rows(qc, nh, W, W), scores,
+                          np, 0, valid);
+    }
+    for (int64_t j = 0; j < nh; ++j) {
+      lse[j] = ctx.kernels.scaled_softmax(scores + j * np, valid, np, c.kq_scale);
+    }
+    ctx.kernels.row_mix(scores, np, nh, rows, W, valid, L, ctx.ws.mla_part.data() + row * L, L);
+  }
+}
+
+// Phase 3 for heads [h0, h0 + nh) of a split sequence: the chunks' sums combined, then W_vb.
+void CombineChunks(const ForwardContext& ctx, const LayerWeights& l, const SeqRows& s,
+                   const SplitSeq& sp, int64_t h0, int64_t nh, WorkerScratch& w, float* o) {
+  const int64_t H = ctx.cfg.n_head, L = ctx.cfg.kv_lora_rank;
+  float* o_lat = Grow(w.b, s.n_tok * nh * L);  // [(i, j) x L]
+  for (int64_t i = 0; i < s.n_tok; ++i) {
+    for (int64_t j = 0; j < nh; ++j) {
+      auto at = [&](int64_t k) { return sp.part0 + (k * s.n_tok + i) * H + h0 + j; };
+      float max = -INFINITY;
+      for (int64_t k = 0; k < sp.n_chunks; ++k) max = std::max(max, ctx.ws.mla_lse[at(k)]);
+      float* y = o_lat + (i * nh + j) * L;
+      std::fill(y, y + L, 0.0f);
+      float total = 0;
+      for (int64_t k = 0; k < sp.n_chunks; ++k) {
+        const float lse = ctx.ws.mla_lse[at(k)];
+        if (lse == -INFINITY) continue;  // no position of chunk k is visible
+        const float wk = std::exp(lse - max);
+        const float* part = ctx.ws.mla_part.data() + at(k) * L;
+        for (int64_t x = 0; x < L; ++x) y[x] += wk * part[x];
+        total += wk;
+      }
+      const float inv = 1.0f / total;  // >= 1: the chunk holding the maximum adds e^0
+      for (int64_t x = 0; x < L; ++x) y[x] *= inv;
+    }
+  }
+  ProjectValues(ctx, l, o_lat, 0, s.n_tok, h0, nh, w, o + s.row0 * H * ctx.cfg.head_dim_v);
+}
+
+// Phases 2 and 3 of the split sequences (phase 1 ran with the unsplit tasks).
+void RunSplitPhases(const ForwardContext& ctx, const LayerWeights& l,
+                    std::span<const SplitSeq> splits, std::span<const LatentCache> caches,
+                    float* o) {
+  const int64_t H = ctx.cfg.n_head, groups = CeilDiv(H, kSplitHeads);
+  const int64_t hg = CeilDiv(H, groups);
+  std::vector<std::array<int64_t, 3>> tasks;  // (split, chunk, h0): chunk-major per sequence
+  for (size_t i = 0; i < splits.size(); ++i) {
+    for (int64_t k = 0; k < splits[i].n_chunks; ++k) {
+      for (int64_t h0 = 0; h0 < H; h0 += hg) tasks.push_back({static_cast<int64_t>(i), k, h0});
+    }
+  }
+  ctx.pool.ParallelFor(static_cast<int64_t>(tasks.size()), [&](int64_t t, int worker) {
+    const auto [i, k, h0] = tasks[static_cast<size_t>(t)];
+    const SplitSeq& sp = splits[static_cast<size_t>(i)];
+    AttendChunk(ctx, caches[static_cast<size_t>(sp.seq)], ctx.seqs[static_cast<size_t>(sp.seq)], sp,
+                k, h0, std::min(hg, H - h0), ctx.ws.workers[static_cast<size_t>(worker)]);
+  });
+  // Phase 3: ~4 tasks per thread over (sequence, head group).
+  const int64_t per_seq =
+      std::clamp<int64_t>(CeilDiv(4 * ctx.pool.size(), static_cast<int64_t>(splits.size())), 1, H);
+  const int64_t hg3 = CeilDiv(H, per_seq), n3 = CeilDiv(H, hg3);
+  ctx.pool.ParallelFor(static_cast<int64_t>(splits.size()) * n3, [&](int64_t t, int worker) {
+    const SplitSeq& sp = splits[static_cast<size_t>(t / n3)];
+    const int64_t h0 = (t % n3) * hg3;
+    CombineChunks(ctx, l, ctx.seqs[static_cast<size_t>(sp.seq)], sp, h0, std::min(hg3, H - h0),
+                  ctx.ws.workers[static_cast<size_t>(worker)], o);
+  });
+}
+
 }  // namespace
+
+// Chunks of 128-512 positions (a multiple of 16), as long as there are >= 2 (chunk, head group)
+// tasks per thread: ds-v2-lite at 2048 positions on 2 threads: 4 chunks of 512 (1.2 MB of rows
+// each); DeepSeek-V3 (4 head groups) on 32 threads: 16 chunks of 128.
+int64_t MlaSplitChunk(const ModelConfig& c, int n_threads, int64_t n_tok, int64_t n_ctx,
+                      MlaForm form) {
+  if (n_tok > 16) return 0;
+  if (form == MlaForm::kAbsorbedSplit) return 16;
+  const int64_t W = c.kv_lora_rank + c.qk_rope;
+  if (form != MlaForm::kAuto || n_ctx * W * 4 <= kSplitBytes) return 0;
+  const int64_t groups = CeilDiv(c.n_head, kSplitHeads);
+  const int64_t chunk = RoundUp(CeilDiv(n_ctx * groups, 2 * int64_t{n_threads}), 16);
+  return std::clamp<int64_t>(chunk, 128, 512);
+}
 
 void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t n_tok,
                   int64_t pos0, float* out, MlaForm form) {
@@ -345,6 +496,8 @@ void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
   const float* q = ctx.ws.q.data();           // [T x H*hk]
   std::vector<LatentCache> caches(n_seq);
   std::vector<AbsorbedTask> tasks;
+  std::vector<SplitSeq> splits;  // the sequences split over positions
+  int64_t part_rows = 0;         // their rows of ws.mla_part / ws.mla_lse
   for (size_t i = 0; i < n_seq; ++i) {
     const SeqRows& s = ctx.seqs[i];
     const bool expanded = form == MlaForm::kExpanded ||
@@ -356,16 +509,39 @@ void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
       ExpandedAttention(ctx, l, cache, q + s.row0 * H * hk, s.n_tok, s.pos0, o + s.row0 * H * hv);
       continue;
     }
-    AddAbsorbedTasks(c, n_threads, static_cast<int64_t>(i), s, &tasks);
+    const int64_t chunk = MlaSplitChunk(c, n_threads, s.n_tok, cache.n_ctx, form);
+    if (chunk == 0) {
+      AddAbsorbedTasks(c, n_threads, static_cast<int64_t>(i), s, &tasks);
+      continue;
+    }
+    const int64_t n_chunks = CeilDiv(cache.n_ctx, chunk);
+    splits.push_back({static_cast<int64_t>(i), chunk, n_chunks, part_rows});
+    part_rows += n_chunks * s.n_tok * H;
+    for (int64_t hh = 0; hh < H; ++hh) {
+      tasks.push_back({static_cast<int64_t>(i), 0, s.n_tok, hh, 1, /*query_only=*/true});
+    }
   }
-  // Every absorbed sequence's tasks in one parallel loop (decode of many sequences: one barrier).
+  if (!splits.empty()) {
+    Grow(ctx.ws.mla_qc, n_tok * H * (c.kv_lora_rank + c.qk_rope));
+    Grow(ctx.ws.mla_part, part_rows * c.kv_lora_rank);
+    Grow(ctx.ws.mla_lse, part_rows);
+  }
+  // Every absorbed sequence's tasks in one parallel loop (decode of many sequences: one barrier),
+  // with the split sequences' absorbed queries.
   ctx.pool.ParallelFor(static_cast<int64_t>(tasks.size()), [&](int64_t k, int worker) {
     const AbsorbedTask& t = tasks[static_cast<size_t>(k)];
     const SeqRows& s = ctx.seqs[static_cast<size_t>(t.seq)];
-    AttendBlock(ctx, l, caches[static_cast<size_t>(t.seq)], q + s.row0 * H * hk, s.pos0, t.t0,
-                t.nt, t.h0, t.nh, ctx.ws.workers[static_cast<size_t>(worker)],
-                o + s.row0 * H * hv);
+    WorkerScratch& w = ctx.ws.workers[static_cast<size_t>(worker)];
+    if (t.query_only) {
+      const int64_t W = c.kv_lora_rank + c.qk_rope;
+      AbsorbedQuery(ctx, l, q + s.row0 * H * hk, s.n_tok, t.h0, w,
+                    ctx.ws.mla_qc.data() + (s.row0 * H + t.h0) * W, H * W);
+      return;
+    }
+    AttendBlock(ctx, l, caches[static_cast<size_t>(t.seq)], q + s.row0 * H * hk, s.pos0, t.t0, t.nt,
+                t.h0, t.nh, w, o + s.row0 * H * hv);
   });
+  if (!splits.empty()) RunSplitPhases(ctx, l, splits, caches, o);
   core_timer.reset();
   PhaseTimer timer(ctx.prof, Phase::kAttnOut, BytesOf(l.attn_output));
   const qmatmul::Product p{matmul::FromTensor(l.attn_output), out, c.n_embd};

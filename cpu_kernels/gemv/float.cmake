@@ -18,11 +18,17 @@ set_source_files_properties(gemv/softmax_avx2.cc PROPERTIES
 target_sources(moesplit_cpu_gemv PRIVATE gemv/softmax_avx512.cc)
 set_source_files_properties(gemv/softmax_avx512.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512}")
-# Weighted sums of f32 rows (GemvKernels::row_mix: MLA's absorbed decode output), kAvx2 and
-# kAvx512 up.
+# Weighted sums of f32 rows and scores against them (GemvKernels::row_mix, row_scores: MLA's
+# absorbed decode), kAvx2 and kAvx512 up.
 target_sources(moesplit_cpu_gemv PRIVATE gemv/row_mix_avx2.cc)
 set_source_files_properties(gemv/row_mix_avx2.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX2}")
+target_sources(moesplit_cpu_gemv PRIVATE gemv/row_scores_avx2.cc)
+set_source_files_properties(gemv/row_scores_avx2.cc PROPERTIES
+  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX2}")
+target_sources(moesplit_cpu_gemv PRIVATE gemv/row_scores_avx512.cc)
+set_source_files_properties(gemv/row_scores_avx512.cc PROPERTIES
+  COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512}")
 target_sources(moesplit_cpu_gemv PRIVATE gemv/row_mix_avx512.cc)
 set_source_files_properties(gemv/row_mix_avx512.cc PROPERTIES
   COMPILE_OPTIONS "${MOESPLIT_FLAGS_AVX512}")

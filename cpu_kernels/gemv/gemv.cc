@@ -1,6 +1,7 @@
 #include "cpu_kernels/gemv/gemv.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/base/status.h"
 #include "cpu_kernels/gemv/gemv_internal.h"
@@ -20,11 +21,16 @@ void QuantizeQ8_0(const float* x, void* dst, int64_t n) {
   quant::QuantizeRow(GgmlType::kQ8_0, x, dst, n);
 }
 
-// The reference of scaled_softmax: ops::Softmax (std::exp, a double sum) of the scaled row.
-void ScaledSoftmaxScalar(float* x, int64_t valid, int64_t n, float scale) {
-  for (int64_t i = 0; i < valid; ++i) x[i] *= scale;
+// The reference of scaled_softmax: ops::Softmax (std::exp, a double sum) of the scaled row; the
+// log-sum-exp as max + log(the same double sum).
+float ScaledSoftmaxScalar(float* x, int64_t valid, int64_t n, float scale) {
+  float max = -INFINITY;
+  for (int64_t i = 0; i < valid; ++i) max = std::max(max, x[i] *= scale);
+  double sum = 0.0;
+  for (int64_t i = 0; i < valid; ++i) sum += std::exp(static_cast<double>(x[i]) - max);
   ops::Softmax(x, valid);
   std::fill(x + valid, x + n, 0.0f);
+  return valid == 0 ? -INFINITY : max + static_cast<float>(std::log(sum));
 }
 
 // The reference of row_mix: each output one f32 sum over the positions in order.
@@ -37,6 +43,18 @@ void RowMixScalar(const float* p, int64_t ldp, int64_t n_out, const float* rows,
       const float w = p[t * ldp + s];
       const float* r = rows + s * ld_rows;
       for (int64_t j = 0; j < d; ++j) yt[j] += w * r[j];
+    }
+  }
+}
+
+// The reference of row_scores: each score one f32 sum over the values in order.
+void RowScoresScalar(const float* q, int64_t ldq, int64_t n_q, const float* rows, int64_t ld_rows,
+                     int64_t n, int64_t d, float* s, int64_t lds) {
+  for (int64_t j = 0; j < n_q; ++j) {
+    for (int64_t p = 0; p < n; ++p) {
+      float sum = 0.0f;
+      for (int64_t k = 0; k < d; ++k) sum += q[j * ldq + k] * rows[p * ld_rows + k];
+      s[j * lds + p] = sum;
     }
   }
 }
@@ -82,6 +100,7 @@ GemvKernels BuildTable(cpu::IsaTier tier, DecodeRead read) {
   k.scaled_softmax = ScaledSoftmaxScalar;
   k.swiglu = ops::SwiGluInPlace;
   k.row_mix = RowMixScalar;
+  k.row_scores = RowScoresScalar;
 #if defined(MOESPLIT_GEMV_X86)
   if (tier == cpu::IsaTier::kAvx2) {
     k.quantize_q8k = internal::QuantizeQ8K_Avx2;
@@ -89,12 +108,14 @@ GemvKernels BuildTable(cpu::IsaTier tier, DecodeRead read) {
     k.scaled_softmax = internal::ScaledSoftmax_Avx2;
     k.swiglu = internal::SwiGlu_Avx2;
     k.row_mix = internal::RowMix_Avx2;
+    k.row_scores = internal::RowScores_Avx2;
   } else if (tier == cpu::IsaTier::kAvx512 || tier == cpu::IsaTier::kAvx512Vnni) {
     k.quantize_q8k = internal::QuantizeQ8K_Avx512;
     k.quantize_q8_0 = internal::QuantizeQ8_0_Avx512;
     k.scaled_softmax = internal::ScaledSoftmax_Avx512;
     k.swiglu = internal::SwiGlu_Avx512;
     k.row_mix = internal::RowMix_Avx512;
+    k.row_scores = internal::RowScores_Avx512;
   }
 #endif
   internal::AddKQuantKernels(tier, &k);

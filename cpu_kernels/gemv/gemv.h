@@ -44,11 +44,16 @@ using DotFn = float (*)(const void* w_row, const void* a_row, int64_t n);
 // bytes of n values). Reads every weight byte once however many tokens there are (prefill);
 // n_tok == 1 is the GEMV of decode. n_rows >= 1, n_tok >= 1, any values (no multiple of a tile
 // size required). Results equal `dot` per (r, t) up to float summation order.
-using ScaledSoftmaxFn = void (*)(float* x, int64_t valid, int64_t n, float scale);
+// Returns the row's log-sum-exp, log sum_{i < valid} e^(scale x_i) (-inf for valid == 0): what
+// the pieces of a row split over positions need to be combined (MLA's long-context decode).
+using ScaledSoftmaxFn = float (*)(float* x, int64_t valid, int64_t n, float scale);
 using SwiGluFn = void (*)(float* gate, const float* up, int64_t n);
 // y[t * ldy + j] = sum_{s < n} p[t * ldp + s] * rows[s * ld_rows + j] for t < n_out, j < d.
 using RowMixFn = void (*)(const float* p, int64_t ldp, int64_t n_out, const float* rows,
                           int64_t ld_rows, int64_t n, int64_t d, float* y, int64_t ldy);
+// s[j * lds + p] = sum_{k < d} q[j * ldq + k] * rows[p * ld_rows + k] for j < n_q, p < n.
+using RowScoresFn = void (*)(const float* q, int64_t ldq, int64_t n_q, const float* rows,
+                             int64_t ld_rows, int64_t n, int64_t d, float* s, int64_t lds);
 using GemmFn = void (*)(const void* w, size_t w_stride, int64_t n_rows, const void* a,
                         size_t a_stride, int64_t n_tok, int64_t n, float* y, int64_t ldy);
 
@@ -108,7 +113,8 @@ struct GemvKernels {
   // f16). nullptr on the other tiers.
   GemmFn f32_gemm_bf16x3 = nullptr;
   // x[0..valid) = softmax(scale * x[0..valid)), x[valid..n) = 0: an attention score row with
-  // its causal tail. Every tier: the scalar reference (ops::Softmax), AVX-512 from kAvx512 on.
+  // its causal tail; returns log sum_{i < valid} e^(scale x_i) (ScaledSoftmaxFn). Every tier: the
+  // scalar reference (ops::Softmax), AVX-512 from kAvx512 on.
   ScaledSoftmaxFn scaled_softmax = nullptr;
   // gate[i] = silu(gate[i]) * up[i] for i < n: the SwiGLU of the FFNs (moe/fused_ffn.cc). Every
   // tier: the scalar reference (ops::SwiGluInPlace, expf), AVX-512 from kAvx512 on.
@@ -117,6 +123,10 @@ struct GemvKernels {
   // decode output p C from the latent cache rows as they lie. Every tier: the scalar reference
   // (positions in order, one f32 sum per output), AVX2 and AVX-512 from their tiers on.
   RowMixFn row_mix = nullptr;
+  // Scores of n_q f32 queries against n f32 rows (RowScoresFn): MLA's absorbed decode scores
+  // q_abs C^T from the latent cache rows as they lie. Every tier: the scalar reference (one f32
+  // sum per score, values in order), AVX2 and AVX-512 from their tiers on.
+  RowScoresFn row_scores = nullptr;
 
   // The kernels for weight type t, or nullptr when there are none.
   const TypeKernels* For(GgmlType t) const;

@@ -31,8 +31,13 @@ void AddFloatKernels(cpu::IsaTier tier, GemvKernels* k);
 // (gemv_amx.cc).
 void AddAmxKernels(GemvKernels* k);
 // scaled_softmax and swiglu from kAvx512 on (softmax_avx512.cc).
-void ScaledSoftmax_Avx512(float* x, int64_t valid, int64_t n, float scale);
-void ScaledSoftmax_Avx2(float* x, int64_t valid, int64_t n, float scale);
+float ScaledSoftmax_Avx512(float* x, int64_t valid, int64_t n, float scale);
+float ScaledSoftmax_Avx2(float* x, int64_t valid, int64_t n, float scale);
+// GemvKernels::row_scores (row_scores_avx512.cc, row_scores_avx2.cc).
+void RowScores_Avx512(const float* q, int64_t ldq, int64_t n_q, const float* rows, int64_t ld_rows,
+                      int64_t n, int64_t d, float* s, int64_t lds);
+void RowScores_Avx2(const float* q, int64_t ldq, int64_t n_q, const float* rows, int64_t ld_rows,
+                    int64_t n, int64_t d, float* s, int64_t lds);
 // GemvKernels::row_mix (row_mix_avx512.cc, row_mix_avx2.cc).
 void RowMix_Avx512(const float* p, int64_t ldp, int64_t n_out, const float* rows, int64_t ld_rows,
                    int64_t n, int64_t d, float* y, int64_t ldy);

@@ -1,6 +1,8 @@
-// AVX2 + FMA weighted sum of f32 rows (GemvKernels::row_mix; why: row_mix_avx512.cc). 32 values
-// (4 ymm) of a row at a time for two outputs: 2 x 4 accumulators + 4 row vectors + the two
-// broadcast weights = 14 of the 16 ymm registers.
+// AVX2 + FMA weighted sum of f32 rows (GemvKernels::row_mix; why: row_mix_avx512.cc). 16 values
+// (2 ymm) of a row at a time for four outputs: 4 x 2 accumulators + 2 row vectors + a broadcast
+// weight = 11 of the 16 ymm registers; the rows are read once per 4 outputs. (2 outputs x 32
+// values, the first form, re-read them per 2: 71 GFLOP/s in bench_gemv's mla/row_mix at 16 x 512
+// x 576 on Zen 5, this form 90-96.)
 #include <immintrin.h>
 
 #include <cstdint>
@@ -55,29 +57,17 @@ void Chunk(const float* p, int64_t ldp, const float* rows, int64_t ld_rows, int6
   }
 }
 
-template <int TH>
+// Outputs [0, TH) over all d values, NV vectors (8 NV values) per pass over the rows.
+template <int TH, int NV>
 void Chunks(const float* p, int64_t ldp, const float* rows, int64_t ld_rows, int64_t n, int64_t d,
             float* y, int64_t ldy) {
-  for (int64_t d0 = 0; d0 < d; d0 += 4 * kV) {
-    const int64_t width = d - d0 < 4 * kV ? d - d0 : 4 * kV;
-    const int nv = static_cast<int>((width + kV - 1) / kV);
-    const __m256i last = TailMask(static_cast<int>(width - kV * (nv - 1)));
-    const float* r = rows + d0;
-    float* yd = y + d0;
-    switch (nv) {
-      case 1:
-        Chunk<TH, 1>(p, ldp, r, ld_rows, n, last, yd, ldy);
-        break;
-      case 2:
-        Chunk<TH, 2>(p, ldp, r, ld_rows, n, last, yd, ldy);
-        break;
-      case 3:
-        Chunk<TH, 3>(p, ldp, r, ld_rows, n, last, yd, ldy);
-        break;
-      default:
-        Chunk<TH, 4>(p, ldp, r, ld_rows, n, last, yd, ldy);
-        break;
-    }
+  int64_t d0 = 0;
+  for (; d0 + NV * kV <= d; d0 += NV * kV) {
+    Chunk<TH, NV>(p, ldp, rows + d0, ld_rows, n, TailMask(kV), y + d0, ldy);
+  }
+  for (; d0 < d; d0 += kV) {  // the rest, a vector at a time (the last one masked)
+    const int width = static_cast<int>(d - d0 < kV ? d - d0 : kV);
+    Chunk<TH, 1>(p, ldp, rows + d0, ld_rows, n, TailMask(width), y + d0, ldy);
   }
 }
 
@@ -86,8 +76,11 @@ void Chunks(const float* p, int64_t ldp, const float* rows, int64_t ld_rows, int
 void RowMix_Avx2(const float* p, int64_t ldp, int64_t n_out, const float* rows, int64_t ld_rows,
                  int64_t n, int64_t d, float* y, int64_t ldy) {
   int64_t t = 0;
-  for (; t + 2 <= n_out; t += 2) Chunks<2>(p + t * ldp, ldp, rows, ld_rows, n, d, y + t * ldy, ldy);
-  if (t < n_out) Chunks<1>(p + t * ldp, ldp, rows, ld_rows, n, d, y + t * ldy, ldy);
+  for (; t + 4 <= n_out; t += 4)
+    Chunks<4, 2>(p + t * ldp, ldp, rows, ld_rows, n, d, y + t * ldy, ldy);
+  for (; t + 2 <= n_out; t += 2)
+    Chunks<2, 4>(p + t * ldp, ldp, rows, ld_rows, n, d, y + t * ldy, ldy);
+  if (t < n_out) Chunks<1, 4>(p + t * ldp, ldp, rows, ld_rows, n, d, y + t * ldy, ldy);
 }
 
 }  // namespace moesplit::gemv::internal

@@ -4,10 +4,13 @@
 // Why: the dot form over the transposed latent cache (C^T: L rows of the positions, each row a
 // cache-slot stride apart, 16 KB at 4096 slots) read 4 far-apart rows per tile and ran the
 // layer's f32 cache products at ~18 GMAC/s per core (ds-v2-lite tg512 on Zen 5: "attention
-// (cache, scores)" 6.3 ms of 34 per token). Here each position's row is read once per pair of
-// outputs, 128 values (8 vectors) at a time: 2 x 8 accumulators + 8 row vectors = 24 of the 32
-// zmm registers, 16 independent FMA chains per position, and rows walk at a constant stride the
-// hardware prefetcher follows.
+// (cache, scores)" 6.3 ms of 34 per token). Here each position's row is read once per 8
+// outputs, 32 values (2 vectors) at a time: 8 x 2 accumulators + 2 row vectors + a broadcast
+// weight = 19 of the 32 zmm registers, 16 independent FMA chains per position, and rows walk at
+// a constant stride the hardware prefetcher follows. (2 outputs x 128 values, the first form,
+// re-read the rows per 2 outputs, from L3 past L2's size: 71 GFLOP/s in bench_gemv's
+// mla/row_mix at 16 x 512 x 576 on Zen 5; this form 198-205, 8 x 3 the same, 16 x 1 129, 4 x 4
+// 153.) Outputs past the last 8 go 2 x 128 values at a time, then 1.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -57,42 +60,18 @@ void Chunk(const float* p, int64_t ldp, const float* rows, int64_t ld_rows, int6
   }
 }
 
-template <int TH>
+// Outputs [0, TH) over all d values, NV vectors (16 NV values) per pass over the rows.
+template <int TH, int NV>
 void Chunks(const float* p, int64_t ldp, const float* rows, int64_t ld_rows, int64_t n, int64_t d,
             float* y, int64_t ldy) {
-  for (int64_t d0 = 0; d0 < d; d0 += 8 * kV) {
-    const int64_t width = d - d0 < 8 * kV ? d - d0 : 8 * kV;
-    const int nv = static_cast<int>((width + kV - 1) / kV);
-    const int tail = static_cast<int>(width - kV * (nv - 1));
-    const __mmask16 last = static_cast<__mmask16>((1u << tail) - 1);
-    const float* r = rows + d0;
-    float* yd = y + d0;
-    switch (nv) {
-      case 1:
-        Chunk<TH, 1>(p, ldp, r, ld_rows, n, last, yd, ldy);
-        break;
-      case 2:
-        Chunk<TH, 2>(p, ldp, r, ld_rows, n, last, yd, ldy);
-        break;
-      case 3:
-        Chunk<TH, 3>(p, ldp, r, ld_rows, n, last, yd, ldy);
-        break;
-      case 4:
-        Chunk<TH, 4>(p, ldp, r, ld_rows, n, last, yd, ldy);
-        break;
-      case 5:
-        Chunk<TH, 5>(p, ldp, r, ld_rows, n, last, yd, ldy);
-        break;
-      case 6:
-        Chunk<TH, 6>(p, ldp, r, ld_rows, n, last, yd, ldy);
-        break;
-      case 7:
-        Chunk<TH, 7>(p, ldp, r, ld_rows, n, last, yd, ldy);
-        break;
-      default:
-        Chunk<TH, 8>(p, ldp, r, ld_rows, n, last, yd, ldy);
-        break;
-    }
+  int64_t d0 = 0;
+  for (; d0 + NV * kV <= d; d0 += NV * kV) {
+    Chunk<TH, NV>(p, ldp, rows + d0, ld_rows, n, static_cast<__mmask16>(0xFFFF), y + d0, ldy);
+  }
+  for (; d0 < d; d0 += kV) {  // the rest, a vector at a time (the last one masked)
+    const int64_t width = d - d0 < kV ? d - d0 : kV;
+    const __mmask16 last = static_cast<__mmask16>((1u << width) - 1);
+    Chunk<TH, 1>(p, ldp, rows + d0, ld_rows, n, last, y + d0, ldy);
   }
 }
 
@@ -101,8 +80,11 @@ void Chunks(const float* p, int64_t ldp, const float* rows, int64_t ld_rows, int
 void RowMix_Avx512(const float* p, int64_t ldp, int64_t n_out, const float* rows, int64_t ld_rows,
                    int64_t n, int64_t d, float* y, int64_t ldy) {
   int64_t t = 0;
-  for (; t + 2 <= n_out; t += 2) Chunks<2>(p + t * ldp, ldp, rows, ld_rows, n, d, y + t * ldy, ldy);
-  if (t < n_out) Chunks<1>(p + t * ldp, ldp, rows, ld_rows, n, d, y + t * ldy, ldy);
+  for (; t + 8 <= n_out; t += 8)
+    Chunks<8, 2>(p + t * ldp, ldp, rows, ld_rows, n, d, y + t * ldy, ldy);
+  for (; t + 2 <= n_out; t += 2)
+    Chunks<2, 8>(p + t * ldp, ldp, rows, ld_rows, n, d, y + t * ldy, ldy);
+  if (t < n_out) Chunks<1, 8>(p + t * ldp, ldp, rows, ld_rows, n, d, y + t * ldy, ldy);
 }
 
 }  // namespace moesplit::gemv::internal

@@ -70,14 +70,15 @@ inline float HorizontalAdd(__m256 v) {
 
 }  // namespace
 
-void ScaledSoftmax_Avx2(float* x, int64_t valid, int64_t n, float scale) {
+float ScaledSoftmax_Avx2(float* x, int64_t valid, int64_t n, float scale) {
   const __m256 s = _mm256_set1_ps(scale);
   const int64_t full = valid / 8 * 8, left = valid - full;
   __m256 vmax = _mm256_set1_ps(-INFINITY);
   for (int64_t i = 0; i < full; i += 8)
     vmax = _mm256_max_ps(vmax, _mm256_mul_ps(_mm256_loadu_ps(x + i), s));
   if (left > 0) vmax = _mm256_max_ps(vmax, _mm256_mul_ps(LoadTail(x + full, left, -INFINITY), s));
-  const __m256 neg_max = _mm256_set1_ps(-HorizontalMax(vmax));
+  const float max = HorizontalMax(vmax);
+  const __m256 neg_max = _mm256_set1_ps(-max);
   __m256 vsum = _mm256_setzero_ps();
   for (int64_t i = 0; i < full; i += 8) {
     const __m256 e = Exp(_mm256_fmadd_ps(_mm256_loadu_ps(x + i), s, neg_max));
@@ -89,12 +90,14 @@ void ScaledSoftmax_Avx2(float* x, int64_t valid, int64_t n, float scale) {
     StoreTail(x + full, left, e);
     vsum = _mm256_add_ps(vsum, e);
   }
-  const float inv = 1.0f / HorizontalAdd(vsum);
+  const float sum = HorizontalAdd(vsum);
+  const float inv = 1.0f / sum;
   const __m256 vinv = _mm256_set1_ps(inv);
   for (int64_t i = 0; i < full; i += 8)
     _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
   for (int64_t i = full; i < valid; ++i) x[i] *= inv;
   for (int64_t i = valid; i < n; ++i) x[i] = 0.0f;
+  return valid == 0 ? -INFINITY : max + std::log(sum);
 }
 
 void SwiGlu_Avx2(float* gate, const float* up, int64_t n) {

@@ -44,7 +44,7 @@ inline __mmask16 Tail(int64_t left) {
 
 }  // namespace
 
-void ScaledSoftmax_Avx512(float* x, int64_t valid, int64_t n, float scale) {
+float ScaledSoftmax_Avx512(float* x, int64_t valid, int64_t n, float scale) {
   const __m512 s = _mm512_set1_ps(scale);
   __m512 vmax = _mm512_set1_ps(-INFINITY);
   for (int64_t i = 0; i < valid; i += 16) {
@@ -52,7 +52,8 @@ void ScaledSoftmax_Avx512(float* x, int64_t valid, int64_t n, float scale) {
     const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), s);
     vmax = _mm512_mask_max_ps(vmax, m, vmax, v);
   }
-  const __m512 neg_max = _mm512_set1_ps(-_mm512_reduce_max_ps(vmax));
+  const float max = _mm512_reduce_max_ps(vmax);
+  const __m512 neg_max = _mm512_set1_ps(-max);
   __m512 vsum = _mm512_setzero_ps();
   for (int64_t i = 0; i < valid; i += 16) {
     const __mmask16 m = Tail(valid - i);
@@ -60,7 +61,8 @@ void ScaledSoftmax_Avx512(float* x, int64_t valid, int64_t n, float scale) {
     _mm512_mask_storeu_ps(x + i, m, e);
     vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
   }
-  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+  const float sum = _mm512_reduce_add_ps(vsum);
+  const __m512 inv = _mm512_set1_ps(1.0f / sum);
   for (int64_t i = 0; i < valid; i += 16) {
     const __mmask16 m = Tail(valid - i);
     _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
@@ -68,6 +70,7 @@ void ScaledSoftmax_Avx512(float* x, int64_t valid, int64_t n, float scale) {
   for (int64_t i = valid; i < n; i += 16) {
     _mm512_mask_storeu_ps(x + i, Tail(n - i), _mm512_setzero_ps());
   }
+  return valid == 0 ? -INFINITY : max + std::log(sum);
 }
 
 void SwiGlu_Avx512(float* gate, const float* up, int64_t n) {

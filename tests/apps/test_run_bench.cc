@@ -190,6 +190,31 @@ TEST(BenchCommand, VerboseProfilesEveryTest) {
   EXPECT_NE(jerr.str().find("tg3, 2 threads: 6 tokens"), std::string::npos) << jerr.str();
 }
 
+// -d as llama-bench's: every test again after that many tokens in the context ("tg3 @ d16"),
+// for parallel sequences too; --verbose profiles only the timed tokens, not the depth.
+TEST(BenchCommand, DepthRepeatsEveryTest) {
+  MOESPLIT_REQUIRE_TESTDATA();
+  BenchArgs a = TinyBench({8}, {3}, {2}, 2);
+  a.n_depth = {0, 16};
+  a.n_parallel = {1, 2};
+  a.verbose = true;
+  std::ostringstream out, err;
+  Status s = RunBench(a, out, err);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const std::string md = out.str();
+  for (const char* row :
+       {"pp8 |", "tg3 |", "tg3 x2 |", "pp8 @ d16 |", "tg3 @ d16 |", "tg3 @ d16 x2 |"}) {
+    EXPECT_NE(md.find(row), std::string::npos) << row << "\n" << md;
+  }
+  EXPECT_LT(md.find("tg3 x2 |"), md.find("pp8 @ d16 |")) << md;  // depth by depth
+  EXPECT_NE(md.find("pp8 @ d16, 2 threads: 16 tokens in 2 evaluations"), std::string::npos) << md;
+  EXPECT_NE(md.find("tg3 @ d16, 2 threads: 6 tokens in 6 evaluations"), std::string::npos) << md;
+  EXPECT_NE(md.find("tg3 @ d16 x2, 2 threads: 12 tokens in 6 evaluations"), std::string::npos)
+      << md;
+  a.n_depth = {-1};
+  EXPECT_NE(RunBench(a, out, err).message().find("-d values must be >= 0"), std::string::npos);
+}
+
 TEST(BenchCommand, UserErrors) {
   MOESPLIT_REQUIRE_TESTDATA();
   BenchArgs a = TinyBench({512}, {128}, {}, 5);

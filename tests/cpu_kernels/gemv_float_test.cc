@@ -390,6 +390,7 @@ TEST(RowMixTest, EveryTierMatchesTheReference) {
           {2, 64, 512, 576},
           {5, 33, 129, 130},
           {16, 257, 512, 576},
+          {11, 40, 100, 101},
           {1, 100, 530, 530}}) {
       const int64_t ldp = n + 3, ldy = d + 2;
       std::vector<float> p(static_cast<size_t>(n_out * ldp)),
@@ -418,11 +419,58 @@ TEST(RowMixTest, EveryTierMatchesTheReference) {
   }
 }
 
+// Every tier's row_scores against the scalar reference: query counts around the 8 / 16 heads of
+// a panel, position counts around the 8 of a tile, DeepSeek's 576-value rows and odd widths
+// and strides; NaN-poisoned scores, guards past n untouched.
+TEST(RowScoresTest, EveryTierMatchesTheReference) {
+  const RowScoresFn ref = KernelsFor(IsaTier::kScalar).row_scores;
+  ASSERT_NE(ref, nullptr);
+  std::mt19937 rng(14);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (int t = 0; t < cpu::kNumIsaTiers; ++t) {
+    const auto tier = static_cast<IsaTier>(t);
+    if (!TierAvailable(tier)) continue;
+    const RowScoresFn fn = KernelsFor(tier).row_scores;
+    ASSERT_NE(fn, nullptr) << cpu::IsaTierName(tier);
+    for (const auto& [n_q, n, d, ld_rows] :
+         {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1},
+          {3, 7, 9, 11},
+          {16, 512, 576, 576},
+          {17, 33, 576, 580},
+          {32, 20, 64, 64},
+          {9, 8, 17, 17},
+          {5, 9, 130, 131}}) {
+      const int64_t ldq = d + 1, lds = n + 3;
+      std::vector<float> q(static_cast<size_t>(n_q * ldq)), rows(static_cast<size_t>(n * ld_rows));
+      for (float& v : q) v = dist(rng);
+      for (float& v : rows) v = dist(rng);
+      std::vector<float> want(static_cast<size_t>(n_q * lds), kNaN);
+      std::vector<float> got = want;
+      ref(q.data(), ldq, n_q, rows.data(), ld_rows, n, d, want.data(), lds);
+      fn(q.data(), ldq, n_q, rows.data(), ld_rows, n, d, got.data(), lds);
+      for (int64_t j = 0; j < n_q; ++j) {
+        for (int64_t p = 0; p < n; ++p) {
+          double mag = 0;
+          for (int64_t k = 0; k < d; ++k)
+            mag += std::abs(double{q[j * ldq + k]} * rows[p * ld_rows + k]);
+          ASSERT_NEAR(got[j * lds + p], want[j * lds + p], 4e-7 * mag * std::log2(d + 2.0) + 1e-30)
+              << cpu::IsaTierName(tier) << " query " << j << " of " << n_q << ", position " << p
+              << " of " << n << ", " << d << " values";
+        }
+        for (int64_t p = n; p < lds; ++p) {
+          ASSERT_TRUE(std::isnan(got[j * lds + p])) << "wrote past n at query " << j << ", " << p;
+        }
+      }
+    }
+  }
+}
+
 // ---- softmax of attention score rows ------------------------------------------------------
 
 // Every tier's scaled_softmax against the scalar reference (ops::Softmax of the scaled row):
 // odd lengths, a causal tail zeroed, values over a wide range (e^x underflowing to 0), -inf
-// entries (masked scores), NaN guards past n untouched.
+// entries (masked scores), NaN guards past n untouched; the returned log-sum-exp against one
+// computed in long double (an empty row: -inf and zeros).
 TEST(SoftmaxTest, EveryTierMatchesTheReference) {
   const ScaledSoftmaxFn ref = KernelsFor(IsaTier::kScalar).scaled_softmax;
   ASSERT_NE(ref, nullptr);
@@ -433,7 +481,8 @@ TEST(SoftmaxTest, EveryTierMatchesTheReference) {
     if (!TierAvailable(tier)) continue;
     const ScaledSoftmaxFn fn = KernelsFor(tier).scaled_softmax;
     ASSERT_NE(fn, nullptr) << cpu::IsaTierName(tier);
-    for (const auto& [valid, n] : {std::pair<int64_t, int64_t>{1, 1},
+    for (const auto& [valid, n] : {std::pair<int64_t, int64_t>{0, 5},
+                                   {1, 1},
                                    {1, 17},
                                    {7, 7},
                                    {16, 16},
@@ -444,8 +493,25 @@ TEST(SoftmaxTest, EveryTierMatchesTheReference) {
       std::vector<float> a(static_cast<size_t>(n + 5), kNaN);  // [n + 5 guards]
       for (int64_t i = 0; i < n; ++i) a[i] = i % 97 == 5 ? -INFINITY : dist(rng);
       std::vector<float> b = a;
-      ref(a.data(), valid, n, 0.125f);
-      fn(b.data(), valid, n, 0.125f);
+      long double lse = 0;  // log sum e^(x/8) as max + log sum e^(x/8 - max)
+      {
+        long double max = -INFINITY, s = 0;
+        for (int64_t i = 0; i < valid; ++i) max = std::max<long double>(max, a[i] * 0.125L);
+        for (int64_t i = 0; i < valid; ++i) s += std::exp(a[i] * 0.125L - max);
+        lse = valid == 0 ? -INFINITY : max + std::log(s);
+      }
+      const float lse_ref = ref(a.data(), valid, n, 0.125f);
+      const float lse_fn = fn(b.data(), valid, n, 0.125f);
+      if (valid == 0) {
+        EXPECT_EQ(lse_ref, -INFINITY);
+        EXPECT_EQ(lse_fn, -INFINITY) << cpu::IsaTierName(tier);
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(b[i], 0.0f) << "empty row at " << i;
+        continue;
+      }
+      // f32 sums of <= 4097 terms in (0, 1] of which one is 1: a relative 1e-6 of the sum.
+      EXPECT_NEAR(lse_ref, static_cast<double>(lse), 1e-6 * std::fabs(lse) + 1e-6);
+      EXPECT_NEAR(lse_fn, static_cast<double>(lse), 1e-6 * std::fabs(lse) + 2e-6)
+          << cpu::IsaTierName(tier) << " valid " << valid;
       double sum = 0;
       for (int64_t i = 0; i < valid; ++i) {
         ASSERT_NEAR(b[i], a[i], 2e-6 * a[i] + 1e-30)

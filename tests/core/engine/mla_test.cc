@@ -13,6 +13,7 @@
 
 #include "core/engine/forward.h"
 #include "core/engine/mla_split.h"
+#include "cpu_kernels/cpu_features.h"
 #include "moe/expert_store.h"
 #include "moe/grouped_experts.h"
 #include "numa/thread_pool.h"
@@ -184,29 +185,36 @@ std::vector<double> Naive(const Weights& w, const ModelConfig& c, const std::vec
   return out;
 }
 
-void CheckMla(int64_t Q, bool split, MlaForm form = MlaForm::kAuto) {
+// MLA over calls of sizes[0], sizes[1], ... tokens (each through the cache of the ones before),
+// with `tier`'s kernel table, against Naive.
+void CheckMla(int64_t Q, bool split, MlaForm form = MlaForm::kAuto,
+              std::vector<int64_t> sizes = {3, 2}, cpu::IsaTier tier = cpu::IsaTier::kScalar) {
   const Weights w = MakeWeights(Q, 42);
   const ModelConfig c = Config(Q, split);
   ModelWeights mw;
   mw.layers.push_back(Layer(w, c));
   numa::ThreadPool pool(2);
-  KvCache kv(c, 8);
+  int64_t n_all = 0;
+  for (int64_t n : sizes) n_all += n;
+  KvCache kv(c, n_all);
   // Attention only: an expert store with no MoE layer, read in place.
   std::unique_ptr<moe::ExpertStore> store =
       *moe::ExpertStore::Build(std::vector<moe::ExpertEngine::Layer>(1), {.nodes = {0}});
-  moe::GroupedExperts experts(store.get(), {&pool}, {}, &gemv::KernelsFor(cpu::IsaTier::kScalar));
+  moe::GroupedExperts experts(store.get(), {&pool}, {}, &gemv::KernelsFor(tier));
   Workspace ws;
-  const ForwardContext ctx{
-      c, mw, pool, kv, experts, RopeParamsFor(c), gemv::KernelsFor(cpu::IsaTier::kScalar), ws};
+  const ForwardContext ctx{c, mw, pool, kv, experts, RopeParamsFor(c), gemv::KernelsFor(tier), ws};
   std::mt19937 rng(1);
   std::normal_distribution<float> n(0.0f, 1.0f);
-  std::vector<float> hs(5 * D);
+  std::vector<float> hs(static_cast<size_t>(n_all * D));
   for (float& x : hs) x = n(rng);
-  std::vector<float> out(5 * D, NAN);
-  MlaAttention(ctx, 0, hs.data(), 3, 0, out.data(), form);                  // prefill 3 tokens
-  MlaAttention(ctx, 0, hs.data() + 3 * D, 2, 3, out.data() + 3 * D, form);  // then 2 more
-  const std::vector<double> ref = Naive(w, c, hs, 5);
-  for (int64_t i = 0; i < 5 * D; ++i) {
+  std::vector<float> out(static_cast<size_t>(n_all * D), NAN);
+  int64_t pos = 0;
+  for (int64_t n_tok : sizes) {
+    MlaAttention(ctx, 0, hs.data() + pos * D, n_tok, pos, out.data() + pos * D, form);
+    pos += n_tok;
+  }
+  const std::vector<double> ref = Naive(w, c, hs, n_all);
+  for (int64_t i = 0; i < n_all * D; ++i) {
     ASSERT_NEAR(out[i], ref[i], 2e-4 * (1 + std::fabs(ref[i])))
         << "q_lora " << Q << (split ? " split" : " legacy") << " token " << i / D;
   }
@@ -244,6 +252,38 @@ TEST(MlaTest, FormChoiceFollowsTheMultiplyAdds) {
   EXPECT_TRUE(MlaExpandedIsCheaper(c, 2048, 4000));
 }
 TEST(MlaTest, LegacyLayoutWithQLora) { CheckMla(10, false); }
+// Long-context decode split over positions (16-position chunks here): 37 tokens as one batch,
+// then batches of 1, 3, 5 and 4 over 3-4 chunks, the last one's first token before the last
+// chunk (a chunk it sees nothing of); both layouts, with and without q compression, the
+// scalar kernel table and the machine's best.
+TEST(MlaTest, AbsorbedFormSplitOverPositions) {
+  const std::vector<int64_t> sizes = {37, 1, 3, 5, 4};
+  const cpu::IsaTier best = cpu::BestTier(cpu::DetectCpuFeatures());
+  for (const cpu::IsaTier tier : {cpu::IsaTier::kScalar, best}) {
+    CheckMla(10, true, MlaForm::kAbsorbedSplit, sizes, tier);
+    CheckMla(10, false, MlaForm::kAbsorbedSplit, sizes, tier);
+    CheckMla(0, true, MlaForm::kAbsorbedSplit, sizes, tier);
+  }
+}
+// Split only for batches of <= 16 tokens past 512 KB of cache rows per layer (DeepSeek's 576
+// floats per position: from 228 positions), in chunks of 128-512 positions giving each thread
+// >= 2 tasks.
+TEST(MlaTest, SplitChunkFollowsTheCacheSize) {
+  ModelConfig c;
+  c.n_head = 16;
+  c.kv_lora_rank = 512;
+  c.qk_rope = 64;
+  EXPECT_EQ(MlaSplitChunk(c, 2, 1, 227, MlaForm::kAuto), 0);
+  EXPECT_EQ(MlaSplitChunk(c, 2, 1, 228, MlaForm::kAuto), 128);
+  EXPECT_EQ(MlaSplitChunk(c, 2, 1, 2048, MlaForm::kAuto), 512);
+  EXPECT_EQ(MlaSplitChunk(c, 2, 17, 2048, MlaForm::kAuto), 0);
+  EXPECT_EQ(MlaSplitChunk(c, 2, 1, 2048, MlaForm::kAbsorbed), 0);
+  EXPECT_EQ(MlaSplitChunk(c, 16, 1, 2048, MlaForm::kAuto), 128);
+  EXPECT_EQ(MlaSplitChunk(c, 2, 1, 40, MlaForm::kAbsorbedSplit), 16);
+  c.n_head = 128;  // DeepSeek-V3: 4 head groups of 32
+  EXPECT_EQ(MlaSplitChunk(c, 32, 1, 2048, MlaForm::kAuto), 128);
+  EXPECT_EQ(MlaSplitChunk(c, 32, 1, 16384, MlaForm::kAuto), 512);
+}
 TEST(MlaTest, SplitLayoutWithoutQLora) { CheckMla(0, true); }
 TEST(MlaTest, LegacyLayoutWithoutQLora) { CheckMla(0, false); }
 
