@@ -33,6 +33,7 @@ struct WorkerScratch {
   std::vector<float> a;         // MLA: [rows x (L+R)] absorbed queries of a (token, head) block
   std::vector<float> b;         // MLA: [rows x L] latent outputs of the block
   std::vector<float> scores;    // [rows x n_ctx] attention scores / probabilities
+  std::vector<float> cache_rows;  // MLA split decode: [chunk x (L+R)] a chunk's rows, gathered
   std::vector<float> deq;       // [max row width] reference dequantization of one row
   qmatmul::QuantizedRows rows;  // a head's activation slice, quantized
 };

@@ -356,13 +356,16 @@ struct SplitSeq {
                      // (k * n_tok + i) * H + h
 };
 
-// Phase 2 of one chunk k and heads [h0, h0 + nh) of a split sequence.
-void AttendChunk(const ForwardContext& ctx, const LatentCache& cache, const SeqRows& s,
+// Phase 2 of one chunk k and heads [h0, h0 + nh) of a split sequence over n_ctx positions of
+// layer il: the chunk's cache rows are read in place, or gathered / converted into the worker's
+// buffer (a fragmented block table, an f16 cache) by the task itself.
+void AttendChunk(const ForwardContext& ctx, int64_t il, int64_t n_ctx, const SeqRows& s,
                  const SplitSeq& sp, int64_t k, int64_t h0, int64_t nh, WorkerScratch& w) {
   const ModelConfig& c = ctx.cfg;
   const int64_t H = c.n_head, L = c.kv_lora_rank, W = L + c.qk_rope;
-  const int64_t p0 = k * sp.chunk, np = std::min(sp.chunk, cache.n_ctx - p0);
-  const float* rows = cache.rows + p0 * W;  // [np x W]
+  const int64_t p0 = k * sp.chunk, np = std::min(sp.chunk, n_ctx - p0);
+  // [np x W] the chunk's rows
+  const float* rows = ctx.kv.RowRange(KvCache::kK, il, s.blocks, p0, np, &w.cache_rows);
   float* scores = Grow(w.scores, nh * np);  // [nh x np]
   for (int64_t i = 0; i < s.n_tok; ++i) {
     const int64_t valid = std::clamp<int64_t>(s.pos0 + i + 1 - p0, 0, np);  // causal
@@ -415,9 +418,9 @@ void CombineChunks(const ForwardContext& ctx, const LayerWeights& l, const SeqRo
 }
 
 // Phases 2 and 3 of the split sequences (phase 1 ran with the unsplit tasks).
-void RunSplitPhases(const ForwardContext& ctx, const LayerWeights& l,
-                    std::span<const SplitSeq> splits, std::span<const LatentCache> caches,
-                    float* o) {
+void RunSplitPhases(const ForwardContext& ctx, int64_t il, std::span<const SplitSeq> splits,
+                    std::span<const LatentCache> caches, float* o) {
+  const LayerWeights& l = ctx.w.layers[static_cast<size_t>(il)];
   const int64_t H = ctx.cfg.n_head, groups = CeilDiv(H, kSplitHeads);
   const int64_t hg = CeilDiv(H, groups);
   std::vector<std::array<int64_t, 3>> tasks;  // (split, chunk, h0): chunk-major per sequence
@@ -429,8 +432,9 @@ void RunSplitPhases(const ForwardContext& ctx, const LayerWeights& l,
   ctx.pool.ParallelFor(static_cast<int64_t>(tasks.size()), [&](int64_t t, int worker) {
     const auto [i, k, h0] = tasks[static_cast<size_t>(t)];
     const SplitSeq& sp = splits[static_cast<size_t>(i)];
-    AttendChunk(ctx, caches[static_cast<size_t>(sp.seq)], ctx.seqs[static_cast<size_t>(sp.seq)], sp,
-                k, h0, std::min(hg, H - h0), ctx.ws.workers[static_cast<size_t>(worker)]);
+    AttendChunk(ctx, il, caches[static_cast<size_t>(sp.seq)].n_ctx,
+                ctx.seqs[static_cast<size_t>(sp.seq)], sp, k, h0, std::min(hg, H - h0),
+                ctx.ws.workers[static_cast<size_t>(worker)]);
   });
   // Phase 3: ~4 tasks per thread over (sequence, head group).
   const int64_t per_seq =
@@ -504,12 +508,14 @@ void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
                           (form == MlaForm::kAuto && MlaExpandedIsCheaper(c, s.n_tok, s.pos0));
     LatentCache& cache = caches[i];
     cache.n_ctx = s.pos0 + s.n_tok;
-    cache.rows = ctx.kv.Rows(KvCache::kK, il, s.blocks, cache.n_ctx, &ctx.ws.seq_rows[i]);
+    const int64_t chunk = expanded ? 0 : MlaSplitChunk(c, n_threads, s.n_tok, cache.n_ctx, form);
+    if (chunk == 0) {  // the rows in one piece (gathered here when the blocks are not in order)
+      cache.rows = ctx.kv.Rows(KvCache::kK, il, s.blocks, cache.n_ctx, &ctx.ws.seq_rows[i]);
+    }
     if (expanded) {  // its own parallel loops, one sequence at a time
       ExpandedAttention(ctx, l, cache, q + s.row0 * H * hk, s.n_tok, s.pos0, o + s.row0 * H * hv);
       continue;
     }
-    const int64_t chunk = MlaSplitChunk(c, n_threads, s.n_tok, cache.n_ctx, form);
     if (chunk == 0) {
       AddAbsorbedTasks(c, n_threads, static_cast<int64_t>(i), s, &tasks);
       continue;
@@ -541,7 +547,7 @@ void MlaAttention(const ForwardContext& ctx, int64_t il, const float* h, int64_t
     AttendBlock(ctx, l, caches[static_cast<size_t>(t.seq)], q + s.row0 * H * hk, s.pos0, t.t0, t.nt,
                 t.h0, t.nh, w, o + s.row0 * H * hv);
   });
-  if (!splits.empty()) RunSplitPhases(ctx, l, splits, caches, o);
+  if (!splits.empty()) RunSplitPhases(ctx, il, splits, caches, o);
   core_timer.reset();
   PhaseTimer timer(ctx.prof, Phase::kAttnOut, BytesOf(l.attn_output));
   const qmatmul::Product p{matmul::FromTensor(l.attn_output), out, c.n_embd};

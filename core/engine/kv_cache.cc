@@ -82,33 +82,40 @@ void KvCache::Write(Part part, int64_t il, int64_t slot, const float* row) {
   for (int64_t i = 0; i < width_[part]; ++i) f16_[part][at + i] = Fp32ToFp16(row[i]);
 }
 
-bool KvCache::Contiguous(std::span<const int32_t> blocks, int64_t n) const {
-  const int64_t nb = CeilDiv(n, block_);
-  MOESPLIT_CHECK(static_cast<int64_t>(blocks.size()) >= nb, "KvCache: block table of ",
-                 blocks.size(), " blocks for ", n, " positions");
-  for (int64_t b = 1; b < nb; ++b) {
-    if (blocks[b] != blocks[0] + b) return false;
+bool KvCache::Contiguous(std::span<const int32_t> blocks, int64_t p0, int64_t n) const {
+  if (n <= 0) return true;
+  const int64_t b0 = p0 / block_, b1 = (p0 + n - 1) / block_;  // the blocks the positions use
+  MOESPLIT_CHECK(static_cast<int64_t>(blocks.size()) > b1, "KvCache: block table of ",
+                 blocks.size(), " blocks for positions ", p0, "..", p0 + n - 1);
+  for (int64_t b = b0 + 1; b <= b1; ++b) {
+    if (blocks[b] != blocks[b0] + (b - b0)) return false;
   }
   return true;
 }
 
 const float* KvCache::Rows(Part part, int64_t il, std::span<const int32_t> blocks, int64_t n,
                            std::vector<float>* buffer) const {
+  return RowRange(part, il, blocks, 0, n, buffer);
+}
+
+const float* KvCache::RowRange(Part part, int64_t il, std::span<const int32_t> blocks, int64_t p0,
+                               int64_t n, std::vector<float>* buffer) const {
   const int64_t w = width_[part];
-  const bool contiguous = Contiguous(blocks, n);
-  if (type_ == KvCacheType::kF32 && contiguous) {
-    return f32_[part].data() + Index(part, il, n > 0 ? int64_t{blocks[0]} * block_ : 0);
+  if (type_ == KvCacheType::kF32 && Contiguous(blocks, p0, n)) {
+    return f32_[part].data() + Index(part, il, n > 0 ? Slot(blocks, p0) : 0);
   }
   buffer->resize(static_cast<size_t>(n * w));
-  for (int64_t p0 = 0; p0 < n; p0 += block_) {  // one block's rows at a time
-    const size_t at = Index(part, il, Slot(blocks, p0));
-    const size_t count = static_cast<size_t>(std::min(block_, n - p0) * w);
-    float* dst = buffer->data() + p0 * w;
+  for (int64_t p = p0; p < p0 + n;) {  // the positions' part of one block at a time
+    const int64_t run = std::min(block_ - p % block_, p0 + n - p);
+    const size_t at = Index(part, il, Slot(blocks, p));
+    const size_t count = static_cast<size_t>(run * w);
+    float* dst = buffer->data() + (p - p0) * w;
     if (type_ == KvCacheType::kF32) {
       std::memcpy(dst, f32_[part].data() + at, count * sizeof(float));
     } else {
       for (size_t i = 0; i < count; ++i) dst[i] = Fp16ToFp32(f16_[part][at + i]);
     }
+    p += run;
   }
   return buffer->data();
 }

@@ -6,8 +6,9 @@
 //  - deepseek2 (MLA): the latent form, one row of [kv_lora + qk_rope] values: the normalised
 //    compressed kv (c, 512 for V3) followed by the roped shared key (k_pe, 64): 576 values per
 //    token per layer (V3, 61 layers, f16: 70 KB per token, 288 MB at 4096). Both of
-//    attention's products read these rows as they lie: scores = Q C^T in the dot form, and
-//    o_lat = P C as weighted sums of the rows (GemvKernels::row_mix). (Until 2026-12-03 the c
+//    attention's products read these rows as they lie: scores = Q C^T in the dot form (or
+//    GemvKernels::row_scores, in long-context decode), and o_lat = P C as weighted sums of the
+//    rows (GemvKernels::row_mix). (Until 2026-12-03 the c
 //    part was also kept transposed, [kv_lora][slots] per layer, for a dot-form P C: 1.9x the
 //    memory, a write scattered over 512 pages per token and layer, and a slower product.)
 //  - GQA archs (qwen3moe, llama): K rows [n_head_kv x head_dim_k] and V rows [n_head_kv x
@@ -18,7 +19,9 @@
 // whose blocks are consecutive (the usual case for a lone sequence: blocks are handed out lowest
 // first) is read in place, exactly as an unpaged cache; a fragmented one (a shared prefix, a
 // pool with holes) is gathered into a scratch buffer per layer: W floats per position copied,
-// the bytes attention reads anyway.
+// the bytes attention reads anyway. MLA's long-context decode (split over positions) reads
+// chunk by chunk instead (RowRange): in place where a chunk's blocks are consecutive, else each
+// task gathers its own chunk, in parallel, into an L2-sized buffer.
 #pragma once
 
 #include <cstdint>
@@ -74,6 +77,10 @@ class KvCache {
   // Valid until the next Write or buffer change.
   const float* Rows(Part part, int64_t il, std::span<const int32_t> blocks, int64_t n,
                     std::vector<float>* buffer) const;
+  // Positions [p0, p0 + n) the same way: in place when f32 and their blocks are consecutive.
+  // (MLA's split decode: each task gathers only its chunk, in parallel, into its own buffer.)
+  const float* RowRange(Part part, int64_t il, std::span<const int32_t> blocks, int64_t p0,
+                        int64_t n, std::vector<float>* buffer) const;
   // Copies block src's rows (every layer and part) into block dst: copy-on-write of a shared
   // block before a sequence writes into it.
   void CopyBlock(int32_t src, int32_t dst);
@@ -83,8 +90,8 @@ class KvCache {
   KvCache(const ModelConfig& config, int64_t positions, KvCacheType type, int64_t block_size,
           Unallocated);
   Status Allocate();
-  // Whether the first ceil(n / B) blocks of the table are consecutive.
-  bool Contiguous(std::span<const int32_t> blocks, int64_t n) const;
+  // Whether the blocks holding positions [p0, p0 + n) are consecutive in the table.
+  bool Contiguous(std::span<const int32_t> blocks, int64_t p0, int64_t n) const;
   size_t Index(Part part, int64_t il, int64_t slot) const {
     return static_cast<size_t>((il * slots_ + slot) * width_[part]);
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 namespace moesplit::engine {
@@ -65,6 +66,34 @@ TEST(KvCacheTest, ConsecutiveBlocksReadInPlaceOthersGathered) {
     Fill(kv, scattered, 6);
     ExpectSequence(kv, run, 7, type == KvCacheType::kF32);
     ExpectSequence(kv, scattered, 6, false);
+  }
+}
+
+// RowRange: any positions [p0, p0 + n), in place where their blocks are consecutive (f32) even
+// when the table's other blocks are not, gathered across a break, converted from f16.
+TEST(KvCacheTest, RowRangeReadsInPlaceWhereItsBlocksAreConsecutive) {
+  for (KvCacheType type : {KvCacheType::kF32, KvCacheType::kF16}) {
+    KvCache kv(Mla(), 24, type, 4);
+    const std::vector<int32_t> blocks = {5, 0, 1, 3};  // positions 4-11 consecutive, then a break
+    Fill(kv, blocks, 15);
+    const int64_t W = kv.width(KvCache::kK);
+    for (const auto& [p0, n, in_place] : {std::tuple<int64_t, int64_t, bool>{5, 6, true},
+                                          {0, 3, true},
+                                          {2, 5, false},
+                                          {9, 6, false},
+                                          {12, 3, true}}) {
+      for (int64_t il = 0; il < 2; ++il) {
+        std::vector<float> buf(1, NAN);
+        const float* rows = kv.RowRange(KvCache::kK, il, blocks, p0, n, &buf);
+        EXPECT_EQ(rows != buf.data(), in_place && type == KvCacheType::kF32)
+            << "positions " << p0 << "+" << n;
+        for (int64_t p = 0; p < n; ++p) {
+          for (int64_t i = 0; i < W; ++i) {
+            ASSERT_EQ(rows[p * W + i], Value(il, p0 + p, i)) << "layer " << il << " pos " << p0 + p;
+          }
+        }
+      }
+    }
   }
 }
 

@@ -11,7 +11,9 @@
 #include <random>
 #include <vector>
 
+#include "core/base/int_math.h"
 #include "core/engine/forward.h"
+#include "core/engine/kv_cache.h"
 #include "core/engine/mla_split.h"
 #include "cpu_kernels/cpu_features.h"
 #include "moe/expert_store.h"
@@ -185,34 +187,64 @@ std::vector<double> Naive(const Weights& w, const ModelConfig& c, const std::vec
   return out;
 }
 
-// MLA over calls of sizes[0], sizes[1], ... tokens (each through the cache of the ones before),
-// with `tier`'s kernel table, against Naive.
-void CheckMla(int64_t Q, bool split, MlaForm form = MlaForm::kAuto,
-              std::vector<int64_t> sizes = {3, 2}, cpu::IsaTier tier = cpu::IsaTier::kScalar) {
-  const Weights w = MakeWeights(Q, 42);
-  const ModelConfig c = Config(Q, split);
+// How RunMla keeps its cache: the element type, and blocks of 8 positions in reverse order (a
+// fragmented block table) instead of one sequence in order.
+struct CacheLayout {
+  KvCacheType type = KvCacheType::kF32;
+  bool reversed_blocks = false;
+};
+
+// MLA's outputs [n x D] over calls of sizes[0], sizes[1], ... tokens (each through the cache of
+// the ones before; n their sum), with `tier`'s kernel table; hs [n x D] the inputs.
+std::vector<float> RunMla(const Weights& w, const ModelConfig& c, const std::vector<float>& hs,
+                          MlaForm form, const std::vector<int64_t>& sizes, cpu::IsaTier tier,
+                          CacheLayout layout = {}) {
   ModelWeights mw;
   mw.layers.push_back(Layer(w, c));
   numa::ThreadPool pool(2);
-  int64_t n_all = 0;
-  for (int64_t n : sizes) n_all += n;
-  KvCache kv(c, n_all);
+  const int64_t n_all = static_cast<int64_t>(hs.size()) / D;
+  constexpr int64_t kBlock = 8;
+  KvCache kv(c, RoundUp(n_all, kBlock), layout.type, kBlock);
+  std::vector<int32_t> blocks(static_cast<size_t>(kv.n_blocks()));
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    blocks[b] = static_cast<int32_t>(layout.reversed_blocks ? blocks.size() - 1 - b : b);
+  }
   // Attention only: an expert store with no MoE layer, read in place.
   std::unique_ptr<moe::ExpertStore> store =
       *moe::ExpertStore::Build(std::vector<moe::ExpertEngine::Layer>(1), {.nodes = {0}});
   moe::GroupedExperts experts(store.get(), {&pool}, {}, &gemv::KernelsFor(tier));
   Workspace ws;
-  const ForwardContext ctx{c, mw, pool, kv, experts, RopeParamsFor(c), gemv::KernelsFor(tier), ws};
+  ForwardContext ctx{c, mw, pool, kv, experts, RopeParamsFor(c), gemv::KernelsFor(tier), ws};
+  std::vector<float> out(static_cast<size_t>(n_all * D), NAN);
+  int64_t pos = 0;
+  for (int64_t n_tok : sizes) {
+    const SeqRows seq{blocks, 0, n_tok, pos};
+    ctx.seqs = {&seq, 1};
+    MlaAttention(ctx, 0, hs.data() + pos * D, n_tok, out.data() + pos * D, form);
+    pos += n_tok;
+  }
+  return out;
+}
+
+std::vector<float> Inputs(const std::vector<int64_t>& sizes) {
+  int64_t n_all = 0;
+  for (int64_t n : sizes) n_all += n;
   std::mt19937 rng(1);
   std::normal_distribution<float> n(0.0f, 1.0f);
   std::vector<float> hs(static_cast<size_t>(n_all * D));
   for (float& x : hs) x = n(rng);
-  std::vector<float> out(static_cast<size_t>(n_all * D), NAN);
-  int64_t pos = 0;
-  for (int64_t n_tok : sizes) {
-    MlaAttention(ctx, 0, hs.data() + pos * D, n_tok, pos, out.data() + pos * D, form);
-    pos += n_tok;
-  }
+  return hs;
+}
+
+// RunMla against Naive.
+void CheckMla(int64_t Q, bool split, MlaForm form = MlaForm::kAuto,
+              std::vector<int64_t> sizes = {3, 2}, cpu::IsaTier tier = cpu::IsaTier::kScalar,
+              CacheLayout layout = {}) {
+  const Weights w = MakeWeights(Q, 42);
+  const ModelConfig c = Config(Q, split);
+  const std::vector<float> hs = Inputs(sizes);
+  const int64_t n_all = static_cast<int64_t>(hs.size()) / D;
+  const std::vector<float> out = RunMla(w, c, hs, form, sizes, tier, layout);
   const std::vector<double> ref = Naive(w, c, hs, n_all);
   for (int64_t i = 0; i < n_all * D; ++i) {
     ASSERT_NEAR(out[i], ref[i], 2e-4 * (1 + std::fabs(ref[i])))
@@ -263,6 +295,27 @@ TEST(MlaTest, AbsorbedFormSplitOverPositions) {
     CheckMla(10, true, MlaForm::kAbsorbedSplit, sizes, tier);
     CheckMla(10, false, MlaForm::kAbsorbedSplit, sizes, tier);
     CheckMla(0, true, MlaForm::kAbsorbedSplit, sizes, tier);
+    CheckMla(10, true, MlaForm::kAbsorbedSplit, sizes, tier, {.reversed_blocks = true});
+  }
+}
+// The split form's tasks read their chunks through the block table themselves (in place, or
+// gathered when the blocks are out of order) and convert an f16 cache: on a reversed table of
+// 8-position blocks, with f32 and f16 caches, it gives the unsplit form's outputs on the same
+// cache (which the f16 cache rounds alike for both; within 1e-5).
+TEST(MlaTest, SplitFormReadsFragmentedAndF16Caches) {
+  const std::vector<int64_t> sizes = {37, 1, 3, 5, 4};
+  const Weights w = MakeWeights(10, 42);
+  const ModelConfig c = Config(10, true);
+  const std::vector<float> hs = Inputs(sizes);
+  const cpu::IsaTier best = cpu::BestTier(cpu::DetectCpuFeatures());
+  for (const KvCacheType type : {KvCacheType::kF32, KvCacheType::kF16}) {
+    const std::vector<float> want = RunMla(w, c, hs, MlaForm::kAbsorbed, sizes, best, {type});
+    const std::vector<float> got =
+        RunMla(w, c, hs, MlaForm::kAbsorbedSplit, sizes, best, {type, true});
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i])))
+          << (type == KvCacheType::kF16 ? "f16" : "f32") << " token " << i / D;
+    }
   }
 }
 // Split only for batches of <= 16 tokens past 512 KB of cache rows per layer (DeepSeek's 576
