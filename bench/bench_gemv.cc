@@ -21,7 +21,8 @@
 // ds-v2-lite count, against 512 positions of 576-value f32 rows, 1.2 MB: L2/L3), per tier:
 //   mla/scores_gemm  the scores as the F32 GEMM computes them (weights = the cache rows, the 16
 //                    queries as tokens: its dot form), mla/row_scores  the same by
-//                    GemvKernels::row_scores, mla/row_mix  p C (512 of the 576 values) by row_mix.
+//                    GemvKernels::row_scores, mla/row_mix  p C (512 of the 576 values) by row_mix;
+//                    hot (the same rows each time) and cold (copies spanning 256 MiB: from DRAM).
 //
 // Counters: GB/s = weight bytes read / s (1e9), GFLOP/s = 2 * rows * K * n_tok / s, bw_frac =
 // (weight bytes / s) / (1-thread read bandwidth of the probe, measured once at start-up and shown
@@ -195,26 +196,35 @@ void BM_Gemm(benchmark::State& state, Context* ctx, Case c) {
 
 enum class MlaOp { kScoresGemm, kRowScores, kRowMix };
 
-void BM_MlaDecode(benchmark::State& state, cpu::IsaTier tier, MlaOp op) {
+void BM_MlaDecode(benchmark::State& state, cpu::IsaTier tier, MlaOp op, bool cold) {
   constexpr int64_t kHeads = 16, kPos = 512, kW = 576, kL = 512;
   const gemv::GemvKernels& kernels = gemv::KernelsFor(tier);
-  const std::vector<float> rows = NormalValues(kPos * kW, 3, 1.0f);    // [kPos x kW] cache rows
+  // [copies x kPos x kW] cache rows: cold, copies spanning kColdBytes, the next one each time.
+  const int64_t copies = cold ? kColdBytes / (kPos * kW * 4) : 1;
+  std::vector<float> rows = NormalValues(kPos * kW, 3, 1.0f);
+  rows.resize(static_cast<size_t>(copies * kPos * kW));
+  for (int64_t c = 1; c < copies; ++c) {
+    std::copy_n(rows.begin(), kPos * kW, rows.begin() + c * kPos * kW);
+  }
+  int64_t copy = 0;
   const std::vector<float> q = NormalValues(kHeads * kW, 4, 1.0f);     // [kHeads x kW] queries
   std::vector<float> p = NormalValues(kHeads * kPos, 5, 1.0f / kPos);  // [kHeads x kPos]
   std::vector<float> out(static_cast<size_t>(kHeads * kPos));          // [kHeads x max(kPos, kL)]
   const gemv::GemmFn gemm = kernels.For(GgmlType::kF32)->gemm;
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
+    const float* r = rows.data() + copy * kPos * kW;
+    if (++copy == copies) copy = 0;
     switch (op) {
       case MlaOp::kScoresGemm:
-        gemm(rows.data(), kW * sizeof(float), kPos, q.data(), kW * sizeof(float), kHeads, kW,
-             out.data(), kPos);
+        gemm(r, kW * sizeof(float), kPos, q.data(), kW * sizeof(float), kHeads, kW, out.data(),
+             kPos);
         break;
       case MlaOp::kRowScores:
-        kernels.row_scores(q.data(), kW, kHeads, rows.data(), kW, kPos, kW, out.data(), kPos);
+        kernels.row_scores(q.data(), kW, kHeads, r, kW, kPos, kW, out.data(), kPos);
         break;
       case MlaOp::kRowMix:
-        kernels.row_mix(p.data(), kPos, kHeads, rows.data(), kW, kPos, kL, out.data(), kL);
+        kernels.row_mix(p.data(), kPos, kHeads, r, kW, kPos, kL, out.data(), kL);
         break;
     }
     benchmark::DoNotOptimize(out.data());
@@ -280,9 +290,13 @@ void RegisterAll(Context* ctx) {
     for (const auto& [op, name] :
          {std::pair{MlaOp::kScoresGemm, "scores_gemm"}, std::pair{MlaOp::kRowScores, "row_scores"},
           std::pair{MlaOp::kRowMix, "row_mix"}}) {
-      benchmark::RegisterBenchmark(("mla/" + std::string(name) + "/" + t + "/16x512x576").c_str(),
-                                   BM_MlaDecode, tier, op)
-          ->UseRealTime();
+      for (const bool cold : {false, true}) {
+        benchmark::RegisterBenchmark(
+            ("mla/" + std::string(name) + "/" + t + "/16x512x576/" + (cold ? "cold" : "hot"))
+                .c_str(),
+            BM_MlaDecode, tier, op, cold)
+            ->UseRealTime();
+      }
     }
   }
 }

@@ -26,6 +26,9 @@ StatusOr<ZeroedPages> ZeroedPages::Map(size_t bytes, std::string_view what, std:
   if (bytes == 0) return p;
   void* raw = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return CannotReserveError(bytes, what, hint);
+  // Transparent huge pages where the kernel allows them (THP "madvise" or "always"; refused
+  // otherwise, and then 4 KiB pages serve as before): see the header.
+  if (bytes >= kHugePage) madvise(raw, bytes, MADV_HUGEPAGE);
   p.data_ = static_cast<uint8_t*>(raw);
   p.bytes_ = bytes;
   return p;

@@ -8,6 +8,14 @@
 // No MAP_NORESERVE: the kernel's overcommit check still refuses a mapping larger than the
 // machine can ever back, so such a request fails here with a clear error rather than later
 // with the OOM killer.
+//
+// Mappings of 2 MiB and more ask for transparent huge pages (MADV_HUGEPAGE), so memory becomes
+// resident 2 MiB at a time where the kernel grants them. Why: long-context MLA decode reads every
+// layer's latent cache rows per token, and on 4 KiB pages that walk missed the TLB: ds-v2-lite
+// at 2048 positions reads 127 MB of rows over 31k pages per token, their page tables evicted by
+// the 1.6 GB of weights between two reads. On one Zen 5 core "attention (cache, scores)" took
+// 41.8 ms per token on 4 KiB pages and 19.1 on huge pages (bench tg32 @ d2048 -t 1). The cost:
+// a written KV position makes 2 MiB per layer resident (27 layers: 54 MB), not 4 KiB.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +26,8 @@
 #include "core/base/status.h"
 
 namespace moesplit {
+
+inline constexpr size_t kHugePage = size_t{2} << 20;  // x86-64's transparent huge page
 
 class ZeroedPages {
  public:

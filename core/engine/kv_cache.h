@@ -14,8 +14,9 @@
 //  - GQA archs (qwen3moe, llama): K rows [n_head_kv x head_dim_k] and V rows [n_head_kv x
 //    head_dim_v] per token.
 // Stored as f32 or f16 (llama.cpp's default); attention reads rows back as f32. The pool is
-// zero pages (ZeroedPages): its memory becomes resident as positions are written, so a large
-// -c costs RAM only as far as it is used. A sequence
+// zero pages (ZeroedPages): its memory becomes resident as positions are written (2 MiB at a
+// time per layer where transparent huge pages are granted: the TLB reach long-context decode
+// needs), so a large -c costs RAM only as far as it is used. A sequence
 // whose blocks are consecutive (the usual case for a lone sequence: blocks are handed out lowest
 // first) is read in place, exactly as an unpaged cache; a fragmented one (a shared prefix, a
 // pool with holes) is gathered into a scratch buffer per layer: W floats per position copied,

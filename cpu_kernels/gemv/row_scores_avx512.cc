@@ -34,7 +34,15 @@ void Tile(const float* panel, const float* rows, int64_t ld_rows, int64_t np, in
   __m512 acc[kP];
 #pragma GCC unroll 8
   for (int i = 0; i < kP; ++i) acc[i] = _mm512_setzero_ps();
+  // The next tile's rows (kP ld_rows floats from rows + kP ld_rows), one line per 2 values of k.
+  const char* next = reinterpret_cast<const char*>(rows + kP * ld_rows);
+  const int64_t pf_step = std::max<int64_t>(64, kP * ld_rows * 4 * 2 / d);
+  int64_t pf = 0;
   for (int64_t k = 0; k < d; ++k) {
+    if ((k & 1) == 0) {
+      _mm_prefetch(next + pf, _MM_HINT_T1);
+      pf += pf_step;
+    }
     const __m512 pv = _mm512_load_ps(panel + k * kV);
 #pragma GCC unroll 8
     for (int i = 0; i < kP; ++i) acc[i] = _mm512_fmadd_ps(pv, _mm512_set1_ps(r[i][k]), acc[i]);
