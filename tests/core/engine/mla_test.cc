@@ -196,25 +196,37 @@ struct CacheLayout {
 
 // MLA's outputs [n x D] over calls of sizes[0], sizes[1], ... tokens (each through the cache of
 // the ones before; n their sum), with `tier`'s kernel table; hs [n x D] the inputs.
+// One layer of attention only on 2 threads: a KV pool of `positions` in blocks of 8, and an
+// expert store with no MoE layer.
+struct MlaRig {
+  MlaRig(const Weights& w, const ModelConfig& c, int64_t positions, cpu::IsaTier tier,
+         KvCacheType type)
+      : kv(c, RoundUp(positions, kBlock), type, kBlock),
+        store(*moe::ExpertStore::Build(std::vector<moe::ExpertEngine::Layer>(1), {.nodes = {0}})),
+        experts(store.get(), {&pool}, {}, &gemv::KernelsFor(tier)),
+        ctx{c, mw, pool, kv, experts, RopeParamsFor(c), gemv::KernelsFor(tier), ws} {
+    mw.layers.push_back(Layer(w, c));
+  }
+  static constexpr int64_t kBlock = 8;
+  ModelWeights mw;
+  numa::ThreadPool pool{2};
+  KvCache kv;
+  std::unique_ptr<moe::ExpertStore> store;
+  moe::GroupedExperts experts;
+  Workspace ws;
+  ForwardContext ctx;
+};
+
 std::vector<float> RunMla(const Weights& w, const ModelConfig& c, const std::vector<float>& hs,
                           MlaForm form, const std::vector<int64_t>& sizes, cpu::IsaTier tier,
                           CacheLayout layout = {}) {
-  ModelWeights mw;
-  mw.layers.push_back(Layer(w, c));
-  numa::ThreadPool pool(2);
   const int64_t n_all = static_cast<int64_t>(hs.size()) / D;
-  constexpr int64_t kBlock = 8;
-  KvCache kv(c, RoundUp(n_all, kBlock), layout.type, kBlock);
-  std::vector<int32_t> blocks(static_cast<size_t>(kv.n_blocks()));
+  MlaRig rig(w, c, n_all, tier, layout.type);
+  ForwardContext& ctx = rig.ctx;
+  std::vector<int32_t> blocks(static_cast<size_t>(rig.kv.n_blocks()));
   for (size_t b = 0; b < blocks.size(); ++b) {
     blocks[b] = static_cast<int32_t>(layout.reversed_blocks ? blocks.size() - 1 - b : b);
   }
-  // Attention only: an expert store with no MoE layer, read in place.
-  std::unique_ptr<moe::ExpertStore> store =
-      *moe::ExpertStore::Build(std::vector<moe::ExpertEngine::Layer>(1), {.nodes = {0}});
-  moe::GroupedExperts experts(store.get(), {&pool}, {}, &gemv::KernelsFor(tier));
-  Workspace ws;
-  ForwardContext ctx{c, mw, pool, kv, experts, RopeParamsFor(c), gemv::KernelsFor(tier), ws};
   std::vector<float> out(static_cast<size_t>(n_all * D), NAN);
   int64_t pos = 0;
   for (int64_t n_tok : sizes) {
@@ -318,6 +330,41 @@ TEST(MlaTest, SplitFormReadsFragmentedAndF16Caches) {
     }
   }
 }
+// Two sequences in one call, their blocks interleaved (A even, B odd), both split: each gets
+// its own attention (against Naive), as a server's decode step of two conversations does.
+TEST(MlaTest, TwoSequencesSplitInOneCall) {
+  const std::vector<int64_t> sizes = {37, 1, 3};
+  const Weights w = MakeWeights(10, 42);
+  const ModelConfig c = Config(10, true);
+  const std::vector<float> ha = Inputs(sizes);
+  const std::vector<float> hb(ha.rbegin(), ha.rend());  // another conversation
+  const int64_t n = static_cast<int64_t>(ha.size()) / D;
+  MlaRig rig(w, c, 2 * RoundUp(n, MlaRig::kBlock), cpu::BestTier(cpu::DetectCpuFeatures()),
+             KvCacheType::kF32);
+  std::vector<int32_t> ba, bb;
+  for (int32_t b = 0; b < rig.kv.n_blocks() / 2; ++b) ba.push_back(2 * b), bb.push_back(2 * b + 1);
+  std::vector<float> oa(ha.size(), NAN), ob(hb.size(), NAN);
+  int64_t pos = 0;
+  for (int64_t t : sizes) {
+    std::vector<float> in(ha.begin() + pos * D, ha.begin() + (pos + t) * D);
+    in.insert(in.end(), hb.begin() + pos * D, hb.begin() + (pos + t) * D);
+    std::vector<float> out(in.size(), NAN);
+    const SeqRows seqs[2] = {{ba, 0, t, pos}, {bb, t, t, pos}};
+    rig.ctx.seqs = seqs;
+    MlaAttention(rig.ctx, 0, in.data(), 2 * t, out.data(), MlaForm::kAbsorbedSplit);
+    std::copy(out.begin(), out.begin() + t * D, oa.begin() + pos * D);
+    std::copy(out.begin() + t * D, out.end(), ob.begin() + pos * D);
+    pos += t;
+  }
+  for (const auto& [got, hs] : {std::pair{&oa, &ha}, std::pair{&ob, &hb}}) {
+    const std::vector<double> ref = Naive(w, c, *hs, n);
+    for (int64_t i = 0; i < n * D; ++i) {
+      ASSERT_NEAR((*got)[i], ref[i], 2e-4 * (1 + std::fabs(ref[i])))
+          << (got == &oa ? "A" : "B") << " token " << i / D;
+    }
+  }
+}
+
 // Split only for batches of <= 16 tokens past 512 KB of cache rows per layer (DeepSeek's 576
 // floats per position: from 228 positions), in chunks of 128-512 positions giving each thread
 // >= 2 tasks.
