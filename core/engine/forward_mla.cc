@@ -394,24 +394,22 @@ void CombineChunks(const ForwardContext& ctx, const LayerWeights& l, const SeqRo
                    const SplitSeq& sp, int64_t h0, int64_t nh, WorkerScratch& w, float* o) {
   const int64_t H = ctx.cfg.n_head, L = ctx.cfg.kv_lora_rank;
   float* o_lat = Grow(w.b, s.n_tok * nh * L);  // [(i, j) x L]
+  float* wk = Grow(w.scores, sp.n_chunks);     // [chunks] the combination weights
+  const int64_t ld_part = s.n_tok * H * L;     // chunk k + 1's row of (i, j) after chunk k's
   for (int64_t i = 0; i < s.n_tok; ++i) {
+    // Chunks past the token's position (only ever the last ones) have no part: not read.
+    const int64_t n_vis = CeilDiv(s.pos0 + i + 1, sp.chunk);
     for (int64_t j = 0; j < nh; ++j) {
-      auto at = [&](int64_t k) { return sp.part0 + (k * s.n_tok + i) * H + h0 + j; };
+      const int64_t row0 = sp.part0 + i * H + h0 + j;   // chunk 0's row of (i, j)
+      const float* lse = ctx.ws.mla_lse.data() + row0;  // chunk k's at lse[k * n_tok * H]
       float max = -INFINITY;
-      for (int64_t k = 0; k < sp.n_chunks; ++k) max = std::max(max, ctx.ws.mla_lse[at(k)]);
-      float* y = o_lat + (i * nh + j) * L;
-      std::fill(y, y + L, 0.0f);
-      float total = 0;
-      for (int64_t k = 0; k < sp.n_chunks; ++k) {
-        const float lse = ctx.ws.mla_lse[at(k)];
-        if (lse == -INFINITY) continue;  // no position of chunk k is visible
-        const float wk = std::exp(lse - max);
-        const float* part = ctx.ws.mla_part.data() + at(k) * L;
-        for (int64_t x = 0; x < L; ++x) y[x] += wk * part[x];
-        total += wk;
-      }
-      const float inv = 1.0f / total;  // >= 1: the chunk holding the maximum adds e^0
-      for (int64_t x = 0; x < L; ++x) y[x] *= inv;
+      for (int64_t k = 0; k < n_vis; ++k) max = std::max(max, lse[k * s.n_tok * H]);
+      float total = 0;  // >= 1: the chunk holding the maximum adds e^0
+      for (int64_t k = 0; k < n_vis; ++k) total += wk[k] = std::exp(lse[k * s.n_tok * H] - max);
+      for (int64_t k = 0; k < n_vis; ++k) wk[k] /= total;
+      // o_lat = sum_k wk part_k: the weighted sum of n_vis rows, as p C is.
+      ctx.kernels.row_mix(wk, n_vis, 1, ctx.ws.mla_part.data() + row0 * L, ld_part, n_vis, L,
+                          o_lat + (i * nh + j) * L, L);
     }
   }
   ProjectValues(ctx, l, o_lat, 0, s.n_tok, h0, nh, w, o + s.row0 * H * ctx.cfg.head_dim_v);

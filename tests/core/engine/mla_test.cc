@@ -3,7 +3,8 @@
 // k = [W_kb c, rope(k_pe)], values v = W_vb c), on random small F32 weights, for both tensor
 // layouts (split attn_k_b/attn_v_b and legacy attn_kv_b holding the same maps), with and without
 // q compression, with YaRN rope and an arbitrary attention scale, over two calls (3 tokens, then
-// 2 more through the cache).
+// 2 more through the cache), and the long-context decode split over positions. 17 heads: the
+// split form's head group takes row_scores' 16-head panel and a 1-head rest.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,7 +25,7 @@
 namespace moesplit::engine {
 namespace {
 
-constexpr int64_t D = 32, H = 3, L = 16, NOPE = 8, R = 4, V = 6;
+constexpr int64_t D = 32, H = 17, L = 16, NOPE = 8, R = 4, V = 6;
 
 struct Weights {
   int64_t Q;                                 // q_lora (0 = attn_q directly)
