@@ -59,6 +59,7 @@ struct Workspace {
   std::vector<float> mla_vt;   // [G x v x ctx] expanded values, transposed
   // MLA decode split over positions (forward_mla.cc), rows of the sequences it takes:
   std::vector<float> mla_qc;    // [T x H x (L+R)] absorbed queries
+  // (rows of a chunk past a token's position are not written: phase 3 reads the ones it sees)
   std::vector<float> mla_part;  // [chunks x tokens x H x L] each chunk's p C, p its softmax
   std::vector<float> mla_lse;   // [chunks x tokens x H] each chunk's log-sum-exp of the scores
   std::vector<float> gqa_vt;   // [Hk x v x ctx] GQA prefill: cached values, transposed

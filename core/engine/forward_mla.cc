@@ -308,7 +308,7 @@ namespace {
 // head group per thread, so that the cache streams from DRAM/L3 once per thread, not 4x.
 struct AbsorbedTask {
   int64_t seq, t0, nt, h0, nh;
-  bool query_only = false;  // a split sequence's head h0: its absorbed queries (SplitState)
+  bool query_only = false;  // a split sequence's head h0: its absorbed queries (SplitSeq)
 };
 void AddAbsorbedTasks(const ModelConfig& c, int n_threads, int64_t seq, const SeqRows& s,
                       std::vector<AbsorbedTask>* tasks) {
@@ -370,11 +370,9 @@ void AttendChunk(const ForwardContext& ctx, int64_t il, int64_t n_ctx, const Seq
   for (int64_t i = 0; i < s.n_tok; ++i) {
     const int64_t valid = std::clamp<int64_t>(s.pos0 + i + 1 - p0, 0, np);  // causal
     const int64_t row = sp.part0 + (k * s.n_tok + i) * H + h0;
+    // The chunk is past this token: phase 3 reads only the chunks a token sees (n_vis).
+    if (valid == 0) continue;
     float* lse = ctx.ws.mla_lse.data() + row;
-    if (valid == 0) {  // the chunk is past this token: no weight in phase 3
-      std::fill(lse, lse + nh, -INFINITY);
-      continue;
-    }
     const float* qc = ctx.ws.mla_qc.data() + ((s.row0 + i) * H + h0) * W;
     if (nh >= 16) {  // row_scores' panels are 16 (AVX-512) or 8 (AVX2) heads wide
       ctx.kernels.row_scores(qc, W, nh, rows, W, valid, W, scores, np);
